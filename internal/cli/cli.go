@@ -1,0 +1,121 @@
+// Package cli is hutch's command line: cobra commands that turn flags into
+// option structs and call the service. It is the only package that knows
+// about cobra; it prints, the service decides.
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/hutchsandbox/hutch/internal/service"
+)
+
+// Version is hutch's version, set at build time with -ldflags.
+var Version = "dev"
+
+// exitError carries a process exit code out of a command. A message of ""
+// means the command has already said what happened.
+type exitError struct {
+	code int
+	msg  string
+}
+
+func (e *exitError) Error() string { return e.msg }
+
+// globals are the flags every command shares.
+type globals struct {
+	stateDir  string
+	workspace string
+	logLevel  string
+
+	stdin          io.Reader
+	stdout, stderr io.Writer
+	getenv         func(string) string
+}
+
+// Run executes hutch with args and returns the process exit code.
+func Run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	return run(args, stdin, stdout, stderr, nil)
+}
+
+func run(args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string) int {
+	g := &globals{stdin: stdin, stdout: stdout, stderr: stderr, getenv: getenv}
+	root := newRoot(g)
+	root.SetArgs(args)
+	root.SetIn(stdin)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	err := root.Execute()
+	if err == nil {
+		return 0
+	}
+	var ee *exitError
+	if errors.As(err, &ee) {
+		if ee.msg != "" {
+			fmt.Fprintf(stderr, "hutch: %s\n", ee.msg)
+		}
+		return ee.code
+	}
+	fmt.Fprintf(stderr, "hutch: %s\n", err)
+	if strings.HasPrefix(err.Error(), "unknown command") || strings.HasPrefix(err.Error(), "unknown flag") ||
+		strings.HasPrefix(err.Error(), "accepts ") || strings.HasPrefix(err.Error(), "requires ") {
+		fmt.Fprintln(stderr, "Run 'hutch --help' for usage.")
+		return 2
+	}
+	return 1
+}
+
+func newRoot(g *globals) *cobra.Command {
+	root := &cobra.Command{
+		Use:   "hutch",
+		Short: "Run AI agents' tools inside sandboxes",
+		Long: `hutch runs every shell command and file operation of an AI agent inside a
+sandbox that sees only what its conversation was given: the conversation's
+own office (a directory under the workspace), the credentials of its vault,
+and capped CPU, memory and processes.
+
+Each conversation is addressed as <platform>/<conversation-id>, for example
+slack/C0123ABC; platforms are slack, discord, telegram, github and web.
+
+State (the office registry, settings, vaults) lives in --state-dir, default
+$HUTCH_STATE_DIR or ~/.hutch. Offices live under --workspace, default
+$HUTCH_WORKSPACE or <state-dir>/workspace. The state dir is never mounted
+into a sandbox.`,
+		Version:       Version,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.CompletionOptions.DisableDefaultCmd = true
+	pf := root.PersistentFlags()
+	pf.StringVar(&g.stateDir, "state-dir", "", "state directory (default $HUTCH_STATE_DIR or ~/.hutch)")
+	pf.StringVar(&g.workspace, "workspace", "", "workspace root holding the offices (default $HUTCH_WORKSPACE or <state-dir>/workspace)")
+	pf.StringVar(&g.logLevel, "log-level", "warn", "log detail on stderr: debug, info, warn or error")
+	root.AddCommand(newOfficeCmd(g), newDoorCmd(g), newVaultCmd(g), newExecCmd(g), newModesCmd(g))
+	return root
+}
+
+// service resolves the layout from the flags and returns a Service.
+func (g *globals) service() (*service.Service, error) {
+	log, err := g.logger()
+	if err != nil {
+		return nil, err
+	}
+	layout, err := service.ResolveLayout(service.LayoutOptions{StateDir: g.stateDir, Workspace: g.workspace, Getenv: g.getenv})
+	if err != nil {
+		return nil, err
+	}
+	return service.New(layout, log), nil
+}
+
+func (g *globals) logger() (*slog.Logger, error) {
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(g.logLevel)); err != nil {
+		return nil, fmt.Errorf("--log-level %q: use debug, info, warn or error", g.logLevel)
+	}
+	return slog.New(slog.NewTextHandler(g.stderr, &slog.HandlerOptions{Level: level})), nil
+}

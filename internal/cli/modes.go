@@ -1,0 +1,78 @@
+package cli
+
+import (
+	"fmt"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/hutchsandbox/hutch/internal/sandbox"
+)
+
+func newModesCmd(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "modes",
+		Short: "Show the sandbox modes and what each can enforce",
+		Long: `Show every sandbox mode and its capabilities. A "no" is a refusal, never a
+silent downgrade: a conversation whose door policy or vault needs what its
+mode cannot enforce is refused before anything runs.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			tw := tabwriter.NewWriter(g.stdout, 0, 4, 2, ' ', 0)
+			fmt.Fprint(tw, "CAPABILITY")
+			for _, k := range sandbox.Kinds {
+				fmt.Fprintf(tw, "\t%s", modeLabel(k))
+			}
+			fmt.Fprintln(tw)
+			rows := []struct {
+				name string
+				get  func(sandbox.Capabilities) string
+			}{
+				{"command execution", func(c sandbox.Capabilities) string { return yes(c.CommandExecution) }},
+				{"hutch-managed runtime lifecycle", func(c sandbox.Capabilities) string { return yes(c.ManagedLifecycle) }},
+				{"per-conversation runtime", func(c sandbox.Capabilities) string { return yes(c.PerConversationRuntime) }},
+				{"vault env injected", func(c sandbox.Capabilities) string { return yes(c.VaultEnv) }},
+				{"per-conversation vault", func(c sandbox.Capabilities) string { return yes(c.PerConversationVault) }},
+				{"vault file projection", func(c sandbox.Capabilities) string { return yes(c.VaultFileMounts) }},
+				{"workspace access", func(c sandbox.Capabilities) string { return string(c.Workspace) }},
+				{"isolated conversation office", func(c sandbox.Capabilities) string { return yes(c.IsolatedOffice) }},
+				{"read-only shared memory", func(c sandbox.Capabilities) string { return yes(c.ReadOnlyMemory) }},
+				{"idle stop / re-create", func(c sandbox.Capabilities) string { return yes(c.IdleStop) }},
+				{"CPU / memory / pid limits", func(c sandbox.Capabilities) string { return yes(c.Limits) }},
+				{"boost", func(c sandbox.Capabilities) string { return yes(c.Boost) }},
+				{"recommendation", func(c sandbox.Capabilities) string { return c.Recommendation }},
+			}
+			for _, r := range rows {
+				fmt.Fprint(tw, r.name)
+				for _, k := range sandbox.Kinds {
+					fmt.Fprintf(tw, "\t%s", r.get(sandbox.CapabilitiesOf(k)))
+				}
+				fmt.Fprintln(tw)
+			}
+			return tw.Flush()
+		},
+	}
+}
+
+func modeLabel(k sandbox.Kind) string {
+	switch k {
+	case sandbox.KindHost:
+		return "host"
+	case sandbox.KindGondolin:
+		return "gondolin:default"
+	case sandbox.KindContainer:
+		return "container:<name>"
+	case sandbox.KindImage:
+		return "image:<image>"
+	case sandbox.KindCloudflare:
+		return "cloudflare:<id>"
+	}
+	return string(k)
+}
+
+func yes(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
+}

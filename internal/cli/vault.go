@@ -1,0 +1,243 @@
+package cli
+
+import (
+	"bufio"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/hutchsandbox/hutch/internal/errdefs"
+	"github.com/hutchsandbox/hutch/internal/office"
+	"github.com/hutchsandbox/hutch/internal/service"
+	"github.com/hutchsandbox/hutch/internal/vault"
+)
+
+// vaultFlags name a host or container vault instead of a conversation's.
+type vaultFlags struct {
+	user, container string
+}
+
+func (f *vaultFlags) register(cmd *cobra.Command) {
+	cmd.Flags().StringVar(&f.user, "user", "", "the vault of a platform user (used by host mode) instead of a conversation's")
+	cmd.Flags().StringVar(&f.container, "container", "", "the vault of an existing container (used by container:<name>) instead of a conversation's")
+}
+
+// target takes the vault target from the flags or from args[0], and
+// returns the remaining arguments.
+func (f *vaultFlags) target(args []string) (service.VaultTarget, []string, error) {
+	if f.user != "" || f.container != "" {
+		return service.VaultTarget{User: f.user, Container: f.container}, args, nil
+	}
+	if len(args) == 0 {
+		return service.VaultTarget{}, nil, errdefs.New(errdefs.ErrInvalid, "Name a vault: <platform>/<conversation-id>, --user ID or --container NAME")
+	}
+	addr, err := office.ParseAddress(args[0])
+	if err != nil {
+		return service.VaultTarget{}, nil, err
+	}
+	return service.VaultTarget{Conversation: &addr}, args[1:], nil
+}
+
+const vaultLong = `A vault holds the credentials of one conversation (managed modes), one
+platform user (host mode) or one existing container (container mode):
+env variables, injected into each command and never stored in a runtime's
+config, and files, projected read-only and owner-only into the runtime: an
+entry named X lands at /root/X, so .ssh, .kube and .config land where tools
+look. Vaults live in <state-dir>/vaults/<key>/ (0700, files 0600).
+Values are never printed.`
+
+func newVaultCmd(g *globals) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "vault",
+		Short: "Manage the credentials a conversation's commands receive",
+		Long:  vaultLong,
+	}
+	cmd.AddCommand(newVaultSetCmd(g), newVaultPutFileCmd(g), newVaultLsCmd(g), newVaultRmCmd(g))
+	return cmd
+}
+
+func newVaultSetCmd(g *globals) *cobra.Command {
+	var f vaultFlags
+	cmd := &cobra.Command{
+		Use:   "set (<platform>/<conversation-id> | --user ID | --container NAME) NAME[=VALUE]...",
+		Short: "Set env variables in a vault",
+		Long: vaultLong + `
+
+NAME=VALUE sets a variable. A bare NAME reads its value from one line of
+standard input, which keeps the value out of the process list and the shell
+history: printf '%s\n' "$TOKEN" | hutch vault set slack/C1 GH_TOKEN
+Names match [A-Za-z_][A-Za-z0-9_]*; values are taken literally.`,
+		Example: "  hutch vault set slack/C0123ABC GH_TOKEN\n  hutch vault set --user U042 OPENAI_API_KEY=sk-...",
+		RunE: func(cmd *cobra.Command, args []string) error {
+			t, rest, err := f.target(args)
+			if err != nil {
+				return err
+			}
+			if len(rest) == 0 {
+				return errdefs.New(errdefs.ErrInvalid, "Give at least one NAME=VALUE (or a bare NAME to read its value from stdin)")
+			}
+			vars := map[string]string{}
+			var in *bufio.Reader
+			for _, a := range rest {
+				name, value, hasValue := strings.Cut(a, "=")
+				if err := vault.ValidateEnvName(name); err != nil {
+					return err
+				}
+				if !hasValue {
+					if in == nil {
+						in = bufio.NewReader(g.stdin)
+					}
+					line, err := in.ReadString('\n')
+					if err != nil && line == "" {
+						return errdefs.New(errdefs.ErrInvalid, fmt.Sprintf("No value for %s on standard input", name))
+					}
+					value = strings.TrimRight(line, "\r\n")
+				}
+				vars[name] = value
+			}
+			key, err := t.VaultKey()
+			if err != nil {
+				return err
+			}
+			svc, err := g.service()
+			if err != nil {
+				return err
+			}
+			if err := svc.Vaults().SetEnv(key, vars); err != nil {
+				return err
+			}
+			names := make([]string, 0, len(vars))
+			for n := range vars {
+				names = append(names, n)
+			}
+			slices.Sort(names)
+			fmt.Fprintf(g.stdout, "Set %s in vault %s.\n", strings.Join(names, ", "), key)
+			return nil
+		},
+	}
+	f.register(cmd)
+	return cmd
+}
+
+func newVaultPutFileCmd(g *globals) *cobra.Command {
+	var f vaultFlags
+	cmd := &cobra.Command{
+		Use:   "put-file (<platform>/<conversation-id> | --user ID | --container NAME) <name> <source>",
+		Short: "Store a file or directory credential in a vault",
+		Long: vaultLong + `
+
+<source> is copied into the vault as the entry <name> (a file, or a
+directory copied recursively; symlinks inside it are refused). The copy
+replaces an entry of the same name. Only modes that project vault files
+(image:, gondolin:) accept a vault that holds files; the others refuse to
+run rather than run without the credential.`,
+		Example: "  hutch vault put-file slack/C0123ABC .ssh ~/.ssh\n  hutch vault put-file slack/C0123ABC .kube ~/.kube",
+		RunE: func(cmd *cobra.Command, args []string) error {
+			t, rest, err := f.target(args)
+			if err != nil {
+				return err
+			}
+			if len(rest) != 2 {
+				return errdefs.New(errdefs.ErrInvalid, "Give the entry name and the source path: hutch vault put-file <vault> <name> <source>")
+			}
+			key, err := t.VaultKey()
+			if err != nil {
+				return err
+			}
+			svc, err := g.service()
+			if err != nil {
+				return err
+			}
+			if err := svc.Vaults().PutFile(key, rest[0], rest[1]); err != nil {
+				return err
+			}
+			fmt.Fprintf(g.stdout, "Stored %s in vault %s; runtimes see it at %s (read-only).\n", rest[0], key, vault.FileTarget(rest[0]))
+			return nil
+		},
+	}
+	f.register(cmd)
+	return cmd
+}
+
+func newVaultLsCmd(g *globals) *cobra.Command {
+	var f vaultFlags
+	cmd := &cobra.Command{
+		Use:     "ls (<platform>/<conversation-id> | --user ID | --container NAME)",
+		Short:   "List a vault's entries (names and kinds, never values)",
+		Long:    vaultLong,
+		Example: "  hutch vault ls slack/C0123ABC\n  hutch vault ls --container hutch-sandbox",
+		RunE: func(cmd *cobra.Command, args []string) error {
+			t, rest, err := f.target(args)
+			if err != nil {
+				return err
+			}
+			if len(rest) != 0 {
+				return errdefs.New(errdefs.ErrInvalid, "vault ls takes only the vault")
+			}
+			key, err := t.VaultKey()
+			if err != nil {
+				return err
+			}
+			svc, err := g.service()
+			if err != nil {
+				return err
+			}
+			entries, err := svc.Vaults().List(key)
+			if err != nil {
+				return err
+			}
+			if len(entries) == 0 {
+				fmt.Fprintf(g.stdout, "Vault %s is empty.\n", key)
+				return nil
+			}
+			fmt.Fprintf(g.stdout, "Vault %s:\n", key)
+			for _, e := range entries {
+				switch e.Kind {
+				case vault.EntryEnv:
+					fmt.Fprintf(g.stdout, "  env   %s\n", e.Name)
+				default:
+					fmt.Fprintf(g.stdout, "  %-5s %s -> %s\n", e.Kind, e.Name, vault.FileTarget(e.Name))
+				}
+			}
+			return nil
+		},
+	}
+	f.register(cmd)
+	return cmd
+}
+
+func newVaultRmCmd(g *globals) *cobra.Command {
+	var f vaultFlags
+	cmd := &cobra.Command{
+		Use:     "rm (<platform>/<conversation-id> | --user ID | --container NAME) <name>",
+		Short:   "Remove an env variable or file from a vault",
+		Long:    vaultLong,
+		Example: "  hutch vault rm slack/C0123ABC GH_TOKEN",
+		RunE: func(cmd *cobra.Command, args []string) error {
+			t, rest, err := f.target(args)
+			if err != nil {
+				return err
+			}
+			if len(rest) != 1 {
+				return errdefs.New(errdefs.ErrInvalid, "Give the one entry to remove: hutch vault rm <vault> <name>")
+			}
+			key, err := t.VaultKey()
+			if err != nil {
+				return err
+			}
+			svc, err := g.service()
+			if err != nil {
+				return err
+			}
+			if err := svc.Vaults().Remove(key, rest[0]); err != nil {
+				return err
+			}
+			fmt.Fprintf(g.stdout, "Removed %s from vault %s.\n", rest[0], key)
+			return nil
+		},
+	}
+	f.register(cmd)
+	return cmd
+}

@@ -1,0 +1,160 @@
+package office
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"time"
+
+	"github.com/hutchsandbox/hutch/internal/atomicfile"
+)
+
+// RegistryFile and LockDir are the registry's entries in the state dir.
+const (
+	RegistryFile = "office-registry.json"
+	LockDir      = ".office-registry.lock"
+)
+
+// Registry reads and changes one state dir's office registry. Reads take
+// no lock: writers replace the file atomically, so a reader sees one
+// complete version. Changes go through Update, which serialises every
+// writer on the host (goroutines, daemons and CLI runs alike) with the
+// lock directory. A Registry holds no cached state, so any number of them
+// may point at the same state dir.
+//
+// Set the exported fields before the Registry is first used.
+type Registry struct {
+	path    string
+	lockDir string
+
+	// Clock stamps new records; nil means time.Now.
+	Clock func() time.Time
+	// LockTimeout bounds the wait for the registry lock; zero means
+	// DefaultLockTimeout.
+	LockTimeout time.Duration
+}
+
+// NewRegistry returns the registry of stateDir. The state dir must exist
+// when the registry is first changed; creating and checking it (mode,
+// ownership) is the daemon's job, not this package's.
+func NewRegistry(stateDir string) *Registry {
+	return &Registry{
+		path:    filepath.Join(stateDir, RegistryFile),
+		lockDir: filepath.Join(stateDir, LockDir),
+	}
+}
+
+// Path returns the registry file's path.
+func (r *Registry) Path() string { return r.path }
+
+func (r *Registry) now() time.Time {
+	if r.Clock != nil {
+		return r.Clock()
+	}
+	return time.Now()
+}
+
+// Load reads the registry. A missing file is an empty registry; a file
+// that is not a regular file, malformed, of another version or breaking an
+// invariant is an error of class errdefs.ErrFailedPrecondition.
+func (r *Registry) Load() (*File, error) {
+	f, _, err := readFile(r.path)
+	return f, err
+}
+
+// Update changes the registry under its lock: it reloads the file (another
+// process may have changed it since any earlier Load), calls fn, checks the
+// result and writes it atomically with mode 0600. If fn returns an error
+// nothing is written and that error is returned. An unchanged file is not
+// rewritten. Waiting longer than LockTimeout for the lock fails with
+// errdefs.ErrUnavailable.
+func (r *Registry) Update(fn func(*File) error) (err error) {
+	timeout := r.LockTimeout
+	if timeout <= 0 {
+		timeout = DefaultLockTimeout
+	}
+	l, err := acquireLock(r.lockDir, timeout)
+	if err != nil {
+		return err
+	}
+	defer func() { err = errors.Join(err, l.release()) }()
+
+	f, before, err := readFile(r.path)
+	if err != nil {
+		return err
+	}
+	if err := fn(f); err != nil {
+		return err
+	}
+	// fn may have broken an invariant (say, appended a duplicate); refuse
+	// to write a file the next Load would reject.
+	if err := f.validate(r.path); err != nil {
+		return err
+	}
+	data, err := f.encode()
+	if err != nil {
+		return fmt.Errorf("encode office registry %s: %w", r.path, err)
+	}
+	if before != nil && bytes.Equal(data, before) {
+		return nil
+	}
+	return atomicfile.WriteFile(r.path, data, 0o600)
+}
+
+// Record makes sure the registry holds an office for a and reports whether
+// it added one. It is idempotent, and takes no lock when a fresh read
+// already shows the office, which is the common case: every command of a
+// conversation ensures its office. Errors of class errdefs.ErrInvalid mean
+// a is invalid.
+func (r *Registry) Record(a Address) (added bool, err error) {
+	if err := a.Validate(); err != nil {
+		return false, err
+	}
+	f, err := r.Load()
+	if err != nil {
+		return false, err
+	}
+	if f.HasOffice(a) {
+		return false, nil
+	}
+	// Second-precision UTC keeps the timestamp plain RFC 3339.
+	at := r.now().UTC().Truncate(time.Second)
+	err = r.Update(func(f *File) error {
+		added = f.AddOffice(a, at)
+		return nil
+	})
+	if err != nil {
+		return false, err
+	}
+	return added, nil
+}
+
+// Offices returns every recorded office, sorted by platform then
+// conversation id.
+func (r *Registry) Offices() ([]OfficeRecord, error) {
+	f, err := r.Load()
+	if err != nil {
+		return nil, err
+	}
+	out := slices.Clone(f.Offices)
+	sortOffices(out)
+	return out, nil
+}
+
+// Lookup returns the address whose office key is k, if one is recorded.
+// Keys are one-way, so this is the only way back from a directory name to
+// the conversation it belongs to.
+func (r *Registry) Lookup(k Key) (Address, bool, error) {
+	f, err := r.Load()
+	if err != nil {
+		return Address{}, false, err
+	}
+	for _, rec := range f.Offices {
+		if a := rec.Address(); a.Key() == k {
+			return a, true, nil
+		}
+	}
+	return Address{}, false, nil
+}

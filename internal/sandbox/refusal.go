@@ -1,0 +1,45 @@
+package sandbox
+
+import (
+	"fmt"
+
+	"github.com/hutchsandbox/hutch/internal/errdefs"
+)
+
+// Requirements is what one conversation's run asks of a mode: derived from
+// its effective door policy and the contents of its vault.
+type Requirements struct {
+	// IsolatedOffice: the door policy is isolated (only the office is visible).
+	IsolatedOffice bool
+	// ReadOnlyMemory: shared MEMORY.md must be read-only (private visibility).
+	ReadOnlyMemory bool
+	// VaultFiles: the vault holds file credentials that must be projected.
+	VaultFiles bool
+}
+
+// Admit checks requirements against the mode's declared capabilities and
+// returns the first refusal, or nil. Refusals are of class
+// errdefs.ErrFailedPrecondition and carry the seed's exact texts, followed
+// by what to do instead.
+func Admit(kind Kind, caps Capabilities, req Requirements) error {
+	if req.IsolatedOffice && !caps.IsolatedOffice {
+		return errdefs.New(errdefs.ErrFailedPrecondition, fmt.Sprintf(
+			"Sandbox '%s' cannot provide an isolated conversation office; use image:*, or explicitly choose trusted workspace policy", kind))
+	}
+	if req.ReadOnlyMemory && !caps.ReadOnlyMemory {
+		return errdefs.New(errdefs.ErrFailedPrecondition, fmt.Sprintf(
+			"Sandbox '%s' cannot enforce read-only shared workspace memory; use image:*, or explicitly choose isolated or trusted read-write workspace policy", kind))
+	}
+	if req.VaultFiles && !caps.VaultFileMounts {
+		return errdefs.New(errdefs.ErrFailedPrecondition, fmt.Sprintf(
+			"Sandbox type %q does not support vault file mounts; keep credentials in vault env, or use image:* to project files", string(kind)))
+	}
+	return nil
+}
+
+// NotImplemented is the refusal for a mode this build parses and plans
+// for but cannot run yet.
+func NotImplemented(m Mode) error {
+	return errdefs.New(errdefs.ErrNotSupported, fmt.Sprintf(
+		"Sandbox '%s' is not available in this build yet; use --sandbox host", m.Kind))
+}

@@ -1,0 +1,337 @@
+package service
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"path"
+	"slices"
+	"time"
+
+	"github.com/hutchsandbox/hutch/internal/errdefs"
+	"github.com/hutchsandbox/hutch/internal/office"
+	"github.com/hutchsandbox/hutch/internal/projection"
+	"github.com/hutchsandbox/hutch/internal/sandbox"
+	"github.com/hutchsandbox/hutch/internal/sandbox/host"
+	"github.com/hutchsandbox/hutch/internal/settings"
+	"github.com/hutchsandbox/hutch/internal/vault"
+	"github.com/hutchsandbox/hutch/internal/workspace"
+)
+
+// RuntimeRoot is where managed runtimes see the workspace.
+const RuntimeRoot = "/workspace"
+
+// Service performs hutch's operations over one Layout.
+type Service struct {
+	layout   Layout
+	log      *slog.Logger
+	registry *office.Registry
+	vaults   *vault.Store
+}
+
+// New returns a Service over layout. A nil logger discards.
+func New(layout Layout, log *slog.Logger) *Service {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Service{
+		layout:   layout,
+		log:      log,
+		registry: office.NewRegistry(layout.StateDir),
+		vaults:   vault.NewStore(layout.StateDir),
+	}
+}
+
+// Layout returns the state dir and workspace the service works on.
+func (s *Service) Layout() Layout { return s.layout }
+
+// Offices returns every registered office, sorted.
+func (s *Service) Offices() ([]office.OfficeRecord, error) {
+	return s.registry.Offices()
+}
+
+// Policy is a conversation's effective door policy and what it projects.
+type Policy struct {
+	Address  office.Address
+	Key      office.Key
+	Dir      string
+	StateDir string
+	Decision projection.Decision
+	// Mode is the mode the projection was planned for.
+	Mode sandbox.Mode
+	// Mounts is the projection as Mode's runtime sees it; empty when the
+	// mode does not project the host workspace (Projection says why).
+	Mounts []projection.Mount
+	// Projection describes how Mode reaches the workspace, for display.
+	Projection string
+	// Refusal is why Mode would refuse to run this conversation, or nil.
+	Refusal error
+	// VaultKey is the vault this conversation uses in Mode ("" = none).
+	VaultKey string
+	// Vault lists the vault's entries, names only.
+	Vault []vault.Entry
+}
+
+// Resolve computes a conversation's effective policy under mode without
+// changing anything on disk.
+func (s *Service) Resolve(addr office.Address, mode sandbox.Mode, user string) (Policy, error) {
+	key := addr.Key()
+	p := Policy{
+		Address:  addr,
+		Key:      key,
+		Dir:      office.Dir(s.layout.Workspace, key),
+		StateDir: office.StateDir(s.layout.StateDir, key),
+		Mode:     mode,
+	}
+	dec, err := s.decide(key)
+	if err != nil {
+		return Policy{}, err
+	}
+	p.Decision = dec
+	caps := sandbox.CapabilitiesOf(mode.Kind)
+	switch caps.Workspace {
+	case sandbox.WorkspaceManaged:
+		p.Mounts = projection.Plan(dec.Policy, s.layout.Workspace, string(key), RuntimeRoot)
+		p.Projection = "managed: hutch mounts exactly these paths"
+	case sandbox.WorkspaceHost:
+		p.Mounts = projection.Plan(dec.Policy, s.layout.Workspace, string(key), s.layout.Workspace)
+		p.Projection = "host: commands run on the host and see every host path; the plan below is what the policy grants"
+	case sandbox.WorkspaceSelfManaged:
+		p.Projection = "self-managed: the container sees whatever its operator mounted"
+	case sandbox.WorkspaceNone:
+		p.Projection = "none: the remote runtime does not see the host workspace"
+	}
+	p.VaultKey = s.vaultKey(mode, key, user)
+	var hasFiles bool
+	if p.VaultKey != "" {
+		entries, err := s.vaults.List(p.VaultKey)
+		if err != nil {
+			return Policy{}, err
+		}
+		p.Vault = entries
+		for _, e := range entries {
+			if e.Kind != vault.EntryEnv {
+				hasFiles = true
+			}
+		}
+	}
+	p.Refusal = sandbox.Admit(mode.Kind, caps, sandbox.Requirements{
+		IsolatedOffice: dec.Policy.Isolated(),
+		ReadOnlyMemory: dec.Policy.ReadOnlyMemory(),
+		VaultFiles:     hasFiles,
+	})
+	if p.Refusal == nil && caps.VaultFileMounts && hasFiles {
+		plan, err := s.vaults.Plan(p.VaultKey)
+		if err != nil {
+			return Policy{}, err
+		}
+		var targets []string
+		for _, m := range p.Mounts {
+			targets = append(targets, m.RuntimePath)
+		}
+		p.Refusal = vault.CheckTargets(plan.Files, targets)
+	}
+	return p, nil
+}
+
+// decide reads both settings scopes and the channel kind and resolves the
+// door policy. Malformed settings fail closed.
+func (s *Service) decide(key office.Key) (projection.Decision, error) {
+	global, err := settings.LoadWorkspace(settings.GlobalPath(s.layout.StateDir))
+	if err != nil {
+		return projection.Decision{}, err
+	}
+	conv, err := settings.LoadWorkspace(settings.ConversationPath(s.layout.StateDir, string(key)))
+	if err != nil {
+		return projection.Decision{}, err
+	}
+	kind, present, kerr := office.ReadChannelKind(s.layout.StateDir, key)
+	ch := projection.ChannelState{Kind: kind, Present: present}
+	if kerr != nil {
+		ch = projection.ChannelState{Unreadable: true}
+		s.log.Warn("channel kind unreadable", "office_key", string(key), "error", kerr)
+	}
+	return projection.Resolve(global, conv, ch)
+}
+
+// vaultKey is the vault a mode uses for a conversation: the platform user
+// in host mode, the container in container mode, the office otherwise.
+func (s *Service) vaultKey(mode sandbox.Mode, key office.Key, user string) string {
+	switch mode.Kind {
+	case sandbox.KindHost:
+		if user == "" {
+			return ""
+		}
+		return vault.UserKey(user)
+	case sandbox.KindContainer:
+		return vault.ContainerKey(mode.Target)
+	default:
+		return string(key)
+	}
+}
+
+// SetDoor sets (or with nil clears) the door policy of one conversation.
+func (s *Service) SetDoor(addr office.Address, setting *projection.Setting) error {
+	key := addr.Key()
+	if _, err := s.registry.Record(addr); err != nil {
+		return err
+	}
+	if _, err := office.EnsureStateDir(s.layout.StateDir, key); err != nil {
+		return err
+	}
+	return settings.SetWorkspace(settings.ConversationPath(s.layout.StateDir, string(key)), setting)
+}
+
+// SetGlobalDoor sets (or with nil clears) the global door policy.
+func (s *Service) SetGlobalDoor(setting *projection.Setting) error {
+	return settings.SetWorkspace(settings.GlobalPath(s.layout.StateDir), setting)
+}
+
+// SetChannelKind records the platform's channel kind of a conversation,
+// which the door policy derives from when no setting is explicit.
+func (s *Service) SetChannelKind(addr office.Address, kind string) error {
+	k, err := projection.ParseChannelKind(kind)
+	if err != nil {
+		return err
+	}
+	if _, err := s.registry.Record(addr); err != nil {
+		return err
+	}
+	return office.WriteChannelKind(s.layout.StateDir, addr.Key(), string(k))
+}
+
+// VaultTarget names a vault: exactly one of its fields is set.
+type VaultTarget struct {
+	Conversation *office.Address
+	User         string
+	Container    string
+}
+
+// VaultKey resolves a target to its vault key.
+func (t VaultTarget) VaultKey() (string, error) {
+	n := 0
+	if t.Conversation != nil {
+		n++
+	}
+	if t.User != "" {
+		n++
+	}
+	if t.Container != "" {
+		n++
+	}
+	if n != 1 {
+		return "", errdefs.New(errdefs.ErrInvalid, "Name exactly one vault: <platform>/<conversation-id>, --user ID or --container NAME")
+	}
+	switch {
+	case t.Conversation != nil:
+		return string(t.Conversation.Key()), nil
+	case t.User != "":
+		return vault.UserKey(t.User), nil
+	default:
+		return vault.ContainerKey(t.Container), nil
+	}
+}
+
+// Vaults returns the vault store.
+func (s *Service) Vaults() *vault.Store { return s.vaults }
+
+// ExecOptions is one `hutch exec`.
+type ExecOptions struct {
+	Address office.Address
+	Mode    sandbox.Mode
+	// User is the platform user whose host vault applies in host mode.
+	User        string
+	Argv        []string
+	Dir         string
+	Timeout     time.Duration
+	OutputLimit int64
+	Stdin       io.Reader
+	Stdout      io.Writer
+	Stderr      io.Writer
+}
+
+// Exec admits, prepares and runs one command. Refusals come before any
+// directory is created or any process starts.
+func (s *Service) Exec(ctx context.Context, o ExecOptions) (sandbox.ExecResult, error) {
+	if len(o.Argv) == 0 {
+		return sandbox.ExecResult{}, errdefs.New(errdefs.ErrInvalid, "No command given; put it after --, e.g. hutch exec --conversation slack/C1 -- ls -la")
+	}
+	pol, err := s.Resolve(o.Address, o.Mode, o.User)
+	if err != nil {
+		return sandbox.ExecResult{}, err
+	}
+	if pol.Refusal != nil {
+		return sandbox.ExecResult{}, pol.Refusal
+	}
+	rt, err := s.runtime(o.Mode)
+	if err != nil {
+		return sandbox.ExecResult{}, err
+	}
+	if err := workspace.EnsureRoot(s.layout.Workspace); err != nil {
+		return sandbox.ExecResult{}, err
+	}
+	dir, err := office.Ensure(s.registry, s.layout.Workspace, o.Address)
+	if err != nil {
+		return sandbox.ExecResult{}, err
+	}
+	if _, err := office.EnsureStateDir(s.layout.StateDir, pol.Key); err != nil {
+		return sandbox.ExecResult{}, err
+	}
+	if err := workspace.Materialize(pol.Mounts); err != nil {
+		return sandbox.ExecResult{}, err
+	}
+	spec := sandbox.Spec{
+		OfficeKey:         string(pol.Key),
+		OfficeDir:         dir,
+		OfficeRuntimePath: dir,
+	}
+	if rt.Capabilities().Workspace == sandbox.WorkspaceManaged {
+		spec.OfficeRuntimePath = path.Join(RuntimeRoot, string(pol.Key))
+	}
+	for _, m := range pol.Mounts {
+		spec.Mounts = append(spec.Mounts, sandbox.Mount{HostPath: m.HostPath, RuntimePath: m.RuntimePath, ReadOnly: m.ReadOnly})
+	}
+	req := sandbox.ExecRequest{
+		Argv:        o.Argv,
+		Dir:         o.Dir,
+		Stdin:       o.Stdin,
+		Stdout:      o.Stdout,
+		Stderr:      o.Stderr,
+		Timeout:     o.Timeout,
+		OutputLimit: o.OutputLimit,
+	}
+	if rt.Capabilities().VaultEnv && pol.VaultKey != "" {
+		env, err := s.vaults.Env(pol.VaultKey)
+		if err != nil {
+			return sandbox.ExecResult{}, err
+		}
+		req.Env = env
+	}
+	s.log.Debug("exec", "office_key", string(pol.Key), "mode", o.Mode.String(), "policy", pol.Decision.Policy.String(), "env_keys", sortedKeys(req.Env))
+	return rt.Exec(ctx, spec, req)
+}
+
+// runtime returns the Runtime of a mode, or the refusal for a mode this
+// build cannot run yet.
+func (s *Service) runtime(m sandbox.Mode) (sandbox.Runtime, error) {
+	switch m.Kind {
+	case sandbox.KindHost:
+		return host.New(s.log.With("mode", "host")), nil
+	}
+	return nil, sandbox.NotImplemented(m)
+}
+
+func sortedKeys(m map[string]string) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+// Describe renders the policy origin for display.
+func Describe(d projection.Decision) string {
+	return fmt.Sprintf("%s (from %s)", d.Policy, d.Origin())
+}
