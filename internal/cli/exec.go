@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"golang.org/x/sys/unix"
 
 	"github.com/hutchsandbox/hutch/internal/errdefs"
 	"github.com/hutchsandbox/hutch/internal/office"
@@ -92,6 +93,10 @@ policy (hutch door set <conversation> shared).`,
 			}
 			if res.ExitCode != 0 {
 				code := res.ExitCode
+				if res.Signal != "" {
+					// Shells report a command killed by signal N as 128+N.
+					code = 128 + int(unix.SignalNum(res.Signal))
+				}
 				if code < 0 || code > 255 {
 					code = exitHutchFailed
 				}

@@ -160,10 +160,13 @@ func printPolicy(g *globals, p service.Policy) {
 		}
 		fmt.Fprintf(w, "Vault:         %s (%d env, %d files)\n", p.VaultKey, env, files)
 	}
-	if p.Refusal != nil {
+	switch {
+	case p.Refusal != nil:
 		fmt.Fprintf(w, "Refused:       %s\n", p.Refusal)
-	} else {
-		fmt.Fprintf(w, "Runs:          yes\n")
+	case !service.Runnable(p.Mode):
+		fmt.Fprintf(w, "Admitted:      yes, but this build cannot run %s: yet\n", p.Mode.Kind)
+	default:
+		fmt.Fprintf(w, "Admitted:      yes\n")
 	}
 }
 

@@ -82,6 +82,10 @@ type ExecResult struct {
 	// ExitCode is the command's exit status; -1 when it was killed by a
 	// signal or never reported one.
 	ExitCode int
+	// Signal names the signal that ended the command on its own (e.g.
+	// "SIGSEGV"), so a crash is not mistaken for a kill; empty when it
+	// exited, timed out or was aborted.
+	Signal string
 	// TimedOut: the command ran past its Timeout and was killed.
 	TimedOut bool
 	// Aborted: the caller cancelled and the command was killed.
@@ -109,6 +113,8 @@ func (r ExecResult) Message() string {
 		return "Command aborted"
 	case r.OOMKilled:
 		return "Command was killed: the sandbox ran out of memory"
+	case r.Signal != "":
+		return "Command was killed by " + r.Signal
 	}
 	return ""
 }

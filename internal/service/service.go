@@ -150,9 +150,12 @@ func (s *Service) decide(key office.Key) (projection.Decision, error) {
 	ch := projection.ChannelState{Kind: kind, Present: present}
 	if kerr != nil {
 		ch = projection.ChannelState{Unreadable: true}
-		s.log.Warn("channel kind unreadable", "office_key", string(key), "error", kerr)
 	}
-	return projection.Resolve(global, conv, ch)
+	dec, err := projection.Resolve(global, conv, ch)
+	if err == nil && dec.Warning != "" {
+		s.log.Warn(dec.Warning, "office_key", string(key), "error", kerr)
+	}
+	return dec, err
 }
 
 // vaultKey is the vault a mode uses for a conversation: the platform user
@@ -310,6 +313,11 @@ func (s *Service) Exec(ctx context.Context, o ExecOptions) (sandbox.ExecResult, 
 	}
 	s.log.Debug("exec", "office_key", string(pol.Key), "mode", o.Mode.String(), "policy", pol.Decision.Policy.String(), "env_keys", sortedKeys(req.Env))
 	return rt.Exec(ctx, spec, req)
+}
+
+// Runnable reports whether this build can run commands in mode m.
+func Runnable(m sandbox.Mode) bool {
+	return m.Kind == sandbox.KindHost
 }
 
 // runtime returns the Runtime of a mode, or the refusal for a mode this

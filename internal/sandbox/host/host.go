@@ -332,6 +332,8 @@ func (r *Runtime) run(ctx context.Context, req sandbox.ExecRequest, path string,
 	}
 	if timedOut || aborted {
 		res.ExitCode = -1
+	} else {
+		res.Signal = signal
 	}
 	for _, s := range []struct {
 		name string

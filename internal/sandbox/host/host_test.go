@@ -81,21 +81,22 @@ func TestRuntime_ModeAndCapabilities(t *testing.T) {
 func TestExec_ExitCode(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
-		name string
-		argv []string
-		want int
+		name   string
+		argv   []string
+		want   int
+		signal string
 	}{
-		{"shell_exit_3", []string{"exit 3"}, 3},
-		{"shell_true", []string{"true"}, 0},
-		{"argv_direct", []string{"sh", "-c", "exit 7"}, 7},
-		{"shell_not_found", []string{"hutch-no-such-program-xyz"}, 127},
-		{"killed_by_signal", []string{"kill -TERM $$"}, -1},
+		{"shell_exit_3", []string{"exit 3"}, 3, ""},
+		{"shell_true", []string{"true"}, 0, ""},
+		{"argv_direct", []string{"sh", "-c", "exit 7"}, 7, ""},
+		{"shell_not_found", []string{"hutch-no-such-program-xyz"}, 127, ""},
+		{"killed_by_signal", []string{"kill -TERM $$"}, -1, "SIGTERM"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			res := mustExec(t, New(nil), office(t), sandbox.ExecRequest{Argv: tt.argv})
-			want := sandbox.ExecResult{ExitCode: tt.want}
+			want := sandbox.ExecResult{ExitCode: tt.want, Signal: tt.signal}
 			if tt.name == "shell_not_found" {
 				want.StderrBytes = res.StderrBytes // the shell's complaint
 			}
@@ -469,5 +470,18 @@ func TestExec_OutputCap(t *testing.T) {
 	}
 	if alloc := after.TotalAlloc - before.TotalAlloc; alloc > bound {
 		t.Errorf("allocated %d bytes in total, want < %d", alloc, bound)
+	}
+}
+
+func TestRuntime_Exec_ReportsSignal(t *testing.T) {
+	res, err := New(nil).Exec(context.Background(), sandbox.Spec{OfficeDir: t.TempDir()}, sandbox.ExecRequest{Argv: []string{"kill -SEGV $$"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Signal != "SIGSEGV" || res.ExitCode != -1 {
+		t.Errorf("got Signal %q, ExitCode %d; want SIGSEGV, -1", res.Signal, res.ExitCode)
+	}
+	if got, want := res.Message(), "Command was killed by SIGSEGV"; got != want {
+		t.Errorf("Message() got %q, want %q", got, want)
 	}
 }

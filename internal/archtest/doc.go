@@ -1,0 +1,5 @@
+// Package archtest holds no code, only tests of the tree's shape: every
+// package has exactly one package comment, and the pure policy packages
+// import no process, network or engine packages, so their plans stay
+// testable without effects.
+package archtest
