@@ -95,7 +95,7 @@ into a sandbox.`,
 	pf.StringVar(&g.stateDir, "state-dir", "", "state directory (default $HUTCH_STATE_DIR or ~/.hutch)")
 	pf.StringVar(&g.workspace, "workspace", "", "workspace root holding the offices (default $HUTCH_WORKSPACE or <state-dir>/workspace)")
 	pf.StringVar(&g.logLevel, "log-level", "warn", "log detail on stderr: debug, info, warn or error")
-	root.AddCommand(newOfficeCmd(g), newDoorCmd(g), newVaultCmd(g), newExecCmd(g), newModesCmd(g))
+	root.AddCommand(newOfficeCmd(g), newDoorCmd(g), newVaultCmd(g), newExecCmd(g), newModesCmd(g), newSandboxCmd(g), newAgentCmd(g))
 	return root
 }
 
@@ -109,7 +109,9 @@ func (g *globals) service() (*service.Service, error) {
 	if err != nil {
 		return nil, err
 	}
-	return service.New(layout, log), nil
+	svc := service.New(layout, log)
+	svc.SetGetenv(g.getenv)
+	return svc, nil
 }
 
 func (g *globals) logger() (*slog.Logger, error) {

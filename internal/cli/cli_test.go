@@ -412,7 +412,7 @@ func TestExec_Contract(t *testing.T) {
 		{[]string{"exec", "--conversation", "web/w1"}, "hutch: No command given; put it after --, e.g. hutch exec --conversation slack/C0123ABC -- ls -la\n"},
 		{[]string{"exec", "--conversation", "web/w1", "--timeout", "soon", "--", "true"}, "hutch: --timeout \"soon\" is not a duration; use 30s, 5m, 1h30m or plain seconds\n"},
 		{[]string{"exec", "--conversation", "web/w1", "--sandbox", "docker:alpine", "--", "true"}, "hutch: 'docker:alpine' is not supported. Use 'container:<container-name>' for an existing container or 'image:<image-name>' for hutch-managed per-conversation containers.\n"},
-		{[]string{"exec", "--conversation", "web/w1", "--sandbox", "image:debian:12", "--", "true"}, "hutch: Sandbox 'image' is not available in this build yet; use --sandbox host\n"},
+		{[]string{"exec", "--conversation", "web/w1", "--sandbox", "cloudflare:box", "--", "true"}, "hutch: Sandbox 'cloudflare' is not available in this build yet; use host, container:<name> or image:<image>\n"},
 		{[]string{"exec", "--conversation", "w1", "--", "true"}, "hutch: Conversation must be written <platform>/<conversation-id>, e.g. slack/C0123ABC\n"},
 	} {
 		_, errOut, code := e.run("", bad.args...)

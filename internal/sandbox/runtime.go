@@ -41,12 +41,22 @@ type Mount struct {
 type Spec struct {
 	// OfficeKey names the conversation's office (and, in managed modes, its runtime).
 	OfficeKey string
+	// Platform and ConversationID are the conversation's address, recorded
+	// on managed runtimes so an operator can tell whose runtime it is.
+	Platform, ConversationID string
 	// OfficeDir is the office on the host.
 	OfficeDir string
 	// OfficeRuntimePath is where the runtime sees the office; commands start there.
 	OfficeRuntimePath string
-	// Mounts is the door policy's projection plus vault file mounts.
+	// Mounts is the door policy's projection.
 	Mounts []Mount
+	// VaultFiles are the vault's file credentials, projected read-only;
+	// their contents are part of the runtime's fingerprint, so rotating a
+	// credential re-creates the runtime on the next command.
+	VaultFiles []Mount
+	// Limits are the conversation's base resource limits (from settings);
+	// a boost or temporary limits override them until the runtime stops.
+	Limits Limits
 }
 
 // DefaultOutputLimit bounds how many bytes of each stream an exec keeps in

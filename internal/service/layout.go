@@ -1,6 +1,8 @@
 package service
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -16,6 +18,9 @@ type Layout struct {
 	StateDir string
 	// Workspace is the root under which every office is a directory.
 	Workspace string
+	// RunDir holds runtime sockets and the staged agent binary: volatile,
+	// host-only, and short enough for unix socket paths.
+	RunDir string
 }
 
 // LayoutOptions are the raw inputs a Layout is resolved from.
@@ -70,7 +75,26 @@ func ResolveLayout(o LayoutOptions) (Layout, error) {
 		return Layout{}, errdefs.New(errdefs.ErrFailedPrecondition, fmt.Sprintf(
 			"State dir %s must not be inside the workspace %s: runtimes mount the workspace, and a mounted state dir would expose vaults and settings to sandboxed code", state, ws))
 	}
-	return Layout{StateDir: state, Workspace: ws}, nil
+	run := getenv("HUTCH_RUN_DIR")
+	if run == "" {
+		run = defaultRunDir(state, getenv)
+	}
+	return Layout{StateDir: state, Workspace: ws, RunDir: run}, nil
+}
+
+// defaultRunDir is /run/hutch/<digest of the state dir> for root, else
+// under $XDG_RUNTIME_DIR or the temp dir: one per state dir, so two
+// hutch installations never share sockets.
+func defaultRunDir(state string, getenv func(string) string) string {
+	sum := sha256.Sum256([]byte(state))
+	id := hex.EncodeToString(sum[:4])
+	switch {
+	case os.Geteuid() == 0:
+		return filepath.Join("/run/hutch", id)
+	case getenv("XDG_RUNTIME_DIR") != "":
+		return filepath.Join(getenv("XDG_RUNTIME_DIR"), "hutch", id)
+	}
+	return filepath.Join(os.TempDir(), fmt.Sprintf("hutch-%d", os.Geteuid()), id)
 }
 
 func ensureStateDir(dir string) error {

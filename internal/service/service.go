@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"path"
 	"slices"
 	"time"
@@ -13,7 +14,6 @@ import (
 	"github.com/hutchsandbox/hutch/internal/office"
 	"github.com/hutchsandbox/hutch/internal/projection"
 	"github.com/hutchsandbox/hutch/internal/sandbox"
-	"github.com/hutchsandbox/hutch/internal/sandbox/host"
 	"github.com/hutchsandbox/hutch/internal/settings"
 	"github.com/hutchsandbox/hutch/internal/vault"
 	"github.com/hutchsandbox/hutch/internal/workspace"
@@ -24,10 +24,13 @@ const RuntimeRoot = "/workspace"
 
 // Service performs hutch's operations over one Layout.
 type Service struct {
-	layout   Layout
-	log      *slog.Logger
-	registry *office.Registry
-	vaults   *vault.Store
+	layout        Layout
+	log           *slog.Logger
+	registry      *office.Registry
+	vaults        *vault.Store
+	getenv        func(string) string
+	agentOverride string
+	rt            runtimes
 }
 
 // New returns a Service over layout. A nil logger discards.
@@ -40,6 +43,7 @@ func New(layout Layout, log *slog.Logger) *Service {
 		log:      log,
 		registry: office.NewRegistry(layout.StateDir),
 		vaults:   vault.NewStore(layout.StateDir),
+		getenv:   os.Getenv,
 	}
 }
 
@@ -267,7 +271,7 @@ func (s *Service) Exec(ctx context.Context, o ExecOptions) (sandbox.ExecResult, 
 	if pol.Refusal != nil {
 		return sandbox.ExecResult{}, pol.Refusal
 	}
-	rt, err := s.runtime(o.Mode)
+	rt, err := s.runtime(ctx, o.Mode)
 	if err != nil {
 		return sandbox.ExecResult{}, err
 	}
@@ -286,14 +290,33 @@ func (s *Service) Exec(ctx context.Context, o ExecOptions) (sandbox.ExecResult, 
 	}
 	spec := sandbox.Spec{
 		OfficeKey:         string(pol.Key),
+		Platform:          string(o.Address.Platform),
+		ConversationID:    o.Address.ConversationID,
 		OfficeDir:         dir,
 		OfficeRuntimePath: dir,
 	}
-	if rt.Capabilities().Workspace == sandbox.WorkspaceManaged {
+	caps := rt.Capabilities()
+	if caps.Workspace != sandbox.WorkspaceHost {
+		// Managed runtimes mount the office there; an existing container
+		// is expected to mount the workspace at the same place.
 		spec.OfficeRuntimePath = path.Join(RuntimeRoot, string(pol.Key))
 	}
 	for _, m := range pol.Mounts {
 		spec.Mounts = append(spec.Mounts, sandbox.Mount{HostPath: m.HostPath, RuntimePath: m.RuntimePath, ReadOnly: m.ReadOnly})
+	}
+	if caps.VaultFileMounts && pol.VaultKey != "" {
+		plan, err := s.vaults.Plan(pol.VaultKey)
+		if err != nil {
+			return sandbox.ExecResult{}, err
+		}
+		for _, f := range plan.Files {
+			spec.VaultFiles = append(spec.VaultFiles, sandbox.Mount{HostPath: f.HostPath, RuntimePath: f.RuntimePath, ReadOnly: true})
+		}
+	}
+	if caps.Limits {
+		if spec.Limits, err = s.baseLimits(); err != nil {
+			return sandbox.ExecResult{}, err
+		}
 	}
 	req := sandbox.ExecRequest{
 		Argv:        o.Argv,
@@ -317,17 +340,11 @@ func (s *Service) Exec(ctx context.Context, o ExecOptions) (sandbox.ExecResult, 
 
 // Runnable reports whether this build can run commands in mode m.
 func Runnable(m sandbox.Mode) bool {
-	return m.Kind == sandbox.KindHost
-}
-
-// runtime returns the Runtime of a mode, or the refusal for a mode this
-// build cannot run yet.
-func (s *Service) runtime(m sandbox.Mode) (sandbox.Runtime, error) {
 	switch m.Kind {
-	case sandbox.KindHost:
-		return host.New(s.log.With("mode", "host")), nil
+	case sandbox.KindHost, sandbox.KindContainer, sandbox.KindImage:
+		return true
 	}
-	return nil, sandbox.NotImplemented(m)
+	return false
 }
 
 func sortedKeys(m map[string]string) []string {

@@ -1,0 +1,302 @@
+// Package agent is hutch's in-sandbox agent and the daemon's client of it.
+//
+// The hutch binary runs inside a sandbox as `hutch agent` and serves
+// commands and file operations over one long-lived connection. The framing
+// is HTTP/2 cleartext (prior knowledge) over that connection, so many
+// requests share it and cancelling one request (RST_STREAM) aborts only
+// its command. The protocol is versioned by path:
+//
+//   - GET /v1/ping: JSON Info.
+//   - POST /v1/exec: the body is a JSON object (argv, dir, env, timeoutMs)
+//     followed by the command's stdin; the 200 response streams stdout and
+//     stderr multiplexed as stdcopy frames, flushed as they come, and ends
+//     with the trailer Hutch-Result holding JSON {exitCode, signal,
+//     timedOut, aborted, oomKilled}. A command that cannot start gets a
+//     4xx with JSON {class, message}.
+//   - GET /v1/file?path=ABS: the file's bytes. PUT /v1/file?path=ABS[&mode=0644]:
+//     replaces the file atomically (stage in the same directory, fsync,
+//     rename).
+//
+// Every command runs in a process group of its own. The agent kills the
+// whole group when the command times out (its own timer, so a vanished
+// daemon does not matter), when its request is cancelled or its connection
+// drops, and when the group's leader exits. One reaper collects every exit
+// status (see reaper), which also makes the agent a correct pid 1 of a
+// container: with Options.Init it reaps orphans and, on SIGTERM or SIGINT,
+// kills every command and exits.
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"net"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/hutchsandbox/hutch/internal/errdefs"
+)
+
+// Options configure Run.
+type Options struct {
+	// Listen is a unix socket path to serve on. Exactly one of Listen and
+	// Stdio is set.
+	Listen string
+	// Stdio serves exactly one connection made of Stdin and Stdout, and
+	// returns when it ends.
+	Stdio bool
+	// Stdin and Stdout are the stdio connection; nil means os.Stdin and
+	// os.Stdout.
+	Stdin  io.Reader
+	Stdout io.Writer
+	// Init does pid-1 duties: reap every child (orphans re-parented to the
+	// agent included; when the agent is not pid 1 it makes itself a child
+	// subreaper so that orphans come to it).
+	Init bool
+	// Version is what ping reports.
+	Version string
+	// OOMCounterPath overrides the cgroup file read for OOM kills.
+	OOMCounterPath string
+	// Log receives the agent's log; nil discards.
+	Log *slog.Logger
+}
+
+// shutdownGrace bounds how long Run waits, after SIGTERM, SIGINT or ctx,
+// for the requests in flight to finish once their commands were killed.
+const shutdownGrace = 5 * time.Second
+
+// Run serves the agent protocol until ctx is cancelled, SIGTERM or SIGINT
+// arrives, or (Stdio) the connection ends. Every running command's process
+// group is killed before it returns. A signal or a cancelled ctx is a clean
+// end: Run returns nil.
+func Run(ctx context.Context, opts Options) error {
+	if (opts.Listen == "") == !opts.Stdio {
+		return errdefs.New(errdefs.ErrInvalid, "Agent needs exactly one of --listen and --stdio")
+	}
+	log := opts.Log
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	r := processReaper()
+	if opts.Init || os.Getpid() == 1 {
+		if os.Getpid() != 1 {
+			if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
+				return fmt.Errorf("agent: become a child subreaper: %w", err)
+			}
+		}
+		r.reapAll(log)
+	}
+	// pid 1 has no default action for these: without a handler it would
+	// ignore them. Any agent kills its commands before it goes.
+	ctx, stop := signal.NotifyContext(ctx, unix.SIGTERM, unix.SIGINT)
+	defer stop()
+	// A write to a stdout nobody reads any more (--stdio, the daemon went
+	// away) must fail with EPIPE, which ends the connection and so kills
+	// its commands, not kill the agent with SIGPIPE and leave them running.
+	// Notify, not Ignore: an ignored signal would stay ignored in commands.
+	sigpipe := make(chan os.Signal, 1)
+	signal.Notify(sigpipe, unix.SIGPIPE)
+	defer signal.Stop(sigpipe)
+
+	srv := &Server{Log: log, Version: opts.Version, Init: opts.Init || os.Getpid() == 1, OOMCounterPath: opts.OOMCounterPath}
+	serveCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	done := make(chan error, 1)
+	if opts.Stdio {
+		c := newStdioConn(opts.Stdin, opts.Stdout)
+		log.Info("agent serving on stdio", "pid", os.Getpid(), "init", srv.Init)
+		go func() {
+			srv.ServeConn(serveCtx, c)
+			done <- nil
+		}()
+	} else {
+		l, err := listenUnix(opts.Listen)
+		if err != nil {
+			return err
+		}
+		log.Info("agent listening", "socket", opts.Listen, "pid", os.Getpid(), "init", srv.Init)
+		go func() { done <- srv.Serve(serveCtx, l) }()
+	}
+
+	var err error
+	select {
+	case err = <-done:
+	case <-ctx.Done():
+		log.Info("agent stopping", "cause", context.Cause(ctx))
+		cancel()
+		if n := r.killAll(); n > 0 {
+			log.Info("agent killed the running commands", "count", n)
+		}
+		select {
+		case err = <-done:
+		case <-time.After(shutdownGrace):
+			log.Warn("agent: requests still in flight at exit")
+		}
+	}
+	r.killAll()
+	return err
+}
+
+// listenUnix listens on the unix socket path, owner-only. A stale socket
+// left by a previous agent is removed; a live one (something answers) or
+// any other file at path is refused. A missing parent is created 0700.
+func listenUnix(path string) (net.Listener, error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, fmt.Errorf("agent: create the socket directory: %w", err)
+	}
+	fi, err := os.Lstat(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+	case err != nil:
+		return nil, fmt.Errorf("agent: %w", err)
+	case fi.Mode()&fs.ModeSocket == 0:
+		return nil, errdefs.New(errdefs.ErrConflict, "Agent socket path exists and is not a socket: "+path)
+	default:
+		if c, err := net.DialTimeout("unix", path, time.Second); err == nil {
+			c.Close()
+			return nil, errdefs.New(errdefs.ErrConflict, "Another agent is already listening on "+path)
+		}
+		if err := os.Remove(path); err != nil {
+			return nil, fmt.Errorf("agent: remove the stale socket: %w", err)
+		}
+	}
+	// The umask is process-wide, so it is left alone: a socket directory
+	// the agent creates is 0700, and the socket is made 0600 at once.
+	l, err := net.Listen("unix", path)
+	if err != nil {
+		return nil, fmt.Errorf("agent: %w", err)
+	}
+	if err := os.Chmod(path, 0o600); err != nil {
+		l.Close()
+		return nil, fmt.Errorf("agent: %w", err)
+	}
+	return l, nil
+}
+
+// stdioConn is a net.Conn made of a reader and a writer (the agent's stdin
+// and stdout). Closing it closes both when they can be closed, which ends
+// a Read blocked on a pipe.
+type stdioConn struct {
+	r io.Reader
+	w io.Writer
+
+	once sync.Once
+}
+
+func newStdioConn(r io.Reader, w io.Writer) *stdioConn {
+	if r == nil {
+		r = os.Stdin
+	}
+	if w == nil {
+		w = os.Stdout
+	}
+	if f, ok := r.(*os.File); ok {
+		r = pollable(f)
+	}
+	if f, ok := w.(*os.File); ok {
+		w = pollable(f)
+	}
+	return &stdioConn{r: r, w: w}
+}
+
+// pollable returns f, or, when f is a pipe or socket in blocking mode (a
+// process's stdin and stdout usually are), a duplicate of it in
+// non-blocking mode, which Go's poller serves: only then does Close end a
+// Read or Write blocked on it (a net.Conn must), so that a connection
+// whose writes fail is torn down even while its reads wait. The original
+// is left open.
+func pollable(f *os.File) *os.File {
+	sc, err := f.SyscallConn()
+	if err != nil {
+		return f
+	}
+	var dup *os.File
+	_ = sc.Control(func(fd uintptr) {
+		var st unix.Stat_t
+		if err := unix.Fstat(int(fd), &st); err != nil {
+			return
+		}
+		if t := st.Mode & unix.S_IFMT; t != unix.S_IFIFO && t != unix.S_IFSOCK {
+			return // a tty or a file: leave its mode alone
+		}
+		flags, err := unix.FcntlInt(fd, unix.F_GETFL, 0)
+		if err != nil || flags&unix.O_NONBLOCK != 0 {
+			return // already non-blocking: os.File polls it
+		}
+		nfd, err := unix.FcntlInt(fd, unix.F_DUPFD_CLOEXEC, 0)
+		if err != nil {
+			return
+		}
+		if err := unix.SetNonblock(nfd, true); err != nil {
+			unix.Close(nfd)
+			return
+		}
+		dup = os.NewFile(uintptr(nfd), f.Name())
+	})
+	if dup == nil {
+		return f
+	}
+	return dup
+}
+
+func (c *stdioConn) Read(p []byte) (int, error)  { return c.r.Read(p) }
+func (c *stdioConn) Write(p []byte) (int, error) { return c.w.Write(p) }
+
+func (c *stdioConn) Close() error {
+	var err error
+	c.once.Do(func() {
+		if rc, ok := c.r.(io.Closer); ok {
+			err = rc.Close()
+		}
+		if wc, ok := c.w.(io.Closer); ok {
+			if werr := wc.Close(); err == nil {
+				err = werr
+			}
+		}
+	})
+	return err
+}
+
+// stdioAddr names both ends of a stdio connection.
+type stdioAddr struct{}
+
+func (stdioAddr) Network() string { return "stdio" }
+func (stdioAddr) String() string  { return "stdio" }
+
+func (c *stdioConn) LocalAddr() net.Addr  { return stdioAddr{} }
+func (c *stdioConn) RemoteAddr() net.Addr { return stdioAddr{} }
+
+// Deadlines are passed on when the ends support them (os.File pipes do);
+// the HTTP/2 server sets none, since it has no timeouts configured.
+func (c *stdioConn) SetDeadline(t time.Time) error {
+	if err := c.SetReadDeadline(t); err != nil {
+		return err
+	}
+	return c.SetWriteDeadline(t)
+}
+
+func (c *stdioConn) SetReadDeadline(t time.Time) error {
+	if d, ok := c.r.(interface{ SetReadDeadline(time.Time) error }); ok {
+		return d.SetReadDeadline(t)
+	}
+	return nil
+}
+
+func (c *stdioConn) SetWriteDeadline(t time.Time) error {
+	if d, ok := c.w.(interface{ SetWriteDeadline(time.Time) error }); ok {
+		return d.SetWriteDeadline(t)
+	}
+	return nil
+}
+
+// NewStdioConn returns a net.Conn made of r and w, for a client that
+// reaches an agent through a process's stdin and stdout.
+func NewStdioConn(r io.Reader, w io.Writer) net.Conn { return newStdioConn(r, w) }

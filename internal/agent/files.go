@@ -1,0 +1,269 @@
+package agent
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"github.com/hutchsandbox/hutch/internal/errdefs"
+)
+
+const (
+	// stageInfix marks the staging files of atomic writes:
+	// .<name>.hutch-stage-<random> next to the target.
+	stageInfix = ".hutch-stage-"
+	// defaultFileMode is a new file's mode when the writer names none.
+	defaultFileMode = 0o644
+	// maxStageBase keeps a stage name under NAME_MAX for long targets.
+	maxStageBase = 200
+)
+
+// checkPath refuses paths that are not absolute and clean, so that what
+// the daemon checked against its roots is exactly what the agent opens.
+func checkPath(p string) error {
+	switch {
+	case p == "":
+		return errdefs.New(errdefs.ErrInvalid, "Path is required")
+	case strings.ContainsRune(p, 0):
+		return errdefs.New(errdefs.ErrInvalid, fmt.Sprintf("Path contains a NUL byte: %q", p))
+	case !filepath.IsAbs(p):
+		return errdefs.New(errdefs.ErrInvalid, "Path must be absolute: "+p)
+	case strings.Contains("/"+p+"/", "/../"):
+		return errdefs.New(errdefs.ErrInvalid, "Path must not contain '..': "+p)
+	case filepath.Clean(p) != p:
+		return errdefs.New(errdefs.ErrInvalid, "Path must be clean: "+p+" (use "+filepath.Clean(p)+")")
+	}
+	return nil
+}
+
+// fileError classes an error from a file operation on p.
+func fileError(verb, p string, err error) error {
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return errdefs.New(errdefs.ErrNotFound, "File not found: "+p)
+	case errors.Is(err, syscall.ENOTDIR):
+		if verb == "read" {
+			return errdefs.New(errdefs.ErrNotFound, "File not found: "+p)
+		}
+		return errdefs.New(errdefs.ErrInvalid, "A parent of "+p+" is not a directory")
+	case errors.Is(err, syscall.EISDIR):
+		return errdefs.New(errdefs.ErrInvalid, "Path is a directory: "+p)
+	case errors.Is(err, fs.ErrPermission), errors.Is(err, syscall.EROFS):
+		return errdefs.New(errdefs.ErrFailedPrecondition, fmt.Sprintf("Cannot %s %s: %v", verb, p, cause(err)))
+	}
+	return fmt.Errorf("cannot %s %s: %w", verb, p, cause(err))
+}
+
+// cause strips the operation and path a *fs.PathError adds, since the
+// message names the path itself.
+func cause(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
+}
+
+// handleReadFile streams a regular file. An error after the first byte
+// arrives in the Hutch-Error trailer.
+func (s *Server) handleReadFile(w http.ResponseWriter, r *http.Request) {
+	p := r.URL.Query().Get("path")
+	if err := checkPath(p); err != nil {
+		writeError(w, err)
+		return
+	}
+	// O_NONBLOCK: opening a FIFO must not wait for a writer.
+	f, err := os.OpenFile(p, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		writeError(w, fileError("read", p, err))
+		return
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	switch {
+	case err != nil:
+		writeError(w, fileError("read", p, err))
+		return
+	case fi.IsDir():
+		writeError(w, errdefs.New(errdefs.ErrInvalid, "Path is a directory: "+p))
+		return
+	case !fi.Mode().IsRegular():
+		writeError(w, errdefs.New(errdefs.ErrInvalid, "Path is not a regular file: "+p))
+		return
+	}
+	w.Header().Set("Content-Type", "application/octet-stream")
+	w.Header().Set("Trailer", trailerError)
+	w.WriteHeader(http.StatusOK)
+	src := &errReader{r: f}
+	if _, err := io.Copy(w, src); err != nil && src.err != nil {
+		body, _ := encodeError(fileError("read", p, src.err))
+		if b, err := json.Marshal(body); err == nil {
+			w.Header().Set(trailerError, string(b))
+		}
+	}
+	s.log.Debug("agent read file", "path", p, "bytes", src.n)
+}
+
+// handleWriteFile replaces a file with the request body, atomically.
+func (s *Server) handleWriteFile(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	p := q.Get("path")
+	if err := checkPath(p); err != nil {
+		writeError(w, err)
+		return
+	}
+	var mode *os.FileMode
+	if m := q.Get("mode"); m != "" {
+		n, err := strconv.ParseUint(m, 8, 32)
+		if err != nil || n > 0o777 {
+			writeError(w, errdefs.New(errdefs.ErrInvalid, "File mode is not valid: "+m+" (want octal permission bits such as 0644)"))
+			return
+		}
+		fm := os.FileMode(n)
+		mode = &fm
+	}
+	n, err := writeAtomic(p, r.Body, mode)
+	if err != nil {
+		s.log.Debug("agent write file failed", "path", p, "err", err)
+		writeError(w, err)
+		return
+	}
+	s.log.Debug("agent wrote file", "path", p, "bytes", n)
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// writeAtomic writes r to a stage file next to p, fsyncs it and renames it
+// over p, so that p holds either its old content or all of the new, never
+// a part. On any failure the stage is removed and p is untouched. Missing
+// parents are created (0755). A nil mode keeps an existing file's mode
+// (and, when running as root, its owner) or uses 0644. A symlink at p is
+// replaced, not followed.
+func writeAtomic(p string, r io.Reader, mode *os.FileMode) (n int64, err error) {
+	dir, name := filepath.Dir(p), filepath.Base(p)
+	if p == "/" {
+		return 0, errdefs.New(errdefs.ErrInvalid, "Path is a directory: "+p)
+	}
+	perm := os.FileMode(defaultFileMode)
+	uid, gid := -1, -1
+	fi, err := os.Lstat(p)
+	switch {
+	case err == nil:
+		if fi.IsDir() {
+			return 0, errdefs.New(errdefs.ErrInvalid, "Path is a directory: "+p)
+		}
+		if fi.Mode().IsRegular() {
+			perm = fi.Mode().Perm()
+			if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+				uid, gid = int(st.Uid), int(st.Gid)
+			}
+		}
+	case errors.Is(err, fs.ErrNotExist):
+		if err := mkdirAll(dir); err != nil {
+			return 0, fileError("write", p, err)
+		}
+	default:
+		return 0, fileError("write", p, err)
+	}
+	if mode != nil {
+		perm = *mode
+	}
+
+	var rnd [8]byte
+	_, _ = rand.Read(rnd[:])
+	base := name
+	if len(base) > maxStageBase {
+		base = base[:maxStageBase]
+	}
+	stage := filepath.Join(dir, "."+base+stageInfix+hex.EncodeToString(rnd[:]))
+	f, err := os.OpenFile(stage, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return 0, fileError("write", p, err)
+	}
+	defer func() {
+		if err != nil {
+			f.Close()
+			os.Remove(stage)
+		}
+	}()
+	src := &errReader{r: r}
+	if n, err = io.Copy(f, src); err != nil {
+		if src.err != nil {
+			return n, errdefs.New(errdefs.ErrUnavailable, fmt.Sprintf("Writing %s failed: the content did not arrive whole: %v", p, src.err))
+		}
+		return n, fileError("write", p, err)
+	}
+	if err = f.Chmod(perm); err != nil {
+		return n, fileError("write", p, err)
+	}
+	if uid >= 0 && os.Geteuid() == 0 {
+		_ = f.Chown(uid, gid) // best effort: keep the owner of the file replaced
+	}
+	if err = f.Sync(); err != nil {
+		return n, fileError("write", p, err)
+	}
+	if err = f.Close(); err != nil {
+		return n, fileError("write", p, err)
+	}
+	if err = os.Rename(stage, p); err != nil {
+		return n, fileError("write", p, err)
+	}
+	// Make the rename durable; the content is in place whatever this says.
+	if d, err := os.Open(dir); err == nil {
+		_ = d.Sync()
+		d.Close()
+	}
+	return n, nil
+}
+
+// mkdirAll creates dir and its missing parents, each 0755 whatever the
+// umask.
+func mkdirAll(dir string) error {
+	fi, err := os.Stat(dir)
+	switch {
+	case err == nil && fi.IsDir():
+		return nil
+	case err == nil:
+		return &fs.PathError{Op: "mkdir", Path: dir, Err: syscall.ENOTDIR}
+	case !errors.Is(err, fs.ErrNotExist):
+		return err
+	}
+	if parent := filepath.Dir(dir); parent != dir {
+		if err := mkdirAll(parent); err != nil {
+			return err
+		}
+	}
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		if errors.Is(err, fs.ErrExist) {
+			return nil // made by someone else meanwhile
+		}
+		return err
+	}
+	return os.Chmod(dir, 0o755)
+}
+
+// errReader remembers its reader's error, so a copy can tell a failing
+// source from a failing destination.
+type errReader struct {
+	r   io.Reader
+	n   int64
+	err error
+}
+
+func (e *errReader) Read(p []byte) (int, error) {
+	n, err := e.r.Read(p)
+	e.n += int64(n)
+	if err != nil && err != io.EOF {
+		e.err = err
+	}
+	return n, err
+}

@@ -1,0 +1,150 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"sync"
+	"time"
+
+	"golang.org/x/net/http2"
+
+	"github.com/hutchsandbox/hutch/internal/errdefs"
+)
+
+// defaultDrainGrace bounds how long an exec waits, once the command's
+// process group is dead, for its output pipes to reach EOF. Only a process
+// that left the group (setsid) can still hold them open by then.
+const defaultDrainGrace = 2 * time.Second
+
+// maxConcurrentStreams is how many requests (commands, file operations)
+// one connection may carry at once; more wait for a free slot.
+const maxConcurrentStreams = 1000
+
+// Server serves the agent protocol. Set its fields before the first
+// ServeConn or Serve and leave them alone after; it is then safe for
+// concurrent use by any number of connections.
+type Server struct {
+	// Log receives what the agent does; nil discards. It never receives
+	// env values or arguments beyond the program name.
+	Log *slog.Logger
+	// Version is what ping reports.
+	Version string
+	// Init is what ping reports: the agent does pid-1 duties. Run sets it.
+	Init bool
+	// OOMCounterPath is the cgroup file whose "oom_kill N" line counts the
+	// sandbox's OOM kills; empty detects cgroup v2 then v1.
+	OOMCounterPath string
+
+	once       sync.Once
+	log        *slog.Logger
+	h2         *http2.Server
+	mux        *http.ServeMux
+	reaper     *reaper
+	oomPath    string
+	drainGrace time.Duration
+}
+
+func (s *Server) init() {
+	s.once.Do(func() {
+		s.log = s.Log
+		if s.log == nil {
+			s.log = slog.New(slog.DiscardHandler)
+		}
+		s.h2 = &http2.Server{MaxConcurrentStreams: maxConcurrentStreams}
+		s.reaper = processReaper()
+		s.oomPath = s.OOMCounterPath
+		if s.oomPath == "" {
+			s.oomPath = detectOOMCounter()
+		}
+		if s.drainGrace == 0 {
+			s.drainGrace = defaultDrainGrace
+		}
+		s.mux = http.NewServeMux()
+		s.mux.HandleFunc("GET "+pathPing, s.handlePing)
+		s.mux.HandleFunc("POST "+pathExec, s.handleExec)
+		s.mux.HandleFunc("GET "+pathFile, s.handleReadFile)
+		s.mux.HandleFunc("PUT "+pathFile, s.handleWriteFile)
+	})
+}
+
+// ServeConn serves one connection until it ends or ctx is cancelled, and
+// returns once every request it carried has finished: a command whose
+// connection went away has been killed by then.
+func (s *Server) ServeConn(ctx context.Context, c net.Conn) {
+	s.init()
+	var reqs requests
+	stop := context.AfterFunc(ctx, func() { c.Close() })
+	defer stop()
+	s.h2.ServeConn(c, &http2.ServeConnOpts{
+		Context:    ctx,
+		BaseConfig: &http.Server{ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelDebug)},
+		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if !reqs.enter() {
+				writeError(w, errdefs.New(errdefs.ErrUnavailable, "Agent connection is closing"))
+				return
+			}
+			defer reqs.exit()
+			s.mux.ServeHTTP(w, r)
+		}),
+	})
+	c.Close()
+	reqs.closeAndWait()
+}
+
+// Serve accepts connections on l and serves each until ctx is cancelled;
+// it then closes l, waits for every connection's requests to finish and
+// returns nil. Any other accept error is returned.
+func (s *Server) Serve(ctx context.Context, l net.Listener) error {
+	s.init()
+	stop := context.AfterFunc(ctx, func() { l.Close() })
+	defer stop()
+	var conns sync.WaitGroup
+	defer conns.Wait()
+	for {
+		c, err := l.Accept()
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return err
+		}
+		s.log.Debug("agent: connection accepted")
+		conns.Go(func() { s.ServeConn(ctx, c) })
+	}
+}
+
+func (s *Server) handlePing(w http.ResponseWriter, _ *http.Request) {
+	w.Header().Set("Content-Type", contentTypeJSON)
+	_ = json.NewEncoder(w).Encode(Info{Version: s.Version, PID: os.Getpid(), Init: s.Init})
+}
+
+// requests counts the requests of one connection in flight, so that the
+// connection's end can wait for them.
+type requests struct {
+	mu     sync.Mutex
+	closed bool
+	wg     sync.WaitGroup
+}
+
+func (r *requests) enter() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return false
+	}
+	r.wg.Add(1)
+	return true
+}
+
+func (r *requests) exit() { r.wg.Done() }
+
+func (r *requests) closeAndWait() {
+	r.mu.Lock()
+	r.closed = true
+	r.mu.Unlock()
+	r.wg.Wait()
+}

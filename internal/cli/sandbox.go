@@ -1,0 +1,443 @@
+package cli
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/docker/go-units"
+	"github.com/spf13/cobra"
+
+	"github.com/hutchsandbox/hutch/internal/errdefs"
+	"github.com/hutchsandbox/hutch/internal/office"
+	"github.com/hutchsandbox/hutch/internal/sandbox"
+	"github.com/hutchsandbox/hutch/internal/settings"
+)
+
+func newSandboxCmd(g *globals) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "sandbox",
+		Short: "See and steer the managed runtimes (image mode containers)",
+		Long: `In image:<image> mode every conversation gets a container of its own, made
+by hutch and named hutch-<office-key>. These commands list them, show one,
+stop or remove one, boost one, set temporary limits, and set the global
+defaults every runtime gets.
+
+Defaults: CPU 0.5, memory 1g (no swap), 1024 processes; a boost raises a
+runtime to 2 CPUs and 4g until it stops; an idle runtime stops after 10m
+and starts again on the next command. Limits apply live, without
+re-creating the container.`,
+	}
+	cmd.AddCommand(newSandboxLsCmd(g), newSandboxStatusCmd(g), newSandboxStopCmd(g), newSandboxRmCmd(g),
+		newSandboxBoostCmd(g), newSandboxLimitsCmd(g), newSandboxSettingsCmd(g), newSandboxReconcileCmd(g))
+	return cmd
+}
+
+func newSandboxLsCmd(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "ls",
+		Short: "List the managed runtimes",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			svc, err := g.service()
+			if err != nil {
+				return err
+			}
+			defer svc.Close()
+			m, err := svc.Managed(cmd.Context())
+			if err != nil {
+				return err
+			}
+			list, err := m.List(cmd.Context())
+			if err != nil {
+				return err
+			}
+			if len(list) == 0 {
+				fmt.Fprintln(g.stdout, "No managed runtimes.")
+				return nil
+			}
+			tw := tabwriter.NewWriter(g.stdout, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "CONVERSATION\tSTATE\tUPTIME\tCPUS\tMEMORY\tPIDS\tIMAGE\tCONTAINER")
+			for _, s := range list {
+				fmt.Fprintf(tw, "%s/%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\n", s.Platform, s.ConversationID, stateWord(s), uptime(s),
+					strconv.FormatFloat(s.Limits.CPUs, 'f', -1, 64), units.BytesSize(float64(s.Limits.MemoryBytes)), s.Limits.Pids, s.Image, s.Name)
+			}
+			return tw.Flush()
+		},
+	}
+}
+
+func stateWord(s sandbox.Status) string {
+	w := string(s.State)
+	switch {
+	case s.Boosted && s.TempLimits:
+		w += " (boosted, limits set)"
+	case s.Boosted:
+		w += " (boosted)"
+	case s.TempLimits:
+		w += " (limits set)"
+	}
+	return w
+}
+
+func uptime(s sandbox.Status) string {
+	if s.State != sandbox.StateRunning || s.StartedAt.IsZero() {
+		return "-"
+	}
+	return time.Since(s.StartedAt).Round(time.Second).String()
+}
+
+// conversationArg parses the one <platform>/<id> argument of a command.
+func conversationArg(args []string) (office.Address, error) {
+	if len(args) != 1 {
+		return office.Address{}, errdefs.New(errdefs.ErrInvalid, "Give one conversation: <platform>/<conversation-id>")
+	}
+	return office.ParseAddress(args[0])
+}
+
+func printStatus(g *globals, s sandbox.Status) {
+	w := g.stdout
+	fmt.Fprintf(w, "Office key:    %s\n", s.OfficeKey)
+	fmt.Fprintf(w, "Container:     %s\n", s.Name)
+	fmt.Fprintf(w, "State:         %s\n", stateWord(s))
+	if s.State == sandbox.StateMissing {
+		fmt.Fprintln(w, "               (the next command creates it)")
+		return
+	}
+	fmt.Fprintf(w, "Uptime:        %s\n", uptime(s))
+	fmt.Fprintf(w, "Image:         %s (%s)\n", s.Image, shortDigest(s.ImageID))
+	fmt.Fprintf(w, "Limits:        %s CPUs, %s memory, %d processes\n",
+		strconv.FormatFloat(s.Limits.CPUs, 'f', -1, 64), units.BytesSize(float64(s.Limits.MemoryBytes)), s.Limits.Pids)
+	fmt.Fprintf(w, "Fingerprint:   %s\n", s.Fingerprint)
+	if s.ActiveCommands > 0 {
+		fmt.Fprintf(w, "Running:       %d commands\n", s.ActiveCommands)
+	}
+}
+
+func shortDigest(id string) string {
+	id = strings.TrimPrefix(id, "sha256:")
+	if len(id) > 12 {
+		return id[:12]
+	}
+	return id
+}
+
+func newSandboxStatusCmd(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:     "status <platform>/<conversation-id>",
+		Short:   "Show a conversation's runtime: state, image, limits, fingerprint",
+		Example: "  hutch sandbox status slack/C0123ABC",
+		RunE: func(cmd *cobra.Command, args []string) error {
+			addr, err := conversationArg(args)
+			if err != nil {
+				return err
+			}
+			svc, err := g.service()
+			if err != nil {
+				return err
+			}
+			defer svc.Close()
+			st, err := svc.SandboxStatus(cmd.Context(), addr)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(g.stdout, "Conversation:  %s\n", addr)
+			printStatus(g, st)
+			return nil
+		},
+	}
+}
+
+func newSandboxStopCmd(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "stop <platform>/<conversation-id>",
+		Short: "Stop a conversation's runtime; the next command starts it again",
+		Long: `Stop a conversation's runtime. Its container, writable layer and office
+stay; the next command starts it again. A boost or temporary limits end.`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			addr, err := conversationArg(args)
+			if err != nil {
+				return err
+			}
+			svc, err := g.service()
+			if err != nil {
+				return err
+			}
+			defer svc.Close()
+			m, err := svc.Managed(cmd.Context())
+			if err != nil {
+				return err
+			}
+			if err := m.Stop(cmd.Context(), string(addr.Key())); err != nil {
+				return err
+			}
+			fmt.Fprintf(g.stdout, "Stopped the runtime of %s.\n", addr)
+			return nil
+		},
+	}
+}
+
+func newSandboxRmCmd(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "rm <platform>/<conversation-id>",
+		Short: "Remove a conversation's runtime (its container and network)",
+		Long: `Remove a conversation's runtime: its container, with whatever was
+installed in it, and its network. The office directory and the vault stay;
+the next command creates a fresh runtime.`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			addr, err := conversationArg(args)
+			if err != nil {
+				return err
+			}
+			svc, err := g.service()
+			if err != nil {
+				return err
+			}
+			defer svc.Close()
+			m, err := svc.Managed(cmd.Context())
+			if err != nil {
+				return err
+			}
+			if err := m.Remove(cmd.Context(), string(addr.Key())); err != nil {
+				return err
+			}
+			fmt.Fprintf(g.stdout, "Removed the runtime of %s; its office and vault are kept.\n", addr)
+			return nil
+		},
+	}
+}
+
+// limitFlags are --cpus, --memory and --pids.
+type limitFlags struct {
+	cpus, memory, pids string
+}
+
+func (f *limitFlags) register(cmd *cobra.Command, pids bool) {
+	cmd.Flags().StringVar(&f.cpus, "cpus", "", "CPUs, fractions allowed (0.5, 2)")
+	cmd.Flags().StringVar(&f.memory, "memory", "", "memory in Docker units (512m, 4g); swap is capped to the same")
+	if pids {
+		cmd.Flags().StringVar(&f.pids, "pids", "", "process ceiling (1024)")
+	}
+}
+
+func (f *limitFlags) limits() (sandbox.Limits, error) {
+	var l sandbox.Limits
+	var err error
+	if f.cpus != "" {
+		if l.CPUs, err = settings.ParseCPUs(f.cpus); err != nil {
+			return l, err
+		}
+	}
+	if f.memory != "" {
+		if l.MemoryBytes, err = settings.ParseMemory(f.memory); err != nil {
+			return l, err
+		}
+	}
+	if f.pids != "" {
+		if l.Pids, err = settings.ParsePids(f.pids); err != nil {
+			return l, err
+		}
+	}
+	return l, nil
+}
+
+func newSandboxBoostCmd(g *globals) *cobra.Command {
+	var f limitFlags
+	var global bool
+	cmd := &cobra.Command{
+		Use:   "boost (<platform>/<conversation-id> | --global) [--cpus X] [--memory Y]",
+		Short: "Raise a conversation's limits until its runtime stops",
+		Long: `Raise a running runtime's CPU and memory to the boost size (default 2 CPUs
+and 4g, or the values given) until it stops. With --global, set the boost
+size instead (sandbox.boost.cpus and sandbox.boost.memory).`,
+		Example: "  hutch sandbox boost slack/C0123ABC\n  hutch sandbox boost slack/C0123ABC --memory 8g\n  hutch sandbox boost --global --cpus 4 --memory 8g",
+		RunE: func(cmd *cobra.Command, args []string) error {
+			l, err := f.limits()
+			if err != nil {
+				return err
+			}
+			svc, err := g.service()
+			if err != nil {
+				return err
+			}
+			defer svc.Close()
+			if global {
+				if len(args) != 0 {
+					return errdefs.New(errdefs.ErrInvalid, "With --global, give no conversation")
+				}
+				if f.cpus == "" && f.memory == "" {
+					return errdefs.New(errdefs.ErrInvalid, "With --global, give --cpus and/or --memory: the boost size to set")
+				}
+				if f.cpus != "" {
+					if err := svc.SetRuntimeSetting("sandbox.boost.cpus", f.cpus); err != nil {
+						return err
+					}
+				}
+				if f.memory != "" {
+					if err := svc.SetRuntimeSetting("sandbox.boost.memory", f.memory); err != nil {
+						return err
+					}
+				}
+				fmt.Fprintln(g.stdout, "Boost size set; it applies to the next boost.")
+				return nil
+			}
+			addr, err := conversationArg(args)
+			if err != nil {
+				return err
+			}
+			m, err := svc.Managed(cmd.Context())
+			if err != nil {
+				return err
+			}
+			st, err := m.Boost(cmd.Context(), string(addr.Key()), l)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(g.stdout, "Boosted %s until its runtime stops.\n", addr)
+			printStatus(g, st)
+			return nil
+		},
+	}
+	f.register(cmd, false)
+	cmd.Flags().BoolVar(&global, "global", false, "set the boost size instead of boosting one runtime")
+	return cmd
+}
+
+func newSandboxLimitsCmd(g *globals) *cobra.Command {
+	var f limitFlags
+	var global bool
+	cmd := &cobra.Command{
+		Use:   "limits (<platform>/<conversation-id> | --global) [--cpus X] [--memory Y] [--pids N]",
+		Short: "Set a conversation's limits until its runtime stops, or the global defaults",
+		Long: `Set temporary limits on one running runtime (they end when it stops), or
+with --global the default limits of every runtime (sandbox.cpus,
+sandbox.memory, sandbox.pids), which running runtimes take on live at
+their next command, without being re-created.`,
+		Example: "  hutch sandbox limits slack/C0123ABC --cpus 1 --memory 2g\n  hutch sandbox limits --global --memory 2g --pids 2048",
+		RunE: func(cmd *cobra.Command, args []string) error {
+			l, err := f.limits()
+			if err != nil {
+				return err
+			}
+			if l == (sandbox.Limits{}) {
+				return errdefs.New(errdefs.ErrInvalid, "Give at least one of --cpus, --memory, --pids")
+			}
+			svc, err := g.service()
+			if err != nil {
+				return err
+			}
+			defer svc.Close()
+			if global {
+				if len(args) != 0 {
+					return errdefs.New(errdefs.ErrInvalid, "With --global, give no conversation")
+				}
+				for _, kv := range [][2]string{{"sandbox.cpus", f.cpus}, {"sandbox.memory", f.memory}, {"sandbox.pids", f.pids}} {
+					if kv[1] == "" {
+						continue
+					}
+					if err := svc.SetRuntimeSetting(kv[0], kv[1]); err != nil {
+						return err
+					}
+				}
+				fmt.Fprintln(g.stdout, "Default limits set; running runtimes take them on at their next command.")
+				return nil
+			}
+			addr, err := conversationArg(args)
+			if err != nil {
+				return err
+			}
+			m, err := svc.Managed(cmd.Context())
+			if err != nil {
+				return err
+			}
+			st, err := m.SetLimits(cmd.Context(), string(addr.Key()), l)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(g.stdout, "Set limits of %s until its runtime stops.\n", addr)
+			printStatus(g, st)
+			return nil
+		},
+	}
+	f.register(cmd, true)
+	cmd.Flags().BoolVar(&global, "global", false, "set the defaults of every runtime instead")
+	return cmd
+}
+
+func newSandboxSettingsCmd(g *globals) *cobra.Command {
+	var unset bool
+	keys := make([]string, len(settings.RuntimeKeys))
+	for i, k := range settings.RuntimeKeys {
+		keys[i] = fmt.Sprintf("  %-22s %s", k.Name(), k.Help())
+	}
+	cmd := &cobra.Command{
+		Use:     "settings [KEY [VALUE]]",
+		Short:   "Show or set the global runtime settings",
+		Long:    "Without arguments, show the global runtime settings that are set. With a\nkey and a value, set it; with --unset, remove it (back to the default).\n\nKeys:\n" + strings.Join(keys, "\n"),
+		Example: "  hutch sandbox settings\n  hutch sandbox settings sandbox.idleTimeout 30m\n  hutch sandbox settings --unset sandbox.idleTimeout",
+		Args:    cobra.MaximumNArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			svc, err := g.service()
+			if err != nil {
+				return err
+			}
+			switch {
+			case unset && len(args) == 1:
+				if err := svc.SetRuntimeSetting(args[0], ""); err != nil {
+					return err
+				}
+				fmt.Fprintf(g.stdout, "Removed %s; the default applies.\n", args[0])
+			case !unset && len(args) == 2:
+				if err := svc.SetRuntimeSetting(args[0], args[1]); err != nil {
+					return err
+				}
+				fmt.Fprintf(g.stdout, "Set %s to %s.\n", args[0], args[1])
+			case len(args) == 0:
+				vals, err := svc.RuntimeSettings()
+				if err != nil {
+					return err
+				}
+				if len(vals) == 0 {
+					fmt.Fprintln(g.stdout, "No runtime settings set; defaults apply.")
+				}
+				for _, kv := range vals {
+					fmt.Fprintf(g.stdout, "%s = %s\n", kv[0], kv[1])
+				}
+			default:
+				return errdefs.New(errdefs.ErrInvalid, "Give KEY VALUE to set, --unset KEY to remove, or nothing to show")
+			}
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&unset, "unset", false, "remove the key instead of setting it")
+	return cmd
+}
+
+func newSandboxReconcileCmd(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "reconcile",
+		Short: "Adopt the runtimes of known offices and remove unaccounted ones",
+		Long: `Walk the containers and networks this hutch labelled: those of registered
+offices are adopted; those no registered office accounts for are removed.
+hutch serve does this at every start.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			svc, err := g.service()
+			if err != nil {
+				return err
+			}
+			defer svc.Close()
+			rep, err := svc.Reconcile(cmd.Context())
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(g.stdout, "Adopted %d runtimes, removed %d.\n", len(rep.Adopted), len(rep.Removed))
+			for _, k := range rep.Removed {
+				fmt.Fprintf(g.stdout, "  removed %s\n", k)
+			}
+			return nil
+		},
+	}
+}

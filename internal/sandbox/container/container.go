@@ -1,0 +1,265 @@
+// Package container is the mode container:<name>: commands run in an
+// existing container that the operator created and manages. hutch
+// validates it on use, copies its agent in, and speaks to the agent over
+// one long-lived hijacked exec session (the agent serves HTTP/2 on its
+// stdin and stdout), so a warm command costs a fork, not a docker exec.
+// Vault env is injected per command; vault files, isolated offices and
+// read-only memory are refused by policy before anything runs. hutch
+// never stops or removes a container it did not create.
+package container
+
+import (
+	"archive/tar"
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"path"
+	"sync"
+	"time"
+
+	"github.com/moby/moby/api/pkg/stdcopy"
+	"github.com/moby/moby/client"
+
+	"github.com/hutchsandbox/hutch/internal/agent"
+	"github.com/hutchsandbox/hutch/internal/agentbin"
+	"github.com/hutchsandbox/hutch/internal/engine"
+	"github.com/hutchsandbox/hutch/internal/errdefs"
+	"github.com/hutchsandbox/hutch/internal/sandbox"
+)
+
+// agentDir is where the agent binary is copied inside the container.
+const agentDir = "/.hutch"
+
+// Config configures the container mode.
+type Config struct {
+	// Engine is the connected container engine.
+	Engine *engine.Engine
+	// Name is the existing container's name or id.
+	Name string
+	// Agent is the verified static hutch binary to copy in.
+	Agent agentbin.Binary
+	// Workspace is the host workspace, quoted in the hint for creating the container.
+	Workspace string
+	// Log receives debug lines; nil discards.
+	Log *slog.Logger
+}
+
+// Runtime is the container mode.
+type Runtime struct {
+	cfg Config
+	api engineAPI
+	log *slog.Logger
+
+	mu     sync.Mutex // guards the following
+	client *agent.Client
+	copied string // container id the agent was copied into
+}
+
+var _ sandbox.Runtime = (*Runtime)(nil)
+
+// engineAPI is the part of the Engine API the container mode uses.
+type engineAPI interface {
+	ContainerInspect(ctx context.Context, id string, o client.ContainerInspectOptions) (client.ContainerInspectResult, error)
+	ContainerStatPath(ctx context.Context, id string, o client.ContainerStatPathOptions) (client.ContainerStatPathResult, error)
+	CopyToContainer(ctx context.Context, id string, o client.CopyToContainerOptions) (client.CopyToContainerResult, error)
+	ExecCreate(ctx context.Context, id string, o client.ExecCreateOptions) (client.ExecCreateResult, error)
+	ExecAttach(ctx context.Context, id string, o client.ExecAttachOptions) (client.ExecAttachResult, error)
+}
+
+// New returns the container mode.
+func New(cfg Config) (*Runtime, error) {
+	if cfg.Engine == nil || cfg.Name == "" || cfg.Agent.Path == "" {
+		return nil, fmt.Errorf("container mode: engine, name and agent are required")
+	}
+	if cfg.Log == nil {
+		cfg.Log = slog.New(slog.DiscardHandler)
+	}
+	r := &Runtime{cfg: cfg, api: cfg.Engine.Client, log: cfg.Log.With("mode", "container", "container", cfg.Name)}
+	return r, nil
+}
+
+// Mode returns container:<name>.
+func (r *Runtime) Mode() sandbox.Mode {
+	return sandbox.Mode{Kind: sandbox.KindContainer, Target: r.cfg.Name}
+}
+
+// Capabilities returns the container mode's capabilities.
+func (r *Runtime) Capabilities() sandbox.Capabilities {
+	return sandbox.CapabilitiesOf(sandbox.KindContainer)
+}
+
+// Validate checks that the container exists and runs, with the seed's
+// texts and a hint for each case.
+func (r *Runtime) Validate(ctx context.Context) (string, error) {
+	res, err := r.api.ContainerInspect(ctx, r.cfg.Name, client.ContainerInspectOptions{})
+	if engine.IsNotFound(err) {
+		ws := r.cfg.Workspace
+		if ws == "" {
+			ws = "<workspace>"
+		}
+		return "", errdefs.New(errdefs.ErrFailedPrecondition, fmt.Sprintf(
+			"Container '%s' does not exist. Create it with: docker run -d --name %s -v %s:/workspace <image> sleep infinity", r.cfg.Name, r.cfg.Name, ws))
+	}
+	if err != nil {
+		return "", engine.Classify(err, "inspect container "+r.cfg.Name)
+	}
+	if res.Container.State == nil || !res.Container.State.Running {
+		return "", errdefs.New(errdefs.ErrFailedPrecondition, fmt.Sprintf(
+			"Container '%s' is not running. Start it with: docker start %s", r.cfg.Name, r.cfg.Name))
+	}
+	return res.Container.ID, nil
+}
+
+// Exec validates the container, makes sure the agent is in it, and runs
+// one command through the agent.
+func (r *Runtime) Exec(ctx context.Context, spec sandbox.Spec, req sandbox.ExecRequest) (sandbox.ExecResult, error) {
+	cl, err := r.agent(ctx)
+	if err != nil {
+		return sandbox.ExecResult{}, err
+	}
+	switch {
+	case req.Dir == "":
+		req.Dir = spec.OfficeRuntimePath
+	case !path.IsAbs(req.Dir):
+		req.Dir = path.Join(spec.OfficeRuntimePath, req.Dir)
+	}
+	res, err := cl.Exec(ctx, req)
+	if errdefs.IsInvalid(err) && req.Dir == spec.OfficeRuntimePath {
+		// The usual cause: the operator did not mount the workspace.
+		return res, fmt.Errorf("%w (mount the workspace at /workspace: docker run -v %s:/workspace ...)", err, r.cfg.Workspace)
+	}
+	return res, err
+}
+
+// Agent returns the agent client of the container, for file operations.
+func (r *Runtime) Agent(ctx context.Context) (*agent.Client, error) { return r.agent(ctx) }
+
+func (r *Runtime) agent(ctx context.Context) (*agent.Client, error) {
+	id, err := r.Validate(ctx)
+	if err != nil {
+		return nil, err
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.copied != id {
+		if err := r.copyAgent(ctx, id); err != nil {
+			return nil, err
+		}
+		r.copied = id
+		if r.client != nil {
+			r.client.Close()
+			r.client = nil
+		}
+	}
+	if r.client == nil {
+		bin := r.agentPath()
+		r.client = agent.NewClient(func(ctx context.Context) (net.Conn, error) {
+			return r.dial(ctx, bin)
+		}, r.log)
+	}
+	return r.client, nil
+}
+
+func (r *Runtime) agentPath() string {
+	return agentDir + "/hutch-" + r.cfg.Agent.SHA256[:16]
+}
+
+// copyAgent puts the agent binary into the container unless it is there.
+func (r *Runtime) copyAgent(ctx context.Context, id string) error {
+	if _, err := r.api.ContainerStatPath(ctx, id, client.ContainerStatPathOptions{Path: r.agentPath()}); err == nil {
+		return nil
+	}
+	data, err := os.ReadFile(r.cfg.Agent.Path)
+	if err != nil {
+		return fmt.Errorf("read agent binary: %w", err)
+	}
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	now := time.Now()
+	hdrs := []*tar.Header{
+		{Typeflag: tar.TypeDir, Name: agentDir[1:] + "/", Mode: 0o755, ModTime: now},
+		{Typeflag: tar.TypeReg, Name: r.agentPath()[1:], Mode: 0o755, Size: int64(len(data)), ModTime: now},
+	}
+	for _, h := range hdrs {
+		if err := tw.WriteHeader(h); err != nil {
+			return err
+		}
+	}
+	if _, err := tw.Write(data); err != nil {
+		return err
+	}
+	if err := tw.Close(); err != nil {
+		return err
+	}
+	if _, err := r.api.CopyToContainer(ctx, id, client.CopyToContainerOptions{DestinationPath: "/", Content: &buf}); err != nil {
+		return engine.Classify(err, "copy the agent into container "+r.cfg.Name)
+	}
+	r.log.Info("copied agent into container", "path", r.agentPath())
+	return nil
+}
+
+// dial starts `hutch agent --stdio` in the container through one exec
+// and returns its stdin and stdout as a connection. The exec lives as
+// long as the connection; when hutch goes away the agent's stdin ends,
+// and it kills what it was running.
+func (r *Runtime) dial(ctx context.Context, bin string) (net.Conn, error) {
+	ex, err := r.api.ExecCreate(ctx, r.cfg.Name, client.ExecCreateOptions{
+		Cmd:          []string{bin, "agent", "--stdio"},
+		AttachStdin:  true,
+		AttachStdout: true,
+		AttachStderr: true,
+	})
+	if err != nil {
+		return nil, engine.Classify(err, "start the agent in container "+r.cfg.Name)
+	}
+	att, err := r.api.ExecAttach(ctx, ex.ID, client.ExecAttachOptions{})
+	if err != nil {
+		return nil, engine.Classify(err, "attach to the agent in container "+r.cfg.Name)
+	}
+	return newExecConn(att.HijackedResponse, r.log), nil
+}
+
+// execConn is a hijacked exec session seen as a connection: writes go to
+// the agent's stdin, reads come from its stdout, demultiplexed from the
+// engine's stdout/stderr framing; the agent's stderr goes to the log.
+type execConn struct {
+	hj client.HijackedResponse
+	pr *io.PipeReader
+}
+
+func newExecConn(hj client.HijackedResponse, log *slog.Logger) *execConn {
+	pr, pw := io.Pipe()
+	go func() {
+		_, err := stdcopy.StdCopy(pw, logWriter{log}, hj.Reader)
+		if err == nil {
+			err = io.EOF
+		}
+		pw.CloseWithError(err)
+	}()
+	return &execConn{hj: hj, pr: pr}
+}
+
+func (c *execConn) Read(p []byte) (int, error)  { return c.pr.Read(p) }
+func (c *execConn) Write(p []byte) (int, error) { return c.hj.Conn.Write(p) }
+func (c *execConn) Close() error {
+	_ = c.hj.CloseWrite()
+	c.hj.Close()
+	return c.pr.Close()
+}
+func (c *execConn) LocalAddr() net.Addr                { return c.hj.Conn.LocalAddr() }
+func (c *execConn) RemoteAddr() net.Addr               { return c.hj.Conn.RemoteAddr() }
+func (c *execConn) SetDeadline(t time.Time) error      { return c.hj.Conn.SetWriteDeadline(t) }
+func (c *execConn) SetReadDeadline(time.Time) error    { return nil }
+func (c *execConn) SetWriteDeadline(t time.Time) error { return c.hj.Conn.SetWriteDeadline(t) }
+
+// logWriter sends the agent's stderr to the log, a line per write.
+type logWriter struct{ log *slog.Logger }
+
+func (w logWriter) Write(p []byte) (int, error) {
+	w.log.Debug("agent stderr", "text", string(bytes.TrimRight(p, "\n")))
+	return len(p), nil
+}

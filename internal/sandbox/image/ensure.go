@@ -1,0 +1,433 @@
+package image
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/moby/moby/api/pkg/stdcopy"
+	"github.com/moby/moby/api/types/container"
+	"github.com/moby/moby/api/types/mount"
+	"github.com/moby/moby/api/types/network"
+	"github.com/moby/moby/client"
+
+	"github.com/hutchsandbox/hutch/internal/agent"
+	"github.com/hutchsandbox/hutch/internal/engine"
+	"github.com/hutchsandbox/hutch/internal/errdefs"
+	"github.com/hutchsandbox/hutch/internal/sandbox"
+)
+
+// Defaults where settings set none.
+var (
+	// DefaultLimits are a runtime's limits.
+	DefaultLimits = sandbox.Limits{CPUs: 0.5, MemoryBytes: 1 << 30, Pids: 1024}
+	// DefaultBoost is what a boost raises CPUs and memory to.
+	DefaultBoost = sandbox.Limits{CPUs: 2, MemoryBytes: 4 << 30}
+	// DefaultIdleTimeout stops a runtime that ran nothing for this long.
+	DefaultIdleTimeout = 10 * time.Minute
+)
+
+// keptCapabilities is every capability a managed container keeps; the
+// rest are dropped. The set lets root inside install packages (apt and
+// dpkg change owners and modes, drop privileges to _apt, write files of
+// other users) and run ordinary servers, and nothing more: no raw
+// sockets, no mknod, no chroot, no audit, no changing capability sets.
+var keptCapabilities = []string{
+	"CHOWN",            // dpkg and tar set file owners
+	"DAC_OVERRIDE",     // root writes files it does not own (package installs)
+	"FOWNER",           // chmod/utime on files of other owners
+	"FSETID",           // keep setgid bits when installing files
+	"SETUID",           // apt drops to _apt; su/sudo-less user switches
+	"SETGID",           // same, for groups
+	"KILL",             // root signals processes of other users it started
+	"NET_BIND_SERVICE", // dev servers on ports below 1024
+}
+
+// containerState is what inspect tells about an office's container.
+type containerState struct {
+	exists      bool
+	id          string
+	running     bool
+	exitCode    int
+	fingerprint string
+	imageID     string // the base image label
+	startedAt   string
+	limits      sandbox.Limits
+	labels      map[string]string
+	image       string
+}
+
+func (r *Runtime) inspect(ctx context.Context, nameOrID string) (containerState, error) {
+	res, err := r.api.ContainerInspect(ctx, nameOrID, client.ContainerInspectOptions{})
+	if engine.IsNotFound(err) {
+		return containerState{}, nil
+	}
+	if err != nil {
+		return containerState{}, engine.Classify(err, "inspect container "+nameOrID)
+	}
+	c := res.Container
+	st := containerState{exists: true, id: c.ID}
+	if c.State != nil {
+		st.running = c.State.Running
+		st.exitCode = c.State.ExitCode
+		st.startedAt = c.State.StartedAt
+	}
+	if c.Config != nil {
+		st.labels = c.Config.Labels
+		st.fingerprint = c.Config.Labels[engine.LabelFingerprint]
+		st.imageID = c.Config.Labels[engine.LabelImageID]
+		st.image = c.Config.Image
+	}
+	if hc := c.HostConfig; hc != nil {
+		st.limits.CPUs = float64(hc.NanoCPUs) / 1e9
+		st.limits.MemoryBytes = hc.Memory
+		if hc.PidsLimit != nil {
+			st.limits.Pids = *hc.PidsLimit
+		}
+	}
+	return st, nil
+}
+
+// desired computes what the office's container must be built from.
+func (r *Runtime) desired(ctx context.Context, spec sandbox.Spec) (desired, error) {
+	id, err := r.imageID(ctx)
+	if err != nil {
+		return desired{}, err
+	}
+	d := desired{
+		ImageRef:  r.cfg.Image,
+		ImageID:   id,
+		Mounts:    spec.Mounts,
+		Network:   NetworkName(spec.OfficeKey),
+		Agent:     r.cfg.Agent.SHA256,
+		Hardening: hardeningVersion,
+	}
+	for _, v := range spec.VaultFiles {
+		dg, err := digestTree(v.HostPath)
+		if err != nil {
+			return desired{}, err
+		}
+		d.Vault = append(d.Vault, vaultDigest{RuntimePath: v.RuntimePath, Digest: dg})
+	}
+	return d, nil
+}
+
+// imageID resolves the configured image to the id present in the engine.
+// A missing image is pulled only if a registry answers; this machine kind
+// often has none, so the error says how to provide the image locally.
+func (r *Runtime) imageID(ctx context.Context) (string, error) {
+	if r.cfg.Image == "" {
+		return "", errdefs.New(errdefs.ErrInvalid, "image mode needs an image: --sandbox image:<image>")
+	}
+	res, err := r.api.ImageInspect(ctx, r.cfg.Image)
+	if err == nil {
+		return res.ID, nil
+	}
+	if !engine.IsNotFound(err) {
+		return "", engine.Classify(err, "inspect image "+r.cfg.Image)
+	}
+	pctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	pull, perr := r.api.ImagePull(pctx, r.cfg.Image, client.ImagePullOptions{})
+	if perr == nil {
+		perr = pull.Wait(pctx)
+		pull.Close()
+	}
+	if perr == nil {
+		if res, err := r.api.ImageInspect(ctx, r.cfg.Image); err == nil {
+			return res.ID, nil
+		}
+	}
+	return "", errdefs.New(errdefs.ErrFailedPrecondition, fmt.Sprintf(
+		"Image '%s' is not present in the container engine, and pulling it failed (%s). Build or load it locally first (docker build, docker load or docker import).",
+		r.cfg.Image, firstLine(perr)))
+}
+
+func firstLine(err error) string {
+	if err == nil {
+		return "no error"
+	}
+	s := err.Error()
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		s = s[:i]
+	}
+	return s
+}
+
+// ensureLocked brings the office's container to the desired state and
+// returns its agent client. s.mu is held.
+func (r *Runtime) ensureLocked(ctx context.Context, s *session, spec sandbox.Spec) (*agent.Client, error) {
+	d, err := r.desired(ctx, spec)
+	if err != nil {
+		return nil, err
+	}
+	fp := d.fingerprint()
+	name := ContainerName(spec.OfficeKey)
+	st, err := r.inspect(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	snap, err := r.snapshotExists(ctx, spec.OfficeKey)
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case !st.exists:
+		from := r.cfg.Image
+		if snap {
+			// A re-create was interrupted after the old container went:
+			// finish it from the snapshot so the writable layer survives.
+			from = SnapshotRef(spec.OfficeKey)
+			r.log.Info("resuming an interrupted re-create from its snapshot", "office_key", spec.OfficeKey)
+		}
+		if err := r.createAndStart(ctx, s, spec, d, fp, from); err != nil {
+			return nil, err
+		}
+		if snap {
+			r.dropSnapshot(ctx, spec.OfficeKey)
+		}
+	case st.fingerprint != fp:
+		if err := s.waitIdleLocked(ctx); err != nil {
+			return nil, err
+		}
+		if err := r.recreate(ctx, s, spec, d, fp, st); err != nil {
+			return nil, err
+		}
+	default:
+		if snap {
+			r.dropSnapshot(ctx, spec.OfficeKey)
+		}
+		if !st.running {
+			if err := r.start(ctx, s, st.id); err != nil {
+				return nil, err
+			}
+			if st, err = r.inspect(ctx, st.id); err != nil {
+				return nil, err
+			}
+		}
+		// Limits changed in settings (or a boost ended) apply live.
+		if err := r.applyLimits(ctx, spec, st); err != nil {
+			return nil, err
+		}
+	}
+	return r.clientLocked(s), nil
+}
+
+// createAndStart makes the office's network and container and waits for
+// its agent.
+func (r *Runtime) createAndStart(ctx context.Context, s *session, spec sandbox.Spec, d desired, fp, from string) error {
+	if err := r.ensureNetwork(ctx, spec); err != nil {
+		return err
+	}
+	if err := prepareSocketDir(socketDir(r.cfg.RunDir, spec.OfficeKey)); err != nil {
+		return err
+	}
+	id, err := r.create(ctx, spec, d, fp, from)
+	if err != nil {
+		return err
+	}
+	return r.start(ctx, s, id)
+}
+
+func (r *Runtime) start(ctx context.Context, s *session, id string) error {
+	if err := prepareSocketDir(socketDir(r.cfg.RunDir, s.key)); err != nil {
+		return err
+	}
+	if _, err := r.api.ContainerStart(ctx, id, client.ContainerStartOptions{}); err != nil {
+		return engine.Classify(err, "start container "+ContainerName(s.key))
+	}
+	// Temporary limits and boosts end when a runtime stops; a start is a
+	// new life.
+	clearRuntimeState(r.cfg.StateDir, s.key)
+	return r.waitAgent(ctx, s, id)
+}
+
+// create makes the container. A racing creator (another hutch process)
+// is not an error: its container is used.
+func (r *Runtime) create(ctx context.Context, spec sandbox.Spec, d desired, fp, from string) (string, error) {
+	name := ContainerName(spec.OfficeKey)
+	limits := spec.Limits.Over(DefaultLimits)
+	labels := map[string]string{
+		engine.LabelManaged:      "true",
+		engine.LabelMode:         string(sandbox.KindImage),
+		engine.LabelOffice:       spec.OfficeKey,
+		engine.LabelPlatform:     spec.Platform,
+		engine.LabelConversation: spec.ConversationID,
+		engine.LabelFingerprint:  fp,
+		engine.LabelImageID:      d.ImageID,
+		engine.LabelImage:        r.cfg.Image,
+		engine.LabelStateDir:     r.cfg.StateDir,
+	}
+	mounts := []mount.Mount{
+		{Type: mount.TypeBind, Source: r.agentBin, Target: agentPath, ReadOnly: true},
+		{Type: mount.TypeBind, Source: socketDir(r.cfg.RunDir, spec.OfficeKey), Target: runPath},
+	}
+	for _, m := range spec.Mounts {
+		mounts = append(mounts, mount.Mount{Type: mount.TypeBind, Source: m.HostPath, Target: m.RuntimePath, ReadOnly: m.ReadOnly})
+	}
+	for _, v := range spec.VaultFiles {
+		mounts = append(mounts, mount.Mount{Type: mount.TypeBind, Source: v.HostPath, Target: v.RuntimePath, ReadOnly: true})
+	}
+	stopTimeout := 5
+	hc := &container.HostConfig{
+		Mounts:        mounts,
+		NetworkMode:   container.NetworkMode(NetworkName(spec.OfficeKey)),
+		CapDrop:       []string{"ALL"},
+		CapAdd:        keptCapabilities,
+		SecurityOpt:   []string{"no-new-privileges"},
+		RestartPolicy: container.RestartPolicy{Name: container.RestartPolicyDisabled},
+		Resources:     resources(limits),
+	}
+	if r.cfg.Engine.Flavor == engine.FlavorPodman {
+		// Podman's default rlimits exceed what a process without
+		// CAP_SYS_RESOURCE may set on some hosts; ask for what it can.
+		hc.Resources.Ulimits = []*container.Ulimit{{Name: "nofile", Soft: 20000, Hard: 20000}, {Name: "nproc", Soft: 32768, Hard: 32768}}
+	} else {
+		hc.ExtraHosts = []string{r.cfg.Engine.HostGateway() + ":host-gateway"}
+	}
+	cfg := &container.Config{
+		Image:       from,
+		Entrypoint:  []string{agentPath, "agent", "--init", "--listen", runPath + "/" + socketName},
+		Cmd:         []string{},
+		WorkingDir:  spec.OfficeRuntimePath,
+		Labels:      labels,
+		StopTimeout: &stopTimeout,
+	}
+	res, err := r.api.ContainerCreate(ctx, client.ContainerCreateOptions{Name: name, Config: cfg, HostConfig: hc})
+	if err != nil {
+		if engine.IsConflict(err) {
+			if st, ierr := r.inspect(ctx, name); ierr == nil && st.exists {
+				return st.id, nil
+			}
+		}
+		return "", engine.Classify(err, "create container "+name)
+	}
+	r.log.Info("created container", "office_key", spec.OfficeKey, "container", name, "id", shortID(res.ID), "from", from)
+	return res.ID, nil
+}
+
+func resources(l sandbox.Limits) container.Resources {
+	pids := l.Pids
+	return container.Resources{
+		NanoCPUs:   int64(l.CPUs * 1e9),
+		Memory:     l.MemoryBytes,
+		MemorySwap: l.MemoryBytes, // swap equal to memory: no swap
+		PidsLimit:  &pids,
+	}
+}
+
+// recreate replaces a drifted container. When only mounts, credentials,
+// network or agent changed, the writable layer is kept: commit it to a
+// snapshot image, remove the container, create the new one from the
+// snapshot, drop the snapshot's tag. A crash between steps is resumed by
+// the next ensure (the snapshot outlives the old container). A new base
+// image cannot keep the layer: the container starts fresh from it.
+func (r *Runtime) recreate(ctx context.Context, s *session, spec sandbox.Spec, d desired, fp string, st containerState) error {
+	name := ContainerName(spec.OfficeKey)
+	from := r.cfg.Image
+	keep := st.imageID == d.ImageID
+	if keep {
+		_, err := r.api.ContainerCommit(ctx, st.id, client.ContainerCommitOptions{
+			Reference: SnapshotRef(spec.OfficeKey),
+			Comment:   "hutch: writable layer of " + name + " kept across a re-create",
+			Changes:   []string{"LABEL " + engine.LabelSnapshotOf + "=" + name},
+		})
+		if err != nil {
+			return engine.Classify(err, "snapshot container "+name)
+		}
+		from = SnapshotRef(spec.OfficeKey)
+	} else {
+		r.log.Warn("the image changed; the container starts fresh from it and its writable layer is not kept",
+			"office_key", spec.OfficeKey, "old_image_id", st.imageID, "new_image_id", d.ImageID)
+	}
+	r.log.Info("re-creating container: what it was built from changed", "office_key", spec.OfficeKey, "container", name)
+	if _, err := r.api.ContainerRemove(ctx, st.id, client.ContainerRemoveOptions{Force: true}); err != nil && !engine.IsNotFound(err) {
+		return engine.Classify(err, "remove drifted container "+name)
+	}
+	if err := r.createAndStart(ctx, s, spec, d, fp, from); err != nil {
+		return err
+	}
+	if keep {
+		r.dropSnapshot(ctx, spec.OfficeKey)
+	}
+	return nil
+}
+
+func (r *Runtime) snapshotExists(ctx context.Context, key string) (bool, error) {
+	_, err := r.api.ImageInspect(ctx, SnapshotRef(key))
+	if err == nil {
+		return true, nil
+	}
+	if engine.IsNotFound(err) {
+		return false, nil
+	}
+	return false, engine.Classify(err, "inspect snapshot "+SnapshotRef(key))
+}
+
+// dropSnapshot removes the snapshot's tag. The new container still uses
+// its layers, so the engine keeps them as long as the container lives.
+func (r *Runtime) dropSnapshot(ctx context.Context, key string) {
+	if _, err := r.api.ImageRemove(ctx, SnapshotRef(key), client.ImageRemoveOptions{Force: true}); err != nil && !engine.IsNotFound(err) {
+		r.log.Warn("could not remove snapshot tag", "office_key", key, "error", err)
+	}
+}
+
+// ensureNetwork creates the office's bridge network on a /29 of the pool.
+func (r *Runtime) ensureNetwork(ctx context.Context, spec sandbox.Spec) error {
+	name := NetworkName(spec.OfficeKey)
+	if _, err := r.api.NetworkInspect(ctx, name, client.NetworkInspectOptions{}); err == nil {
+		return nil
+	} else if !engine.IsNotFound(err) {
+		return engine.Classify(err, "inspect network "+name)
+	}
+	labels := map[string]string{
+		engine.LabelManaged:  "true",
+		engine.LabelMode:     string(sandbox.KindImage),
+		engine.LabelOffice:   spec.OfficeKey,
+		engine.LabelStateDir: r.cfg.StateDir,
+	}
+	start := subnetIndex(spec.OfficeKey)
+	var lastErr error
+	for i := uint32(0); i < 64; i++ {
+		sub, err := subnet(r.cfg.NetworkPool, start+i)
+		if err != nil {
+			return errdefs.New(errdefs.ErrInvalid, err.Error())
+		}
+		_, err = r.api.NetworkCreate(ctx, name, client.NetworkCreateOptions{
+			Driver: "bridge",
+			IPAM:   &network.IPAM{Config: []network.IPAMConfig{{Subnet: sub, Gateway: sub.Addr().Next()}}},
+			Labels: labels,
+		})
+		if err == nil {
+			return nil
+		}
+		lastErr = err
+		if _, ierr := r.api.NetworkInspect(ctx, name, client.NetworkInspectOptions{}); ierr == nil {
+			return nil // a racing hutch made it
+		}
+		if !strings.Contains(strings.ToLower(err.Error()), "overlap") {
+			return engine.Classify(err, "create network "+name)
+		}
+	}
+	return engine.Classify(lastErr, "create network "+name+": no free subnet in "+r.cfg.NetworkPool.String())
+}
+
+// logsTail returns the last lines a container printed, for errors.
+func (r *Runtime) logsTail(ctx context.Context, id string) string {
+	rc, err := r.api.ContainerLogs(ctx, id, client.ContainerLogsOptions{ShowStdout: true, ShowStderr: true, Tail: "10"})
+	if err != nil {
+		return ""
+	}
+	defer rc.Close()
+	var out bytes.Buffer
+	if _, err := stdcopy.StdCopy(&out, &out, rc); err != nil && !errors.Is(err, context.Canceled) && out.Len() == 0 {
+		return ""
+	}
+	if out.Len() == 0 {
+		return ""
+	}
+	return ": " + trimNL(out.String())
+}

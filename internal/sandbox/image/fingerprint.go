@@ -1,0 +1,88 @@
+package image
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+
+	"github.com/hutchsandbox/hutch/internal/sandbox"
+)
+
+// hardeningVersion changes whenever the container's creation settings
+// change in a way existing containers should pick up.
+const hardeningVersion = 1
+
+// desired is what a conversation's container must be built from.
+type desired struct {
+	ImageRef  string          `json:"imageRef"`
+	ImageID   string          `json:"imageId"`
+	Mounts    []sandbox.Mount `json:"mounts"`
+	Vault     []vaultDigest   `json:"vault"`
+	Network   string          `json:"network"`
+	Agent     string          `json:"agent"`
+	Hardening int             `json:"hardening"`
+}
+
+type vaultDigest struct {
+	RuntimePath string `json:"runtimePath"`
+	Digest      string `json:"digest"`
+}
+
+// fingerprint hashes d. Mounts are sorted first so order never matters.
+func (d desired) fingerprint() string {
+	c := d
+	c.Mounts = slices.Clone(d.Mounts)
+	slices.SortFunc(c.Mounts, func(a, b sandbox.Mount) int {
+		if a.RuntimePath < b.RuntimePath {
+			return -1
+		}
+		if a.RuntimePath > b.RuntimePath {
+			return 1
+		}
+		return 0
+	})
+	data, _ := json.Marshal(c)
+	sum := sha256.Sum256(data)
+	return hex.EncodeToString(sum[:16])
+}
+
+// digestTree hashes a file, or a directory's relative paths, modes and
+// file contents, so a rotated credential changes the fingerprint. The
+// digest never leaves the host in a form that reveals content.
+func digestTree(root string) (string, error) {
+	h := sha256.New()
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(root, p)
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(h, "%s\x00%o\x00", rel, info.Mode())
+		if d.Type().IsRegular() {
+			f, err := os.Open(p)
+			if err != nil {
+				return err
+			}
+			_, err = io.Copy(h, f)
+			f.Close()
+			if err != nil {
+				return err
+			}
+		}
+		h.Write([]byte{0})
+		return nil
+	})
+	if err != nil {
+		return "", fmt.Errorf("digest vault entry: %w", err)
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}

@@ -1,0 +1,428 @@
+package image
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/moby/moby/client"
+
+	"github.com/hutchsandbox/hutch/internal/atomicfile"
+	"github.com/hutchsandbox/hutch/internal/engine"
+	"github.com/hutchsandbox/hutch/internal/errdefs"
+	"github.com/hutchsandbox/hutch/internal/sandbox"
+)
+
+// runtimeState is what lasts only as long as one life of a container: a
+// boost or temporary limits. It is tied to the container id and its start
+// time, so a restart (by hutch, idle stop, or the engine) ends it even if
+// hutch was not running to see the stop.
+type runtimeState struct {
+	ContainerID string          `json:"containerId"`
+	StartedAt   string          `json:"startedAt"`
+	Boost       *sandbox.Limits `json:"boost,omitempty"`
+	Temp        *sandbox.Limits `json:"temp,omitempty"`
+}
+
+func runtimeStatePath(stateDir, key string) string {
+	return filepath.Join(stateDir, "conversations", key, "runtime.json")
+}
+
+func loadRuntimeState(stateDir, key string, st containerState) runtimeState {
+	data, err := os.ReadFile(runtimeStatePath(stateDir, key))
+	if err != nil {
+		return runtimeState{}
+	}
+	var rs runtimeState
+	if json.Unmarshal(data, &rs) != nil || rs.ContainerID != st.id || rs.StartedAt != st.startedAt || !st.running {
+		return runtimeState{}
+	}
+	return rs
+}
+
+func saveRuntimeState(stateDir, key string, rs runtimeState) error {
+	p := runtimeStatePath(stateDir, key)
+	if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+		return err
+	}
+	data, err := json.MarshalIndent(rs, "", "  ")
+	if err != nil {
+		return err
+	}
+	return atomicfile.WriteFile(p, append(data, '\n'), 0o600)
+}
+
+func clearRuntimeState(stateDir, key string) {
+	_ = os.Remove(runtimeStatePath(stateDir, key))
+}
+
+func prepareSocketDir(dir string) error {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("runtime socket dir: %w", err)
+	}
+	return nil
+}
+
+// effective is the limits an office's running container must have: the
+// base limits, raised by a boost, overridden by temporary limits.
+func (r *Runtime) effective(spec sandbox.Spec, st containerState) (sandbox.Limits, runtimeState) {
+	base := spec.Limits.Over(DefaultLimits)
+	rs := loadRuntimeState(r.cfg.StateDir, spec.OfficeKey, st)
+	eff := base
+	if rs.Boost != nil {
+		eff = rs.Boost.Over(eff)
+	}
+	if rs.Temp != nil {
+		eff = rs.Temp.Over(eff)
+	}
+	return eff, rs
+}
+
+// applyLimits updates a container's limits live when they differ from
+// what they must be; no re-create.
+func (r *Runtime) applyLimits(ctx context.Context, spec sandbox.Spec, st containerState) error {
+	eff, _ := r.effective(spec, st)
+	if sameLimits(eff, st.limits) {
+		return nil
+	}
+	return r.update(ctx, st.id, ContainerName(spec.OfficeKey), eff)
+}
+
+func sameLimits(a, b sandbox.Limits) bool {
+	return int64(a.CPUs*1e9) == int64(b.CPUs*1e9) && a.MemoryBytes == b.MemoryBytes && a.Pids == b.Pids
+}
+
+func (r *Runtime) update(ctx context.Context, id, name string, l sandbox.Limits) error {
+	res := resources(l)
+	if _, err := r.api.ContainerUpdate(ctx, id, client.ContainerUpdateOptions{Resources: &res}); err != nil {
+		return engine.Classify(err, "update limits of "+name)
+	}
+	r.log.Info("updated limits", "container", name, "cpus", l.CPUs, "memory_bytes", l.MemoryBytes, "pids", l.Pids)
+	return nil
+}
+
+// List returns every runtime this hutch (this state dir) manages.
+func (r *Runtime) List(ctx context.Context) ([]sandbox.Status, error) {
+	res, err := r.api.ContainerList(ctx, client.ContainerListOptions{All: true, Filters: r.ownedFilter()})
+	if err != nil {
+		return nil, engine.Classify(err, "list containers")
+	}
+	var out []sandbox.Status
+	for _, c := range res.Items {
+		key := c.Labels[engine.LabelOffice]
+		if key == "" {
+			continue
+		}
+		st, err := r.Status(ctx, key)
+		if err != nil {
+			if errdefs.IsNotFound(err) {
+				continue // removed meanwhile
+			}
+			return nil, err
+		}
+		out = append(out, st)
+	}
+	return out, nil
+}
+
+func (r *Runtime) ownedFilter() client.Filters {
+	return make(client.Filters).
+		Add("label", engine.LabelManaged+"=true").
+		Add("label", engine.LabelMode+"="+string(sandbox.KindImage)).
+		Add("label", engine.LabelStateDir+"="+r.cfg.StateDir)
+}
+
+// Status describes one office's runtime.
+func (r *Runtime) Status(ctx context.Context, key string) (sandbox.Status, error) {
+	st, err := r.inspect(ctx, ContainerName(key))
+	if err != nil {
+		return sandbox.Status{}, err
+	}
+	out := sandbox.Status{OfficeKey: key, Name: ContainerName(key), State: sandbox.StateMissing}
+	r.mu.Lock()
+	s := r.sessions[key]
+	r.mu.Unlock()
+	if s != nil {
+		s.mu.Lock()
+		out.ActiveCommands, out.LastActivity = s.active, s.lastActivity
+		s.mu.Unlock()
+	}
+	if !st.exists {
+		return out, nil
+	}
+	if st.labels[engine.LabelStateDir] != r.cfg.StateDir || st.labels[engine.LabelManaged] != "true" {
+		return sandbox.Status{}, errdefs.New(errdefs.ErrConflict, fmt.Sprintf("Container %s exists but is not managed by this hutch (state dir %s); hutch never touches it", ContainerName(key), r.cfg.StateDir))
+	}
+	out.ID = st.id
+	out.State = sandbox.StateStopped
+	if st.running {
+		out.State = sandbox.StateRunning
+		if t, err := time.Parse(time.RFC3339Nano, st.startedAt); err == nil {
+			out.StartedAt = t
+		}
+	}
+	out.Platform = st.labels[engine.LabelPlatform]
+	out.ConversationID = st.labels[engine.LabelConversation]
+	out.Image, out.ImageID = st.labels[engine.LabelImage], st.imageID
+	out.Fingerprint = st.fingerprint
+	out.Limits = st.limits
+	rs := loadRuntimeState(r.cfg.StateDir, key, st)
+	out.Boosted, out.TempLimits = rs.Boost != nil, rs.Temp != nil
+	return out, nil
+}
+
+// owned inspects an office's container and refuses one this hutch did not make.
+func (r *Runtime) owned(ctx context.Context, key string) (containerState, error) {
+	st, err := r.inspect(ctx, ContainerName(key))
+	if err != nil {
+		return st, err
+	}
+	if !st.exists {
+		return st, errdefs.New(errdefs.ErrNotFound, fmt.Sprintf("No runtime for office %s", key))
+	}
+	if st.labels[engine.LabelStateDir] != r.cfg.StateDir || st.labels[engine.LabelManaged] != "true" {
+		return st, errdefs.New(errdefs.ErrConflict, fmt.Sprintf("Container %s is not managed by this hutch; hutch never stops or removes it", ContainerName(key)))
+	}
+	return st, nil
+}
+
+// Stop stops an office's container once no command runs in it.
+func (r *Runtime) Stop(ctx context.Context, key string) error {
+	s := r.session(key)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st, err := r.owned(ctx, key)
+	if err != nil {
+		return err
+	}
+	return r.stopLocked(ctx, s, st)
+}
+
+func (r *Runtime) stopLocked(ctx context.Context, s *session, st containerState) error {
+	clearRuntimeState(r.cfg.StateDir, s.key)
+	if !st.running {
+		return nil
+	}
+	timeout := 5
+	if _, err := r.api.ContainerStop(ctx, st.id, client.ContainerStopOptions{Timeout: &timeout}); err != nil && !engine.IsNotFound(err) {
+		return engine.Classify(err, "stop container "+ContainerName(s.key))
+	}
+	r.log.Info("stopped container", "office_key", s.key)
+	return nil
+}
+
+// Remove deletes an office's container, snapshot and network. The office
+// directory and the vault stay.
+func (r *Runtime) Remove(ctx context.Context, key string) error {
+	s := r.session(key)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st, err := r.owned(ctx, key)
+	if err != nil && !(errdefs.IsNotFound(err) && r.hasLeftovers(ctx, key)) {
+		return err
+	}
+	if st.exists {
+		if _, err := r.api.ContainerRemove(ctx, st.id, client.ContainerRemoveOptions{Force: true}); err != nil && !engine.IsNotFound(err) {
+			return engine.Classify(err, "remove container "+ContainerName(key))
+		}
+	}
+	r.dropSnapshot(ctx, key)
+	if err := r.removeNetwork(ctx, key); err != nil {
+		return err
+	}
+	clearRuntimeState(r.cfg.StateDir, key)
+	_ = os.RemoveAll(socketDir(r.cfg.RunDir, key))
+	r.log.Info("removed runtime", "office_key", key)
+	return nil
+}
+
+// hasLeftovers reports whether an office without a container still has a
+// network or snapshot of this hutch, which Remove then cleans up.
+func (r *Runtime) hasLeftovers(ctx context.Context, key string) bool {
+	if ok, _ := r.snapshotExists(ctx, key); ok {
+		return true
+	}
+	n, err := r.api.NetworkInspect(ctx, NetworkName(key), client.NetworkInspectOptions{})
+	return err == nil && n.Network.Labels[engine.LabelStateDir] == r.cfg.StateDir
+}
+
+func (r *Runtime) removeNetwork(ctx context.Context, key string) error {
+	n, err := r.api.NetworkInspect(ctx, NetworkName(key), client.NetworkInspectOptions{})
+	if engine.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return engine.Classify(err, "inspect network "+NetworkName(key))
+	}
+	if n.Network.Labels[engine.LabelStateDir] != r.cfg.StateDir {
+		return nil
+	}
+	if _, err := r.api.NetworkRemove(ctx, n.Network.ID, client.NetworkRemoveOptions{}); err != nil && !engine.IsNotFound(err) {
+		return engine.Classify(err, "remove network "+NetworkName(key))
+	}
+	return nil
+}
+
+// Boost raises an office's limits until its container stops.
+func (r *Runtime) Boost(ctx context.Context, key string, boost sandbox.Limits) (sandbox.Status, error) {
+	if boost == (sandbox.Limits{}) {
+		boost = r.cfg.Boost
+	}
+	return r.setRuntimeLimits(ctx, key, func(rs *runtimeState) { rs.Boost = &boost })
+}
+
+// SetLimits sets temporary limits until the office's container stops.
+func (r *Runtime) SetLimits(ctx context.Context, key string, l sandbox.Limits) (sandbox.Status, error) {
+	return r.setRuntimeLimits(ctx, key, func(rs *runtimeState) {
+		if rs.Temp != nil {
+			merged := l.Over(*rs.Temp)
+			l = merged
+		}
+		rs.Temp = &l
+	})
+}
+
+func (r *Runtime) setRuntimeLimits(ctx context.Context, key string, change func(*runtimeState)) (sandbox.Status, error) {
+	s := r.session(key)
+	s.mu.Lock()
+	st, err := r.owned(ctx, key)
+	if err != nil {
+		s.mu.Unlock()
+		return sandbox.Status{}, err
+	}
+	if !st.running {
+		s.mu.Unlock()
+		return sandbox.Status{}, errdefs.New(errdefs.ErrFailedPrecondition, fmt.Sprintf(
+			"The runtime of office %s is not running; boosts and temporary limits last one run, so run a command first", key))
+	}
+	rs := loadRuntimeState(r.cfg.StateDir, key, st)
+	rs.ContainerID, rs.StartedAt = st.id, st.startedAt
+	change(&rs)
+	// Unset fields keep the container's current values.
+	eff := st.limits
+	if rs.Boost != nil {
+		eff = rs.Boost.Over(eff)
+	}
+	if rs.Temp != nil {
+		eff = rs.Temp.Over(eff)
+	}
+	err = r.update(ctx, st.id, ContainerName(key), eff)
+	if err == nil {
+		err = saveRuntimeState(r.cfg.StateDir, key, rs)
+	}
+	s.mu.Unlock()
+	if err != nil {
+		return sandbox.Status{}, err
+	}
+	return r.Status(ctx, key)
+}
+
+// StopIdle stops every runtime this process has seen that has no command
+// running and none started within idle. A command in flight always
+// counts as activity.
+func (r *Runtime) StopIdle(ctx context.Context, idle time.Duration) ([]string, error) {
+	r.mu.Lock()
+	sessions := make([]*session, 0, len(r.sessions))
+	for _, s := range r.sessions {
+		sessions = append(sessions, s)
+	}
+	r.mu.Unlock()
+	var stopped []string
+	var errs []error
+	for _, s := range sessions {
+		s.mu.Lock()
+		if s.active > 0 || s.lastActivity.IsZero() || time.Since(s.lastActivity) < idle {
+			s.mu.Unlock()
+			continue
+		}
+		st, err := r.inspect(ctx, ContainerName(s.key))
+		if err == nil && st.exists && st.running {
+			if err = r.stopLocked(ctx, s, st); err == nil {
+				stopped = append(stopped, s.key)
+			}
+		}
+		if err != nil {
+			errs = append(errs, err)
+		}
+		s.mu.Unlock()
+	}
+	return stopped, errors.Join(errs...)
+}
+
+// ReconcileReport says what Reconcile did.
+type ReconcileReport struct {
+	// Adopted are offices whose existing containers this process now tracks.
+	Adopted []string
+	// Removed are containers (by office) removed because no office accounts for them.
+	Removed []string
+}
+
+// Reconcile runs at start: it adopts the containers of known offices
+// (their idle clocks start now) and removes containers, networks and
+// snapshots this hutch labelled whose office it can no longer account
+// for. Commands orphaned by a crashed hutch died with its connection:
+// the agent kills a command whose caller went away.
+func (r *Runtime) Reconcile(ctx context.Context, known func(officeKey string) bool) (ReconcileReport, error) {
+	var rep ReconcileReport
+	res, err := r.api.ContainerList(ctx, client.ContainerListOptions{All: true, Filters: r.ownedFilter()})
+	if err != nil {
+		return rep, engine.Classify(err, "list containers")
+	}
+	now := time.Now()
+	for _, c := range res.Items {
+		key := c.Labels[engine.LabelOffice]
+		if key == "" {
+			continue
+		}
+		if known(key) {
+			s := r.session(key)
+			s.mu.Lock()
+			if s.lastActivity.IsZero() {
+				s.lastActivity = now
+			}
+			s.mu.Unlock()
+			rep.Adopted = append(rep.Adopted, key)
+			continue
+		}
+		if err := r.Remove(ctx, key); err != nil {
+			return rep, err
+		}
+		rep.Removed = append(rep.Removed, key)
+	}
+	nets, err := r.listOwnedNetworks(ctx)
+	if err != nil {
+		return rep, err
+	}
+	for _, key := range nets {
+		if !known(key) {
+			if err := r.removeNetwork(ctx, key); err != nil {
+				return rep, err
+			}
+		}
+	}
+	return rep, nil
+}
+
+func (r *Runtime) listOwnedNetworks(ctx context.Context) ([]string, error) {
+	lister, ok := r.api.(interface {
+		NetworkList(ctx context.Context, o client.NetworkListOptions) (client.NetworkListResult, error)
+	})
+	if !ok {
+		return nil, nil
+	}
+	res, err := lister.NetworkList(ctx, client.NetworkListOptions{Filters: r.ownedFilter()})
+	if err != nil {
+		return nil, engine.Classify(err, "list networks")
+	}
+	var keys []string
+	for _, n := range res.Items {
+		if k := n.Labels[engine.LabelOffice]; k != "" {
+			keys = append(keys, k)
+		}
+	}
+	return keys, nil
+}

@@ -1,0 +1,253 @@
+package image
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/netip"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/hutchsandbox/hutch/internal/agent"
+	"github.com/hutchsandbox/hutch/internal/agentbin"
+	"github.com/hutchsandbox/hutch/internal/engine"
+	"github.com/hutchsandbox/hutch/internal/errdefs"
+	"github.com/hutchsandbox/hutch/internal/sandbox"
+)
+
+// Config configures the image mode.
+type Config struct {
+	// Engine is the connected container engine.
+	Engine *engine.Engine
+	// Image is the reference every conversation's container is made from.
+	// Empty is allowed for a runtime used only to list, stop or remove.
+	Image string
+	// StateDir is hutch's state dir: it labels what this hutch owns and
+	// holds per-office runtime state (boost, temporary limits). It is
+	// never mounted.
+	StateDir string
+	// RunDir holds the staged agent binary and one socket directory per
+	// runtime. It is mounted piecewise (one socket dir per container).
+	RunDir string
+	// Agent is the verified static hutch binary.
+	Agent agentbin.Binary
+	// NetworkPool is where office networks take subnets (default DefaultNetworkPool).
+	NetworkPool netip.Prefix
+	// Boost is what Boost raises limits to when the caller gives no values.
+	Boost sandbox.Limits
+	// Log receives debug and warning lines; nil discards.
+	Log *slog.Logger
+}
+
+// Validate checks the config.
+func (c Config) Validate() error {
+	switch {
+	case c.Engine == nil:
+		return errors.New("image mode: no engine")
+	case !filepath.IsAbs(c.StateDir):
+		return errors.New("image mode: state dir must be an absolute path")
+	case !filepath.IsAbs(c.RunDir):
+		return errors.New("image mode: run dir must be an absolute path")
+	case c.Agent.Path == "":
+		return errors.New("image mode: no agent binary")
+	}
+	return nil
+}
+
+// Runtime is the image mode.
+type Runtime struct {
+	cfg      Config
+	api      engineAPI
+	log      *slog.Logger
+	agentBin string // staged agent binary on the host
+
+	mu       sync.Mutex // guards sessions
+	sessions map[string]*session
+}
+
+var (
+	_ sandbox.Runtime   = (*Runtime)(nil)
+	_ sandbox.Lifecycle = (*Runtime)(nil)
+)
+
+// session is one office's runtime as this process knows it.
+type session struct {
+	key string
+
+	// mu serialises provisioning and guards the following.
+	mu           sync.Mutex
+	cond         *sync.Cond // broadcast when active drops or a waiter's ctx ends
+	active       int
+	lastActivity time.Time
+	client       *agent.Client
+}
+
+// New returns the image mode.
+func New(cfg Config) (*Runtime, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if !cfg.NetworkPool.IsValid() {
+		cfg.NetworkPool = DefaultNetworkPool
+	}
+	if cfg.Log == nil {
+		cfg.Log = slog.New(slog.DiscardHandler)
+	}
+	if err := os.MkdirAll(cfg.RunDir, 0o711); err != nil {
+		return nil, fmt.Errorf("run dir: %w", err)
+	}
+	bin, err := cfg.Agent.Stage(filepath.Join(cfg.RunDir, "bin"))
+	if err != nil {
+		return nil, err
+	}
+	return &Runtime{
+		cfg:      cfg,
+		api:      cfg.Engine.Client,
+		log:      cfg.Log.With("mode", "image"),
+		agentBin: bin,
+		sessions: map[string]*session{},
+	}, nil
+}
+
+// Mode returns image:<image>.
+func (r *Runtime) Mode() sandbox.Mode {
+	return sandbox.Mode{Kind: sandbox.KindImage, Target: r.cfg.Image}
+}
+
+// Capabilities returns the image mode's capabilities.
+func (r *Runtime) Capabilities() sandbox.Capabilities {
+	return sandbox.CapabilitiesOf(sandbox.KindImage)
+}
+
+func (r *Runtime) session(key string) *session {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	s := r.sessions[key]
+	if s == nil {
+		s = &session{key: key}
+		s.cond = sync.NewCond(&s.mu)
+		r.sessions[key] = s
+	}
+	return s
+}
+
+// Exec provisions the office's container as needed and runs one command
+// in it through the agent.
+func (r *Runtime) Exec(ctx context.Context, spec sandbox.Spec, req sandbox.ExecRequest) (sandbox.ExecResult, error) {
+	if spec.OfficeKey == "" || spec.OfficeRuntimePath == "" {
+		return sandbox.ExecResult{}, errdefs.New(errdefs.ErrInvalid, "image mode: spec has no office")
+	}
+	s := r.session(spec.OfficeKey)
+	s.mu.Lock()
+	cl, err := r.ensureLocked(ctx, s, spec)
+	if err != nil {
+		s.mu.Unlock()
+		return sandbox.ExecResult{}, err
+	}
+	s.active++
+	s.lastActivity = time.Now()
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		s.active--
+		s.lastActivity = time.Now()
+		s.cond.Broadcast()
+		s.mu.Unlock()
+	}()
+	switch {
+	case req.Dir == "":
+		req.Dir = spec.OfficeRuntimePath
+	case !path.IsAbs(req.Dir):
+		req.Dir = path.Join(spec.OfficeRuntimePath, req.Dir)
+	}
+	return cl.Exec(ctx, req)
+}
+
+// Agent provisions the office's container and returns its agent client,
+// for file operations. The caller must not hold it across a re-create.
+func (r *Runtime) Agent(ctx context.Context, spec sandbox.Spec) (*agent.Client, error) {
+	s := r.session(spec.OfficeKey)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	cl, err := r.ensureLocked(ctx, s, spec)
+	if err == nil {
+		s.lastActivity = time.Now()
+	}
+	return cl, err
+}
+
+// clientLocked returns the session's agent client, dialing the runtime's
+// socket. One client per office lives as long as this process; it
+// re-dials by itself when the container restarted.
+func (r *Runtime) clientLocked(s *session) *agent.Client {
+	if s.client == nil {
+		sock := filepath.Join(socketDir(r.cfg.RunDir, s.key), socketName)
+		s.client = agent.NewClient(func(ctx context.Context) (net.Conn, error) {
+			var d net.Dialer
+			return d.DialContext(ctx, "unix", sock)
+		}, r.log.With("office_key", s.key))
+	}
+	return s.client
+}
+
+// waitAgent waits for a freshly started container's agent to answer,
+// failing early with the container's last output when it exits instead.
+func (r *Runtime) waitAgent(ctx context.Context, s *session, id string) error {
+	cl := r.clientLocked(s)
+	deadline := time.Now().Add(30 * time.Second)
+	delay := 2 * time.Millisecond
+	for i := 0; ; i++ {
+		pctx, cancel := context.WithTimeout(ctx, time.Second)
+		_, err := cl.Ping(pctx)
+		cancel()
+		if err == nil {
+			return nil
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if i%20 == 19 {
+			if st, ierr := r.inspect(ctx, id); ierr == nil && !st.running {
+				return errdefs.New(errdefs.ErrUnavailable, fmt.Sprintf(
+					"Container %s exited before its agent answered (exit code %d)%s", ContainerName(s.key), st.exitCode, r.logsTail(ctx, id)))
+			}
+		}
+		if time.Now().After(deadline) {
+			return errdefs.New(errdefs.ErrUnavailable, fmt.Sprintf("The agent in container %s did not answer within 30 s: %v", ContainerName(s.key), err))
+		}
+		time.Sleep(delay)
+		delay = min(delay*2, 50*time.Millisecond)
+	}
+}
+
+// waitIdleLocked waits, with s.mu held, until no command runs in s.
+func (s *session) waitIdleLocked(ctx context.Context) error {
+	stop := context.AfterFunc(ctx, func() {
+		s.mu.Lock()
+		s.cond.Broadcast()
+		s.mu.Unlock()
+	})
+	defer stop()
+	for s.active > 0 {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		s.cond.Wait()
+	}
+	return ctx.Err()
+}
+
+func shortID(id string) string {
+	if len(id) > 12 {
+		return id[:12]
+	}
+	return id
+}
+
+func trimNL(s string) string { return strings.TrimRight(s, "\n") }

@@ -1,0 +1,91 @@
+package sandbox
+
+import (
+	"context"
+	"time"
+)
+
+// Limits are a runtime's resource ceilings. Zero fields mean "not set";
+// EffectiveLimits fills them from defaults.
+type Limits struct {
+	// CPUs is a number of CPUs, fractions allowed (0.5 = half a CPU).
+	CPUs float64 `json:"cpus,omitempty"`
+	// MemoryBytes caps memory; swap is capped to the same (no swap).
+	MemoryBytes int64 `json:"memoryBytes,omitempty"`
+	// Pids caps the number of processes and threads (fork-bomb ceiling).
+	Pids int64 `json:"pids,omitempty"`
+}
+
+// Over returns l with every unset field taken from base.
+func (l Limits) Over(base Limits) Limits {
+	if l.CPUs == 0 {
+		l.CPUs = base.CPUs
+	}
+	if l.MemoryBytes == 0 {
+		l.MemoryBytes = base.MemoryBytes
+	}
+	if l.Pids == 0 {
+		l.Pids = base.Pids
+	}
+	return l
+}
+
+// RuntimeState is where a runtime is in its life.
+type RuntimeState string
+
+const (
+	// StateRunning: the runtime is up and serves commands.
+	StateRunning RuntimeState = "running"
+	// StateStopped: the runtime exists but is stopped; the next command starts it.
+	StateStopped RuntimeState = "stopped"
+	// StateMissing: no runtime exists; the next command creates it.
+	StateMissing RuntimeState = "missing"
+)
+
+// Status describes one managed runtime.
+type Status struct {
+	OfficeKey      string
+	Platform       string
+	ConversationID string
+	// Name and ID identify the runtime in its engine.
+	Name, ID string
+	State    RuntimeState
+	// Image is the reference the runtime was made from; ImageID its id.
+	Image, ImageID string
+	// Limits are in force now; Boosted and TempLimits say why they differ
+	// from the base limits.
+	Limits     Limits
+	Boosted    bool
+	TempLimits bool
+	StartedAt  time.Time
+	// Fingerprint is the hash of what the runtime was built from.
+	Fingerprint string
+	// ActiveCommands counts commands running now (this process only).
+	ActiveCommands int
+	// LastActivity is when the last command started or ended (zero: unknown).
+	LastActivity time.Time
+}
+
+// Lifecycle is implemented by modes whose runtimes hutch manages (found
+// by type assertion on a Runtime). Errors: errdefs.ErrNotFound when the
+// office has no runtime; errdefs.ErrUnavailable when the engine is gone.
+type Lifecycle interface {
+	// List returns every runtime this hutch manages.
+	List(ctx context.Context) ([]Status, error)
+	// Status returns one office's runtime (State missing when there is none).
+	Status(ctx context.Context, officeKey string) (Status, error)
+	// Stop stops an office's runtime; the next command starts it again.
+	// Boosts and temporary limits end with it.
+	Stop(ctx context.Context, officeKey string) error
+	// Remove deletes an office's runtime (its writable layer included) and
+	// its network; the office directory and vault stay.
+	Remove(ctx context.Context, officeKey string) error
+	// Boost raises an office's limits to boost until its runtime stops.
+	Boost(ctx context.Context, officeKey string, boost Limits) (Status, error)
+	// SetLimits sets temporary limits until the runtime stops; set fields
+	// override, zero fields keep the current value.
+	SetLimits(ctx context.Context, officeKey string, limits Limits) (Status, error)
+	// StopIdle stops every runtime idle for longer than idle: no command
+	// running and none started within idle. It returns the stopped keys.
+	StopIdle(ctx context.Context, idle time.Duration) ([]string, error)
+}

@@ -1,0 +1,212 @@
+package service
+
+import (
+	"context"
+	"sync"
+
+	"github.com/hutchsandbox/hutch/internal/agentbin"
+	"github.com/hutchsandbox/hutch/internal/engine"
+	"github.com/hutchsandbox/hutch/internal/office"
+	"github.com/hutchsandbox/hutch/internal/sandbox"
+	"github.com/hutchsandbox/hutch/internal/sandbox/container"
+	"github.com/hutchsandbox/hutch/internal/sandbox/host"
+	"github.com/hutchsandbox/hutch/internal/sandbox/image"
+	"github.com/hutchsandbox/hutch/internal/settings"
+)
+
+// runtimes caches what is expensive to make: the engine connection and
+// one runtime per mode, shared by every command of this process.
+type runtimes struct {
+	mu     sync.Mutex // guards the following
+	engine *engine.Engine
+	agent  *agentbin.Binary
+	byMode map[sandbox.Mode]sandbox.Runtime
+	image  *image.Runtime // the lifecycle view of image mode
+}
+
+// SetGetenv replaces how the service reads its environment
+// (HUTCH_AGENT_BINARY); tests inject one.
+func (s *Service) SetGetenv(getenv func(string) string) {
+	if getenv != nil {
+		s.getenv = getenv
+	}
+}
+
+// SetAgentBinary overrides the binary staged into sandboxes as the agent
+// (default: this executable). Tests set it to a static build.
+func (s *Service) SetAgentBinary(path string) { s.agentOverride = path }
+
+func (s *Service) engineLocked(ctx context.Context) (*engine.Engine, error) {
+	if s.rt.engine == nil {
+		e, err := engine.Connect(ctx)
+		if err != nil {
+			return nil, err
+		}
+		s.rt.engine = e
+	}
+	return s.rt.engine, nil
+}
+
+func (s *Service) agentLocked() (agentbin.Binary, error) {
+	if s.rt.agent == nil {
+		override := s.agentOverride
+		if override == "" {
+			override = s.getenv("HUTCH_AGENT_BINARY")
+		}
+		b, err := agentbin.Locate(override)
+		if err != nil {
+			return agentbin.Binary{}, err
+		}
+		s.rt.agent = &b
+	}
+	return *s.rt.agent, nil
+}
+
+// runtime returns the Runtime of a mode, or the refusal for a mode this
+// build cannot run yet.
+func (s *Service) runtime(ctx context.Context, m sandbox.Mode) (sandbox.Runtime, error) {
+	s.rt.mu.Lock()
+	defer s.rt.mu.Unlock()
+	if rt, ok := s.rt.byMode[m]; ok {
+		return rt, nil
+	}
+	var rt sandbox.Runtime
+	switch m.Kind {
+	case sandbox.KindHost:
+		rt = host.New(s.log.With("mode", "host"))
+	case sandbox.KindContainer:
+		e, err := s.engineLocked(ctx)
+		if err != nil {
+			return nil, err
+		}
+		bin, err := s.agentLocked()
+		if err != nil {
+			return nil, err
+		}
+		rt, err = container.New(container.Config{Engine: e, Name: m.Target, Agent: bin, Workspace: s.layout.Workspace, Log: s.log})
+		if err != nil {
+			return nil, err
+		}
+	case sandbox.KindImage:
+		ir, err := s.imageLocked(ctx, m.Target)
+		if err != nil {
+			return nil, err
+		}
+		rt = ir
+	default:
+		return nil, sandbox.NotImplemented(m)
+	}
+	if s.rt.byMode == nil {
+		s.rt.byMode = map[sandbox.Mode]sandbox.Runtime{}
+	}
+	s.rt.byMode[m] = rt
+	return rt, nil
+}
+
+func (s *Service) imageLocked(ctx context.Context, ref string) (*image.Runtime, error) {
+	e, err := s.engineLocked(ctx)
+	if err != nil {
+		return nil, err
+	}
+	bin, err := s.agentLocked()
+	if err != nil {
+		return nil, err
+	}
+	rs, err := settings.LoadRuntime(settings.GlobalPath(s.layout.StateDir))
+	if err != nil {
+		return nil, err
+	}
+	boost := sandbox.Limits{CPUs: rs.BoostCPUs, MemoryBytes: rs.BoostMemoryBytes}.Over(image.DefaultBoost)
+	return image.New(image.Config{
+		Engine:   e,
+		Image:    ref,
+		StateDir: s.layout.StateDir,
+		RunDir:   s.layout.RunDir,
+		Agent:    bin,
+		Boost:    boost,
+		Log:      s.log,
+	})
+}
+
+// Managed returns the lifecycle view of the managed runtimes (image
+// mode), whatever image each was made from.
+func (s *Service) Managed(ctx context.Context) (*image.Runtime, error) {
+	s.rt.mu.Lock()
+	defer s.rt.mu.Unlock()
+	if s.rt.image == nil {
+		ir, err := s.imageLocked(ctx, "")
+		if err != nil {
+			return nil, err
+		}
+		s.rt.image = ir
+	}
+	return s.rt.image, nil
+}
+
+// baseLimits are the global default limits from settings.
+func (s *Service) baseLimits() (sandbox.Limits, error) {
+	rs, err := settings.LoadRuntime(settings.GlobalPath(s.layout.StateDir))
+	if err != nil {
+		return sandbox.Limits{}, err
+	}
+	return sandbox.Limits{CPUs: rs.CPUs, MemoryBytes: rs.MemoryBytes, Pids: rs.Pids}, nil
+}
+
+// IdleTimeout is how long a managed runtime may idle before it stops.
+func (s *Service) IdleTimeout() (string, error) {
+	rs, err := settings.LoadRuntime(settings.GlobalPath(s.layout.StateDir))
+	if err != nil {
+		return "", err
+	}
+	if rs.IdleTimeout == 0 {
+		return image.DefaultIdleTimeout.String(), nil
+	}
+	return rs.IdleTimeout.String(), nil
+}
+
+// SandboxStatus describes a conversation's managed runtime.
+func (s *Service) SandboxStatus(ctx context.Context, addr office.Address) (sandbox.Status, error) {
+	m, err := s.Managed(ctx)
+	if err != nil {
+		return sandbox.Status{}, err
+	}
+	return m.Status(ctx, string(addr.Key()))
+}
+
+// Reconcile adopts the managed runtimes of registered offices and removes
+// those no registered office accounts for.
+func (s *Service) Reconcile(ctx context.Context) (image.ReconcileReport, error) {
+	m, err := s.Managed(ctx)
+	if err != nil {
+		return image.ReconcileReport{}, err
+	}
+	recs, err := s.registry.Offices()
+	if err != nil {
+		return image.ReconcileReport{}, err
+	}
+	known := map[string]bool{}
+	for _, r := range recs {
+		known[string(r.Address().Key())] = true
+	}
+	return m.Reconcile(ctx, func(k string) bool { return known[k] })
+}
+
+// SetRuntimeSetting sets (or with "" removes) a global sandbox.* key.
+func (s *Service) SetRuntimeSetting(key, value string) error {
+	return settings.SetRuntime(settings.GlobalPath(s.layout.StateDir), key, value)
+}
+
+// RuntimeSettings lists the global sandbox.* keys that are set.
+func (s *Service) RuntimeSettings() ([][2]string, error) {
+	return settings.RuntimeValues(settings.GlobalPath(s.layout.StateDir))
+}
+
+// Close releases the engine connection.
+func (s *Service) Close() error {
+	s.rt.mu.Lock()
+	defer s.rt.mu.Unlock()
+	if s.rt.engine != nil {
+		return s.rt.engine.Close()
+	}
+	return nil
+}

@@ -1,0 +1,281 @@
+package settings
+
+import (
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/docker/go-units"
+
+	"github.com/hutchsandbox/hutch/internal/atomicfile"
+	"github.com/hutchsandbox/hutch/internal/errdefs"
+)
+
+// Runtime holds the sandbox.* settings that shape managed runtimes. Zero
+// fields are unset; the runtime applies its defaults.
+type Runtime struct {
+	// CPUs, MemoryBytes and Pids are the default limits of every runtime.
+	CPUs        float64
+	MemoryBytes int64
+	Pids        int64
+	// BoostCPUs and BoostMemoryBytes are what a boost raises limits to.
+	BoostCPUs        float64
+	BoostMemoryBytes int64
+	// IdleTimeout stops a runtime that ran nothing for this long.
+	IdleTimeout time.Duration
+}
+
+// runtimeKey is one settable sandbox.* key: its path in the file, how a
+// value is checked and stored, and how it lands in Runtime.
+type runtimeKey struct {
+	name  string   // user-facing: sandbox.cpus
+	path  []string // inside "sandbox"
+	help  string
+	parse func(string) (any, error)
+	apply func(*Runtime, any)
+}
+
+// RuntimeKeys lists the settable sandbox.* keys in the order help shows them.
+var RuntimeKeys = []runtimeKey{
+	{"sandbox.cpus", []string{"cpus"}, "default CPUs of a runtime (0.5 = half a CPU)", parseCPUValue, func(r *Runtime, v any) { r.CPUs = v.(float64) }},
+	{"sandbox.memory", []string{"memory"}, "default memory of a runtime, Docker units (512m, 1g); swap is the same", parseMemoryValue, func(r *Runtime, v any) { r.MemoryBytes = v.(int64) }},
+	{"sandbox.pids", []string{"pids"}, "process ceiling of a runtime", parsePidsValue, func(r *Runtime, v any) { r.Pids = v.(int64) }},
+	{"sandbox.boost.cpus", []string{"boost", "cpus"}, "CPUs a boost raises to", parseCPUValue, func(r *Runtime, v any) { r.BoostCPUs = v.(float64) }},
+	{"sandbox.boost.memory", []string{"boost", "memory"}, "memory a boost raises to", parseMemoryValue, func(r *Runtime, v any) { r.BoostMemoryBytes = v.(int64) }},
+	{"sandbox.idleTimeout", []string{"idleTimeout"}, "stop a runtime idle this long (10m, 1h)", parseDurationValue, func(r *Runtime, v any) { r.IdleTimeout = v.(time.Duration) }},
+}
+
+// Name is the key as users write it.
+func (k runtimeKey) Name() string { return k.name }
+
+// Help says what the key does.
+func (k runtimeKey) Help() string { return k.help }
+
+func lookupKey(name string) (runtimeKey, error) {
+	for _, k := range RuntimeKeys {
+		if k.name == name {
+			return k, nil
+		}
+	}
+	names := make([]string, len(RuntimeKeys))
+	for i, k := range RuntimeKeys {
+		names[i] = k.name
+	}
+	return runtimeKey{}, errdefs.New(errdefs.ErrInvalid, fmt.Sprintf("Unknown setting %q; settable keys: %s", name, strings.Join(names, ", ")))
+}
+
+// plainValue is what a value may look like: no whitespace, no shell
+// metacharacters, nothing a later consumer could misread.
+var plainValue = regexp.MustCompile(`^[A-Za-z0-9.]+$`)
+
+func checkPlain(v, what string) error {
+	if !plainValue.MatchString(v) {
+		return errdefs.New(errdefs.ErrInvalid, fmt.Sprintf("%s %q may hold only letters, digits and '.' (no spaces or shell characters)", what, v))
+	}
+	return nil
+}
+
+// ParseCPUs parses a positive CPU count such as 0.5 or 2.
+func ParseCPUs(s string) (float64, error) {
+	if err := checkPlain(s, "CPUs"); err != nil {
+		return 0, err
+	}
+	v, err := strconv.ParseFloat(s, 64)
+	if err != nil || v <= 0 || v > 1024 {
+		return 0, errdefs.New(errdefs.ErrInvalid, fmt.Sprintf("CPUs %q must be a positive number such as 0.5 or 2", s))
+	}
+	return v, nil
+}
+
+// ParseMemory parses a memory size in Docker's units (512m, 1g, 1073741824).
+func ParseMemory(s string) (int64, error) {
+	if err := checkPlain(s, "Memory"); err != nil {
+		return 0, err
+	}
+	v, err := units.RAMInBytes(s)
+	if err != nil || v <= 0 {
+		return 0, errdefs.New(errdefs.ErrInvalid, fmt.Sprintf("Memory %q must be a positive size such as 512m or 4g", s))
+	}
+	if v < 6<<20 {
+		return 0, errdefs.New(errdefs.ErrInvalid, fmt.Sprintf("Memory %q is below the engine's minimum of 6m", s))
+	}
+	return v, nil
+}
+
+// ParsePids parses a positive process ceiling.
+func ParsePids(s string) (int64, error) {
+	if err := checkPlain(s, "Pids"); err != nil {
+		return 0, err
+	}
+	v, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || v <= 0 {
+		return 0, errdefs.New(errdefs.ErrInvalid, fmt.Sprintf("Pids %q must be a positive whole number such as 1024", s))
+	}
+	return v, nil
+}
+
+func parseCPUValue(s string) (any, error)    { return ParseCPUs(s) }
+func parseMemoryValue(s string) (any, error) { return ParseMemory(s) }
+func parsePidsValue(s string) (any, error)   { return ParsePids(s) }
+func parseDurationValue(s string) (any, error) {
+	if err := checkPlain(s, "Duration"); err != nil {
+		return nil, err
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil || d <= 0 {
+		return nil, errdefs.New(errdefs.ErrInvalid, fmt.Sprintf("Duration %q must be positive, such as 10m or 1h", s))
+	}
+	return d, nil
+}
+
+// LoadRuntime reads the sandbox.* runtime settings of the file at path.
+// Values are stored as strings or numbers; each is checked as SetRuntime
+// checks it, and a bad one fails closed naming the file and key.
+func LoadRuntime(path string) (Runtime, error) {
+	var r Runtime
+	data, exists, err := readFile(path)
+	if err != nil || !exists {
+		return r, err
+	}
+	d, err := parse(path, data)
+	if err != nil {
+		return r, err
+	}
+	for _, k := range RuntimeKeys {
+		raw, ok := lookupRaw(d.sandbox, k.path)
+		if !ok {
+			continue
+		}
+		s, ok := scalar(raw)
+		if !ok {
+			return Runtime{}, malformed(path, k.name+" must be a string or a number")
+		}
+		v, err := k.parse(s)
+		if err != nil {
+			return Runtime{}, malformed(path, k.name+": "+err.Error())
+		}
+		k.apply(&r, v)
+	}
+	return r, nil
+}
+
+func lookupRaw(m map[string]json.RawMessage, path []string) (json.RawMessage, bool) {
+	for i, p := range path {
+		raw, ok := m[p]
+		if !ok {
+			return nil, false
+		}
+		if i == len(path)-1 {
+			return raw, true
+		}
+		if !isObject(raw) || json.Unmarshal(raw, &m) != nil {
+			return nil, false
+		}
+	}
+	return nil, false
+}
+
+// scalar renders a JSON string or number as the text a user would type.
+func scalar(raw json.RawMessage) (string, bool) {
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s, true
+	}
+	var n json.Number
+	if json.Unmarshal(raw, &n) == nil {
+		return n.String(), true
+	}
+	return "", false
+}
+
+// SetRuntime sets (value != "") or removes (value == "") one sandbox.*
+// runtime key in the file at path, keeping every other key. The value is
+// checked first and stored as the string the user gave.
+func SetRuntime(path, key, value string) error {
+	k, err := lookupKey(key)
+	if err != nil {
+		return err
+	}
+	if value != "" {
+		if _, err := k.parse(value); err != nil {
+			return err
+		}
+	}
+	data, exists, err := readFile(path)
+	if err != nil {
+		return err
+	}
+	d := &doc{top: map[string]json.RawMessage{}}
+	if exists {
+		if d, err = parse(path, data); err != nil {
+			return err
+		}
+	}
+	sandbox := d.sandbox
+	if sandbox == nil {
+		sandbox = map[string]json.RawMessage{}
+	}
+	setPath(sandbox, k.path, value)
+	if len(sandbox) == 0 {
+		delete(d.top, "sandbox")
+	} else {
+		d.top["sandbox"] = mustMarshal(sandbox)
+	}
+	out, err := encode(d.top)
+	if err != nil {
+		return fmt.Errorf("encode settings %s: %w", path, err)
+	}
+	if err := ensureDir(filepath.Dir(path)); err != nil {
+		return err
+	}
+	return atomicfile.WriteFile(path, out, 0o600)
+}
+
+// setPath sets or deletes a string at path inside m, dropping objects left empty.
+func setPath(m map[string]json.RawMessage, path []string, value string) {
+	if len(path) == 1 {
+		if value == "" {
+			delete(m, path[0])
+		} else {
+			m[path[0]] = mustMarshal(value)
+		}
+		return
+	}
+	child := map[string]json.RawMessage{}
+	if raw, ok := m[path[0]]; ok && isObject(raw) {
+		_ = json.Unmarshal(raw, &child)
+	}
+	setPath(child, path[1:], value)
+	if len(child) == 0 {
+		delete(m, path[0])
+	} else {
+		m[path[0]] = mustMarshal(child)
+	}
+}
+
+// RuntimeValues returns the runtime keys set in the file at path, as
+// stored, sorted by key.
+func RuntimeValues(path string) ([][2]string, error) {
+	data, exists, err := readFile(path)
+	if err != nil || !exists {
+		return nil, err
+	}
+	d, err := parse(path, data)
+	if err != nil {
+		return nil, err
+	}
+	var out [][2]string
+	for _, k := range RuntimeKeys {
+		if raw, ok := lookupRaw(d.sandbox, k.path); ok {
+			s, _ := scalar(raw)
+			out = append(out, [2]string{k.name, s})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i][0] < out[j][0] })
+	return out, nil
+}

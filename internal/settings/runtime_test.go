@@ -1,0 +1,105 @@
+package settings_test
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/hutchsandbox/hutch/internal/errdefs"
+	"github.com/hutchsandbox/hutch/internal/settings"
+)
+
+func TestSetRuntime_RoundTripKeepsOtherKeys(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "settings.json")
+	if err := os.WriteFile(path, []byte(`{"other": 1, "sandbox": {"workspace": {"doorPolicy": "isolated"}}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, kv := range [][2]string{
+		{"sandbox.cpus", "1.5"}, {"sandbox.memory", "2g"}, {"sandbox.pids", "512"},
+		{"sandbox.boost.cpus", "2"}, {"sandbox.boost.memory", "4g"}, {"sandbox.idleTimeout", "90s"},
+	} {
+		if err := settings.SetRuntime(path, kv[0], kv[1]); err != nil {
+			t.Fatalf("SetRuntime(%s, %s): %v", kv[0], kv[1], err)
+		}
+	}
+	got, err := settings.LoadRuntime(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := settings.Runtime{CPUs: 1.5, MemoryBytes: 2 << 30, Pids: 512, BoostCPUs: 2, BoostMemoryBytes: 4 << 30, IdleTimeout: 90 * time.Second}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("LoadRuntime (-want +got):\n%s", diff)
+	}
+	ws, err := settings.LoadWorkspace(path)
+	if err != nil || ws == nil || ws.DoorPolicy != "isolated" {
+		t.Errorf("workspace setting lost: %+v, %v", ws, err)
+	}
+	data, _ := os.ReadFile(path)
+	if !strings.Contains(string(data), `"other": 1`) {
+		t.Errorf("other key lost:\n%s", data)
+	}
+	if err := settings.SetRuntime(path, "sandbox.boost.cpus", ""); err != nil {
+		t.Fatal(err)
+	}
+	if err := settings.SetRuntime(path, "sandbox.boost.memory", ""); err != nil {
+		t.Fatal(err)
+	}
+	data, _ = os.ReadFile(path)
+	if strings.Contains(string(data), "boost") {
+		t.Errorf("an emptied boost object was kept:\n%s", data)
+	}
+	vals, err := settings.RuntimeValues(path)
+	if err != nil || len(vals) != 4 {
+		t.Errorf("RuntimeValues = %v, %v; want 4 keys", vals, err)
+	}
+}
+
+func TestSetRuntime_Refusals(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "settings.json")
+	tests := []struct {
+		key, value, want string
+	}{
+		{"sandbox.cpus", "0", `CPUs "0" must be a positive number such as 0.5 or 2`},
+		{"sandbox.cpus", "-1", `CPUs "-1" may hold only letters, digits and '.' (no spaces or shell characters)`},
+		{"sandbox.cpus", "1;rm", `CPUs "1;rm" may hold only letters, digits and '.' (no spaces or shell characters)`},
+		{"sandbox.memory", "1 g", `Memory "1 g" may hold only letters, digits and '.' (no spaces or shell characters)`},
+		{"sandbox.memory", "lots", `Memory "lots" must be a positive size such as 512m or 4g`},
+		{"sandbox.memory", "1k", `Memory "1k" is below the engine's minimum of 6m`},
+		{"sandbox.pids", "1.5", `Pids "1.5" must be a positive whole number such as 1024`},
+		{"sandbox.idleTimeout", "0s", `Duration "0s" must be positive, such as 10m or 1h`},
+		{"sandbox.colour", "red", `Unknown setting "sandbox.colour"; settable keys: sandbox.cpus, sandbox.memory, sandbox.pids, sandbox.boost.cpus, sandbox.boost.memory, sandbox.idleTimeout`},
+	}
+	for _, tt := range tests {
+		t.Run(strings.ReplaceAll(tt.key+"_"+tt.value, " ", "_"), func(t *testing.T) {
+			err := settings.SetRuntime(path, tt.key, tt.value)
+			if err == nil || err.Error() != tt.want || !errdefs.IsInvalid(err) {
+				t.Errorf("SetRuntime(%s, %q) = %v; want %q", tt.key, tt.value, err, tt.want)
+			}
+		})
+	}
+	if _, err := os.Stat(path); !os.IsNotExist(err) {
+		t.Error("a refused value created the settings file")
+	}
+}
+
+func TestLoadRuntime_MalformedFailsClosed(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "settings.json")
+	if err := os.WriteFile(path, []byte(`{"sandbox": {"memory": "huge"}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err := settings.LoadRuntime(path)
+	if err == nil || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), "sandbox.memory") {
+		t.Errorf("LoadRuntime = %v; want an error naming the file and key", err)
+	}
+	if err := os.WriteFile(path, []byte(`{"sandbox": {"cpus": 2, "pids": 100}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	got, err := settings.LoadRuntime(path)
+	if err != nil || got.CPUs != 2 || got.Pids != 100 {
+		t.Errorf("JSON numbers: got %+v, %v", got, err)
+	}
+}

@@ -1,0 +1,83 @@
+package testenv
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"testing"
+)
+
+// hutchBuild is the one build of the hutch binary per test process.
+var hutchBuild struct {
+	once sync.Once
+	path string
+	err  error
+}
+
+// HutchBinary returns the path of a static hutch binary (CGO_ENABLED=0 go
+// build ./cmd/hutch), built once per test process into a directory of its
+// own under os.TempDir() that outlives every test of the process (and is
+// not removed afterwards). A failed build fails the test with the build
+// output, and every later call fails the same way.
+func HutchBinary(t testing.TB) string {
+	t.Helper()
+	hutchBuild.once.Do(func() { hutchBuild.path, hutchBuild.err = buildHutch() })
+	if hutchBuild.err != nil {
+		t.Fatalf("building hutch: %v", hutchBuild.err)
+	}
+	return hutchBuild.path
+}
+
+func buildHutch() (string, error) {
+	root, err := ModuleRoot()
+	if err != nil {
+		return "", err
+	}
+	goTool, err := exec.LookPath("go")
+	if err != nil {
+		return "", fmt.Errorf("the go command is not on PATH: %w", err)
+	}
+	dir, err := os.MkdirTemp("", fmt.Sprintf("hutch-testenv-%d-", os.Getpid()))
+	if err != nil {
+		return "", err
+	}
+	out := filepath.Join(dir, "hutch")
+	cmd := exec.Command(goTool, "build", "-o", out, "./cmd/hutch")
+	cmd.Dir = root
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if output, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("CGO_ENABLED=0 go build -o %s ./cmd/hutch (in %s): %v\n%s", out, root, err, output)
+	}
+	static, err := isStatic(out)
+	if err != nil {
+		return "", fmt.Errorf("checking %s: %w", out, err)
+	}
+	if !static {
+		return "", fmt.Errorf("%s is dynamically linked despite CGO_ENABLED=0", out)
+	}
+	return out, nil
+}
+
+// ModuleRoot returns the directory holding go.mod, found by walking up from
+// the working directory (a test runs in its package's directory).
+func ModuleRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir, nil
+		} else if !errors.Is(err, os.ErrNotExist) {
+			return "", err
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", errors.New("no go.mod in the working directory or above it")
+		}
+		dir = parent
+	}
+}

@@ -1,0 +1,354 @@
+package testenv
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"regexp"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/moby/moby/api/pkg/stdcopy"
+	"github.com/moby/moby/api/types/container"
+	"github.com/moby/moby/api/types/network"
+	"github.com/moby/moby/client"
+)
+
+var nameRE = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,38}[a-z0-9])?-[0-9a-f]{6}$`)
+
+func TestName(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		sub  string
+		base string
+	}{
+		{"simple", "testname-simple"},
+		{"With_Upper/and spaces", "testname-with-upper-and-spaces"},
+		{"__", "testname"},
+		{strings.Repeat("x", 60), "testname-" + strings.Repeat("x", 31)},
+		{"ü-é", "testname"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.sub, func(t *testing.T) {
+			t.Parallel()
+			a, b := Name(t), Name(t)
+			if a == b {
+				t.Errorf("two names are equal: %q", a)
+			}
+			for _, n := range []string{a, b} {
+				if !nameRE.MatchString(n) {
+					t.Errorf("Name = %q, not a Docker-safe name", n)
+				}
+				if got := n[:len(n)-7]; got != tt.base {
+					t.Errorf("Name = %q, base %q, want %q", n, got, tt.base)
+				}
+			}
+		})
+	}
+}
+
+func TestInCI(t *testing.T) {
+	for v, want := range map[string]bool{"": false, "true": true, "1": true, "false": false, "0": false, "yes": true} {
+		t.Setenv("CI", v)
+		if got := inCI(); got != want {
+			t.Errorf("CI=%q: inCI() = %v, want %v", v, got, want)
+		}
+	}
+}
+
+// recorder is a testing.TB that records how a helper ended the test.
+type recorder struct {
+	testing.TB
+	mu       sync.Mutex
+	skipped  string
+	fatal    string
+	cleanups []func()
+}
+
+func (r *recorder) Helper() {}
+func (r *recorder) Cleanup(f func()) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.cleanups = append(r.cleanups, f)
+}
+func (r *recorder) Skipf(format string, args ...any) {
+	r.mu.Lock()
+	r.skipped = fmt.Sprintf(format, args...)
+	r.mu.Unlock()
+	runtime.Goexit()
+}
+func (r *recorder) Fatalf(format string, args ...any) {
+	r.mu.Lock()
+	r.fatal = fmt.Sprintf(format, args...)
+	r.mu.Unlock()
+	runtime.Goexit()
+}
+
+// runHelper runs f on a goroutine of its own, as testing does, so that
+// Skipf and Fatalf can end it.
+func runHelper(r *recorder, f func(testing.TB)) {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		f(r)
+	}()
+	<-done
+	for i := len(r.cleanups) - 1; i >= 0; i-- {
+		r.cleanups[i]()
+	}
+}
+
+func TestDocker_NoEngine(t *testing.T) {
+	t.Setenv("DOCKER_HOST", "unix://"+t.TempDir()+"/no-docker.sock")
+	t.Run("skips_outside_ci", func(t *testing.T) {
+		t.Setenv("CI", "")
+		r := &recorder{TB: t}
+		runHelper(r, func(tb testing.TB) { Docker(tb) })
+		if !strings.HasPrefix(r.skipped, "docker engine not reachable: ") || r.fatal != "" {
+			t.Errorf("skipped %q, fatal %q; want a skip saying the engine is not reachable", r.skipped, r.fatal)
+		}
+	})
+	t.Run("fails_in_ci", func(t *testing.T) {
+		t.Setenv("CI", "true")
+		r := &recorder{TB: t}
+		runHelper(r, func(tb testing.TB) { Docker(tb) })
+		if !strings.HasPrefix(r.fatal, "docker engine not reachable: ") || r.skipped != "" {
+			t.Errorf("skipped %q, fatal %q; want a failure saying the engine is not reachable", r.skipped, r.fatal)
+		}
+	})
+}
+
+func TestIsStatic(t *testing.T) {
+	t.Parallel()
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The race detector needs cgo, so this test binary is dynamic.
+	if static, err := isStatic(self); err != nil || static {
+		t.Errorf("isStatic(test binary) = %v, %v; want false (a -race binary is dynamically linked)", static, err)
+	}
+	if _, err := isStatic("/etc/passwd"); err == nil {
+		t.Errorf("isStatic(/etc/passwd) succeeded, want an error")
+	}
+	if _, err := isStatic(t.TempDir() + "/missing"); !os.IsNotExist(err) {
+		t.Errorf("isStatic(missing) error = %v, want not-exist", err)
+	}
+}
+
+func TestHutchBinary(t *testing.T) {
+	t.Parallel()
+	p := HutchBinary(t)
+	if again := HutchBinary(t); again != p {
+		t.Errorf("second HutchBinary = %q, want the first %q", again, p)
+	}
+	if static, err := isStatic(p); err != nil || !static {
+		t.Errorf("isStatic(%s) = %v, %v; want a static binary", p, static, err)
+	}
+	out, err := exec.Command(p, "--help").CombinedOutput()
+	if err != nil || !bytes.Contains(out, []byte("hutch")) {
+		t.Errorf("%s --help: %v\n%s", p, err, out)
+	}
+}
+
+// runBusybox runs cmd in a fresh container from image and returns its
+// stdout and stderr; the container is removed before it returns.
+func runBusybox(t *testing.T, cli *client.Client, image, label string, cmd ...string) (string, string, int64) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	key, value, _ := strings.Cut(label, "=")
+	created, err := cli.ContainerCreate(ctx, client.ContainerCreateOptions{
+		Name:       Name(t),
+		Config:     &container.Config{Image: image, Cmd: cmd, Labels: map[string]string{key: value}},
+		HostConfig: &container.HostConfig{NetworkMode: network.NetworkNone},
+	})
+	if err != nil {
+		t.Fatalf("ContainerCreate: %v", err)
+	}
+	defer func() {
+		if _, err := cli.ContainerRemove(context.Background(), created.ID, client.ContainerRemoveOptions{Force: true}); err != nil {
+			t.Errorf("ContainerRemove: %v", err)
+		}
+	}()
+	wait := cli.ContainerWait(ctx, created.ID, client.ContainerWaitOptions{Condition: container.WaitConditionNextExit})
+	if _, err := cli.ContainerStart(ctx, created.ID, client.ContainerStartOptions{}); err != nil {
+		t.Fatalf("ContainerStart: %v", err)
+	}
+	var code int64
+	select {
+	case res := <-wait.Result:
+		code = res.StatusCode
+	case err := <-wait.Error:
+		t.Fatalf("ContainerWait: %v", err)
+	}
+	logs, err := cli.ContainerLogs(ctx, created.ID, client.ContainerLogsOptions{ShowStdout: true, ShowStderr: true})
+	if err != nil {
+		t.Fatalf("ContainerLogs: %v", err)
+	}
+	defer logs.Close()
+	var stdout, stderr bytes.Buffer
+	if _, err := stdcopy.StdCopy(&stdout, &stderr, logs); err != nil {
+		t.Fatalf("reading logs: %v", err)
+	}
+	return stdout.String(), stderr.String(), code
+}
+
+func TestBusyboxImage(t *testing.T) {
+	t.Parallel()
+	cli := Docker(t)
+	label := "org.hutchsandbox.test=" + Name(t)
+	CleanupContainers(t, cli, label)
+	ref := BusyboxImage(t, cli)
+	if ref != BusyboxRef {
+		t.Errorf("BusyboxImage = %q, want %q", ref, BusyboxRef)
+	}
+
+	t.Run("config", func(t *testing.T) {
+		img, err := cli.ImageInspect(context.Background(), ref)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff([]string{"/bin/sh"}, img.Config.Cmd); diff != "" {
+			t.Errorf("CMD mismatch (-want +got):\n%s", diff)
+		}
+		if !slices.Contains(img.Config.Env, "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin") {
+			t.Errorf("Env = %q, want the usual PATH", img.Config.Env)
+		}
+	})
+	t.Run("echo", func(t *testing.T) {
+		out, errOut, code := runBusybox(t, cli, ref, label, "busybox", "echo", "hi")
+		if out != "hi\n" || errOut != "" || code != 0 {
+			t.Errorf("busybox echo hi: stdout %q, stderr %q, exit %d; want \"hi\\n\", \"\", 0", out, errOut, code)
+		}
+	})
+	t.Run("layout", func(t *testing.T) {
+		out, errOut, code := runBusybox(t, cli, ref, label, "sh", "-c",
+			`stat -c '%a %U:%G %n' /tmp /root /usr/local/bin /workspace /bin/busybox; id -un; readlink /bin/sh; cd && pwd`)
+		want := "1777 root:root /tmp\n700 root:root /root\n755 root:root /usr/local/bin\n755 root:root /workspace\n755 root:root /bin/busybox\nroot\nbusybox\n/root\n"
+		if diff := cmp.Diff(want, out); diff != "" || errOut != "" || code != 0 {
+			t.Errorf("layout: exit %d, stderr %q, stdout mismatch (-want +got):\n%s", code, errOut, diff)
+		}
+	})
+	t.Run("no_containers_left", func(t *testing.T) {
+		list, err := cli.ContainerList(context.Background(), client.ContainerListOptions{All: true, Filters: make(client.Filters).Add("label", label)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(list.Items) != 0 {
+			t.Errorf("%d containers with label %s left", len(list.Items), label)
+		}
+	})
+}
+
+// TestBusyboxImage_ConcurrentBuilds builds a throwaway tag from several
+// goroutines at once (the shared tag must not be removed: other test
+// processes use it), then removes it.
+func TestBusyboxImage_ConcurrentBuilds(t *testing.T) {
+	t.Parallel()
+	cli := Docker(t)
+	ref := Name(t) + ":1"
+	t.Cleanup(func() {
+		if _, err := cli.ImageRemove(context.Background(), ref, client.ImageRemoveOptions{Force: true, PruneChildren: true}); err != nil {
+			t.Errorf("removing %s: %v", ref, err)
+		}
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), buildTimeout)
+	defer cancel()
+	errs := make([]error, 4)
+	var wg sync.WaitGroup
+	for i := range errs {
+		wg.Go(func() { errs[i] = ensureBusyboxImage(ctx, cli, ref) })
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Errorf("build %d: %v", i, err)
+		}
+	}
+	if ok, err := hasImage(ctx, cli, ref); err != nil || !ok {
+		t.Errorf("hasImage(%s) = %v, %v; want true", ref, ok, err)
+	}
+}
+
+func TestCleanupContainers(t *testing.T) {
+	t.Parallel()
+	cli := Docker(t)
+	ref := BusyboxImage(t, cli)
+	label := "org.hutchsandbox.test=" + Name(t)
+	ctx := context.Background()
+	labels := map[string]string{"org.hutchsandbox.test": strings.TrimPrefix(label, "org.hutchsandbox.test=")}
+	inner := t.Run("creates", func(t *testing.T) {
+		CleanupContainers(t, cli, label)
+		c, err := cli.ContainerCreate(ctx, client.ContainerCreateOptions{
+			Name:       Name(t),
+			Config:     &container.Config{Image: ref, Cmd: []string{"sleep", "300"}, Labels: labels},
+			HostConfig: &container.HostConfig{NetworkMode: network.NetworkNone},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := cli.ContainerStart(ctx, c.ID, client.ContainerStartOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := cli.ContainerCreate(ctx, client.ContainerCreateOptions{
+			Name:   Name(t),
+			Config: &container.Config{Image: ref, Labels: labels},
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := cli.NetworkCreate(ctx, Name(t), client.NetworkCreateOptions{Labels: labels}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := cli.VolumeCreate(ctx, client.VolumeCreateOptions{Name: Name(t), Labels: labels}); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if !inner {
+		return
+	}
+	filters := make(client.Filters).Add("label", label)
+	cs, err := cli.ContainerList(ctx, client.ContainerListOptions{All: true, Filters: filters})
+	if err != nil || len(cs.Items) != 0 {
+		t.Errorf("containers left: %d, %v", len(cs.Items), err)
+	}
+	ns, err := cli.NetworkList(ctx, client.NetworkListOptions{Filters: filters})
+	if err != nil || len(ns.Items) != 0 {
+		t.Errorf("networks left: %d, %v", len(ns.Items), err)
+	}
+	vs, err := cli.VolumeList(ctx, client.VolumeListOptions{Filters: filters})
+	if err != nil || len(vs.Items) != 0 {
+		t.Errorf("volumes left: %d, %v", len(vs.Items), err)
+	}
+}
+
+func TestFindStaticBusybox(t *testing.T) {
+	t.Parallel()
+	missing := t.TempDir() + "/busybox"
+	self, err := os.Executable() // dynamic: built with -race
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		name       string
+		candidates []string
+		wantErr    string
+	}{
+		{"missing", []string{missing}, "no busybox found at " + missing + ": install busybox-static (apt-get install -y busybox-static)"},
+		{"dynamic", []string{missing, self}, "no static busybox (" + self + " is dynamically linked): install busybox-static (apt-get install -y busybox-static)"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := findStaticBusybox(tt.candidates)
+			if err == nil || err.Error() != tt.wantErr {
+				t.Errorf("findStaticBusybox error = %v, want %q", err, tt.wantErr)
+			}
+		})
+	}
+}
