@@ -58,6 +58,7 @@ type containerState struct {
 	limits      sandbox.Limits
 	labels      map[string]string
 	image       string
+	imageRef    string // the image id the container runs (a snapshot after a re-create)
 }
 
 func (r *Runtime) inspect(ctx context.Context, nameOrID string) (containerState, error) {
@@ -69,7 +70,7 @@ func (r *Runtime) inspect(ctx context.Context, nameOrID string) (containerState,
 		return containerState{}, engine.Classify(err, "inspect container "+nameOrID)
 	}
 	c := res.Container
-	st := containerState{exists: true, id: c.ID}
+	st := containerState{exists: true, id: c.ID, imageRef: c.Image}
 	if c.State != nil {
 		st.running = c.State.Running
 		st.exitCode = c.State.ExitCode
@@ -353,7 +354,26 @@ func (r *Runtime) recreate(ctx context.Context, s *session, spec sandbox.Spec, d
 	if keep {
 		r.dropSnapshot(ctx, spec.OfficeKey)
 	}
+	// The old container may itself have run from an earlier snapshot,
+	// now untagged; once nothing uses it, its layers can go.
+	r.dropSnapshotImage(ctx, st.imageRef)
 	return nil
+}
+
+// dropSnapshotImage removes an untagged snapshot image by id once no
+// container or newer snapshot builds on it; the engine refuses while one
+// does, which is fine: the last user's removal takes it.
+func (r *Runtime) dropSnapshotImage(ctx context.Context, id string) {
+	if id == "" {
+		return
+	}
+	img, err := r.api.ImageInspect(ctx, id)
+	if err != nil || img.Config == nil || img.Config.Labels[engine.LabelSnapshotOf] == "" {
+		return
+	}
+	if _, err := r.api.ImageRemove(ctx, id, client.ImageRemoveOptions{PruneChildren: true}); err != nil && !engine.IsNotFound(err) && !engine.IsConflict(err) {
+		r.log.Debug("snapshot image kept", "image", shortID(id), "error", err)
+	}
 }
 
 func (r *Runtime) snapshotExists(ctx context.Context, key string) (bool, error) {

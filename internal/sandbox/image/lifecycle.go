@@ -229,6 +229,7 @@ func (r *Runtime) Remove(ctx context.Context, key string) error {
 		if _, err := r.api.ContainerRemove(ctx, st.id, client.ContainerRemoveOptions{Force: true}); err != nil && !engine.IsNotFound(err) {
 			return engine.Classify(err, "remove container "+ContainerName(key))
 		}
+		r.dropSnapshotImage(ctx, st.imageRef)
 	}
 	r.dropSnapshot(ctx, key)
 	if err := r.removeNetwork(ctx, key); err != nil {
