@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -97,6 +98,14 @@ into a sandbox.`,
 	pf.StringVar(&g.logLevel, "log-level", "warn", "log detail on stderr: debug, info, warn or error")
 	root.AddCommand(newOfficeCmd(g), newDoorCmd(g), newVaultCmd(g), newExecCmd(g), newModesCmd(g), newSandboxCmd(g), newAgentCmd(g))
 	return root
+}
+
+// env reads the process environment (or the test's).
+func (g *globals) env(key string) string {
+	if g.getenv != nil {
+		return g.getenv(key)
+	}
+	return os.Getenv(key)
 }
 
 // service resolves the layout from the flags and returns a Service.

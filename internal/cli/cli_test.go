@@ -19,6 +19,7 @@ var update = flag.Bool("update", false, "rewrite golden files")
 type env struct {
 	t     *testing.T
 	state string
+	extra map[string]string // more variables the CLI sees
 }
 
 func newEnv(t *testing.T) *env {
@@ -30,7 +31,7 @@ func (e *env) getenv(k string) string {
 	if k == "HUTCH_STATE_DIR" {
 		return e.state
 	}
-	return ""
+	return e.extra[k]
 }
 
 // run runs hutch in-process and returns stdout, stderr and the exit code.
@@ -63,7 +64,8 @@ func key(t *testing.T, platform, id string) string {
 func TestHelp_Golden(t *testing.T) {
 	commands := [][]string{
 		{}, {"office"}, {"office", "key"}, {"office", "list"}, {"office", "show"}, {"office", "channel-kind"},
-		{"door"}, {"door", "set"}, {"vault"}, {"vault", "set"}, {"vault", "put-file"}, {"vault", "ls"}, {"vault", "rm"},
+		{"door"}, {"door", "set"}, {"sandbox"}, {"sandbox", "ls"}, {"sandbox", "status"}, {"sandbox", "stop"}, {"sandbox", "rm"},
+		{"sandbox", "boost"}, {"sandbox", "limits"}, {"sandbox", "settings"}, {"sandbox", "reconcile"}, {"vault"}, {"vault", "set"}, {"vault", "put-file"}, {"vault", "ls"}, {"vault", "rm"},
 		{"exec"}, {"modes"},
 	}
 	for _, c := range commands {

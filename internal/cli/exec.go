@@ -64,6 +64,12 @@ policy (hutch door set <conversation> shared).`,
 			if conv == "" {
 				return &exitError{code: exitHutchFailed, msg: "--conversation <platform>/<conversation-id> is required"}
 			}
+			if modeFlag == "" {
+				modeFlag = g.env("HUTCH_SANDBOX")
+			}
+			if modeFlag == "" {
+				modeFlag = sandbox.DefaultMode.String()
+			}
 			o, err := execOptions(modeFlag, conv, cwd, user, timeout, maxOutput)
 			if err != nil {
 				return &exitError{code: exitHutchFailed, msg: err.Error()}
@@ -74,6 +80,7 @@ policy (hutch door set <conversation> shared).`,
 			if err != nil {
 				return &exitError{code: exitHutchFailed, msg: err.Error()}
 			}
+			defer svc.Close()
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 			defer stop()
 			res, err := svc.Exec(ctx, o)
@@ -106,7 +113,7 @@ policy (hutch door set <conversation> shared).`,
 		},
 	}
 	cmd.Flags().SetInterspersed(false)
-	cmd.Flags().StringVar(&modeFlag, "sandbox", sandbox.DefaultMode.String(), "where the command runs: host, container:<name>, image:<image>, cloudflare:<id>, gondolin:default")
+	cmd.Flags().StringVar(&modeFlag, "sandbox", "", "where the command runs: host, container:<name>, image:<image>, cloudflare:<id>, gondolin:default (default $HUTCH_SANDBOX or host)")
 	cmd.Flags().StringVar(&conv, "conversation", "", "the conversation, as <platform>/<conversation-id> (required)")
 	cmd.Flags().StringVar(&cwd, "cwd", "", "working directory; relative paths start at the office (default: the office)")
 	cmd.Flags().StringVar(&user, "user", "", "platform user whose vault host mode checks")

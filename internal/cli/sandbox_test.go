@@ -1,0 +1,108 @@
+package cli
+
+import (
+	"context"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/hutchsandbox/hutch/internal/engine"
+	"github.com/hutchsandbox/hutch/internal/testenv"
+)
+
+// dockerEnv is an env whose managed runtimes run on the real engine,
+// with a static agent and a run dir short enough for unix sockets.
+func dockerEnv(t *testing.T) (*env, string) {
+	t.Helper()
+	cli := testenv.Docker(t)
+	img := testenv.BusyboxImage(t, cli)
+	bin := testenv.HutchBinary(t)
+	e := newEnv(t)
+	run, err := os.MkdirTemp("", "hr-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(run) })
+	extra := map[string]string{"HUTCH_AGENT_BINARY": bin, "HUTCH_RUN_DIR": run}
+	e.extra = extra
+	if err := os.MkdirAll(e.state, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	testenv.CleanupContainers(t, cli, engine.LabelStateDir+"="+e.state)
+	return e, "image:" + img
+}
+
+func TestImageMode_EndToEnd(t *testing.T) {
+	e, mode := dockerEnv(t)
+	conv := "slack/" + strings.ToUpper(strings.ReplaceAll(testenv.Name(t), "-", ""))
+	k := key(t, "slack", conv[len("slack/"):])
+
+	// Isolated by default: image mode enforces it.
+	out := e.ok("exec", "--sandbox", mode, "--conversation", conv, "--", "pwd; ls /workspace")
+	if want := "/workspace/" + k + "\n" + k + "\n"; out != want {
+		t.Errorf("isolated exec got %q, want %q", out, want)
+	}
+	e.ok("vault", "set", conv, "HUTCH_TOKEN=tok-123")
+	if out := e.ok("exec", "--sandbox", mode, "--conversation", conv, "--", `echo "$HUTCH_TOKEN"`); out != "tok-123\n" {
+		t.Errorf("vault env got %q", out)
+	}
+	out = e.ok("sandbox", "ls")
+	if !strings.Contains(out, conv) || !strings.Contains(out, "running") || !strings.Contains(out, "hutch-"+k) {
+		t.Errorf("sandbox ls:\n%s", out)
+	}
+	out = e.ok("sandbox", "boost", conv)
+	if !strings.Contains(out, "State:         running (boosted)") || !strings.Contains(out, "Limits:        2 CPUs, 4GiB memory, 1024 processes") {
+		t.Errorf("sandbox boost:\n%s", out)
+	}
+	out = e.ok("sandbox", "limits", conv, "--pids", "512")
+	if !strings.Contains(out, "2 CPUs, 4GiB memory, 512 processes") {
+		t.Errorf("sandbox limits:\n%s", out)
+	}
+	e.ok("sandbox", "stop", conv)
+	out = e.ok("sandbox", "status", conv)
+	if !strings.Contains(out, "State:         stopped\n") {
+		t.Errorf("status after stop:\n%s", out)
+	}
+	e.ok("sandbox", "limits", "--global", "--cpus", "1")
+	if out := e.ok("exec", "--sandbox", mode, "--conversation", conv, "--", "echo again"); out != "again\n" {
+		t.Errorf("exec after stop got %q", out)
+	}
+	out = e.ok("sandbox", "status", conv)
+	if !strings.Contains(out, "State:         running\n") || !strings.Contains(out, "Limits:        1 CPUs, 1GiB memory, 1024 processes") {
+		t.Errorf("status after restart (boost gone, global cpus 1):\n%s", out)
+	}
+	_, errOut, code := e.run("", "sandbox", "limits", conv, "--memory", "lots")
+	if code != 1 || errOut != "hutch: Memory \"lots\" must be a positive size such as 512m or 4g\n" {
+		t.Errorf("bad memory: exit %d, %q", code, errOut)
+	}
+	e.ok("sandbox", "rm", conv)
+	out = e.ok("sandbox", "status", conv)
+	if !strings.Contains(out, "State:         missing") {
+		t.Errorf("status after rm:\n%s", out)
+	}
+	// The office survives its runtime.
+	if _, err := os.Stat(e.state + "/workspace/" + k); err != nil {
+		t.Errorf("office gone after rm: %v", err)
+	}
+}
+
+func TestImageMode_MissingImage(t *testing.T) {
+	e, _ := dockerEnv(t)
+	_, errOut, code := e.run("", "exec", "--sandbox", "image:hutch-no-such-image:404", "--conversation", "web/x", "--", "true")
+	if code != 125 || !strings.HasPrefix(errOut, "hutch: Image 'hutch-no-such-image:404' is not present in the container engine, and pulling it failed (") ||
+		!strings.HasSuffix(errOut, "Build or load it locally first (docker build, docker load or docker import).\n") {
+		t.Errorf("missing image: exit %d, %q", code, errOut)
+	}
+	_ = context.Background
+}
+
+func TestEngineUnreachable(t *testing.T) {
+	e := newEnv(t)
+	e.extra = map[string]string{"HUTCH_AGENT_BINARY": "/nonexistent"}
+	t.Setenv("DOCKER_HOST", "unix:///nonexistent/docker.sock")
+	_, errOut, code := e.run("", "exec", "--sandbox", "image:busybox", "--conversation", "web/x", "--", "true")
+	want := "hutch: No container engine answers at unix:///nonexistent/docker.sock ("
+	if code != 125 || !strings.HasPrefix(errOut, want) || !strings.Contains(errOut, "Start one: `sudo systemctl start docker`") {
+		t.Errorf("unreachable engine: exit %d, %q", code, errOut)
+	}
+}
