@@ -1,0 +1,1212 @@
+// Command bench measures hutch's image mode against what a caller would
+// otherwise use, side by side in one run, and prints tables of medians,
+// tail percentiles and ratios. These machines are noisy, so the claim is
+// always a ratio of paths measured interleaved in the same run, never a
+// bare wall time.
+//
+// It measures, against the local Docker engine and the busybox test image:
+//
+//  1. Warm exec of `true`: image.Runtime.Exec on a warm container (hutch's
+//     in-process path, provisioning check included) vs the raw Engine API
+//     exec (ExecCreate + ExecAttach + read to EOF + ExecInspect) vs the
+//     `docker exec` CLI, interleaved round-robin. Two diagnostic rows say
+//     where hutch's time goes: the agent client alone (no provisioning
+//     check) and the engine round trips that check makes. Target: hutch's
+//     median at most 1/10 of the raw API's.
+//  2. Cold start: the first command of a new conversation (network,
+//     container, agent, `true`) vs raw API create + start + exec of the
+//     same image with a sleeping pid 1 (and, for reference, the same with a
+//     network of its own), alternating. Target: ratio at most 1.2.
+//  3. Files: 4 KiB and 16 MiB reads and writes through the agent vs
+//     CopyToContainer / CopyFromContainer (tar). Target: at most 1/5 for 4 KiB.
+//  4. Concurrency: many conversations at once, each running `echo $i`
+//     several times through one image.Runtime, containers created on
+//     demand: failures (must be 0), cold and warm latency percentiles.
+//  5. Memory: the agent's RSS inside idle containers (/proc/1/status, read
+//     through an exec) and this process's RSS, Go heap and goroutines
+//     before and after making many idle managed containers.
+//
+// Run it from the module root:
+//
+//	go run ./bench                 # full run: several minutes
+//	go run ./bench -quick          # smoke run: about a minute
+//	go run ./bench -warm 500 -idle 40 -cpuprofile warm.pprof
+//
+// Flags set counts (-warm, -cold, -small, -large, -convs, -cmds, -idle);
+// -quick lowers every count not given explicitly. The agent is a static
+// hutch built with CGO_ENABLED=0 (or -agent PATH); the image
+// hutch-test-busybox:1 is built by `go test -run TestBusyboxImage
+// ./internal/testenv` when missing. Everything it makes carries the label
+// hutch.state-dir=<a temp state dir> and is removed at the end and on
+// Ctrl-C. Tables go to stdout, progress to stderr.
+package main
+
+import (
+	"archive/tar"
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"math"
+	"net/netip"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"runtime/debug"
+	"runtime/pprof"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"github.com/moby/moby/api/pkg/stdcopy"
+	"github.com/moby/moby/api/types/container"
+	"github.com/moby/moby/api/types/network"
+	"github.com/moby/moby/client"
+
+	"github.com/hutchsandbox/hutch/internal/agentbin"
+	"github.com/hutchsandbox/hutch/internal/engine"
+	"github.com/hutchsandbox/hutch/internal/office"
+	"github.com/hutchsandbox/hutch/internal/sandbox"
+	"github.com/hutchsandbox/hutch/internal/sandbox/image"
+)
+
+// busyboxRef is the test image internal/testenv builds.
+const busyboxRef = "hutch-test-busybox:1"
+
+type config struct {
+	warm, cold, small, large, convs, cmds, idle, parallel int
+	quick                                                 bool
+	image, agent, cpuprofile                              string
+}
+
+func main() { os.Exit(run()) }
+
+func run() int {
+	var c config
+	flag.IntVar(&c.warm, "warm", 200, "warm exec runs per path")
+	flag.IntVar(&c.cold, "cold", 10, "cold starts per path")
+	flag.IntVar(&c.small, "small", 50, "4 KiB reads and writes per path")
+	flag.IntVar(&c.large, "large", 10, "16 MiB reads and writes per path")
+	flag.IntVar(&c.convs, "convs", 40, "conversations at once in the concurrency phase")
+	flag.IntVar(&c.cmds, "cmds", 25, "commands per conversation in the concurrency phase")
+	flag.IntVar(&c.idle, "idle", 100, "idle managed containers in the memory phase")
+	flag.IntVar(&c.parallel, "parallel", 4, "containers created or removed at once in setup and cleanup")
+	flag.BoolVar(&c.quick, "quick", false, "smoke run: lower every count not set explicitly")
+	flag.StringVar(&c.image, "image", busyboxRef, "image of every container")
+	flag.StringVar(&c.agent, "agent", "", "static hutch binary to use as the agent (default: build one)")
+	flag.StringVar(&c.cpuprofile, "cpuprofile", "", "write a CPU profile of an extra hutch-only warm exec loop to this file")
+	flag.Parse()
+	if c.quick {
+		set := map[string]bool{}
+		flag.Visit(func(f *flag.Flag) { set[f.Name] = true })
+		for name, p := range map[string]*int{"warm": &c.warm, "cold": &c.cold, "small": &c.small, "large": &c.large, "convs": &c.convs, "cmds": &c.cmds, "idle": &c.idle} {
+			if !set[name] {
+				*p = map[string]int{"warm": 20, "cold": 2, "small": 10, "large": 2, "convs": 8, "cmds": 5, "idle": 10}[name]
+			}
+		}
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	sig := make(chan os.Signal, 2)
+	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
+	// A closed stdout (| head) must not kill the run before its cleanup:
+	// with SIGPIPE caught, writes fail with EPIPE instead.
+	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
+	go func() {
+		<-sig
+		progress("interrupted: cleaning up (interrupt again to quit at once, leaving containers behind)")
+		cancel()
+		<-sig
+		os.Exit(130)
+	}()
+
+	b, err := setup(ctx, c)
+	if b != nil {
+		defer b.cleanup()
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		return 1
+	}
+	b.header()
+	phases := []struct {
+		name string
+		f    func(context.Context) error
+	}{
+		{"warm exec", b.warmExec},
+		{"cold start", b.coldStart},
+		{"files", b.files},
+		{"concurrency", b.concurrency},
+		{"memory", b.memory},
+	}
+	failed := false
+	for _, p := range phases {
+		if ctx.Err() != nil {
+			break
+		}
+		progress("phase: %s", p.name)
+		if err := p.f(ctx); err != nil {
+			fmt.Fprintf(os.Stderr, "bench: %s: %v\n", p.name, err)
+			fmt.Fprintf(b.out, "\n%s: FAILED: %v\n", p.name, err)
+			failed = true
+		}
+	}
+	if ctx.Err() == nil && c.cpuprofile != "" {
+		if err := b.profileWarm(ctx, c.cpuprofile); err != nil {
+			fmt.Fprintln(os.Stderr, "bench: profile:", err)
+			failed = true
+		}
+	}
+	b.summary()
+	if ctx.Err() != nil {
+		return 130
+	}
+	if failed {
+		return 1
+	}
+	return 0
+}
+
+// bench holds one hutch installation (its own state, run and workspace
+// dirs) and the raw engine client the baselines use.
+type bench struct {
+	c       config
+	out     io.Writer
+	eng     *engine.Engine // hutch's engine connection
+	raw     *client.Client // the baselines' own client
+	agent   agentbin.Binary
+	state   string
+	runDir  string
+	ws      string
+	tmp     string // removed at the end; holds state, ws, the agent build
+	rt      *image.Runtime
+	docker  string // docker CLI, "" when missing
+	targets []target
+	log     *slog.Logger
+}
+
+type target struct {
+	what  string
+	value float64
+	limit float64
+	less  bool // value must be <= limit (else ==)
+}
+
+func progress(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "%s bench: %s\n", time.Now().Format("15:04:05"), fmt.Sprintf(format, args...))
+}
+
+func setup(ctx context.Context, c config) (*bench, error) {
+	root, err := moduleRoot()
+	if err != nil {
+		return nil, err
+	}
+	eng, err := engine.Connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	raw, err := client.New(client.FromEnv)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := raw.Ping(ctx, client.PingOptions{NegotiateAPIVersion: true}); err != nil {
+		return nil, err
+	}
+	if err := ensureImage(ctx, raw, c.image, root); err != nil {
+		return nil, err
+	}
+	tmp, err := os.MkdirTemp("", "hutch-bench-")
+	if err != nil {
+		return nil, err
+	}
+	// Unix socket paths are short: the run dir gets a short name of its own.
+	runDir, err := os.MkdirTemp("", "hb-")
+	if err != nil {
+		os.RemoveAll(tmp)
+		return nil, err
+	}
+	b := &bench{c: c, out: os.Stdout, eng: eng, raw: raw, tmp: tmp, runDir: runDir,
+		state: filepath.Join(tmp, "state"), ws: filepath.Join(tmp, "ws"),
+		log: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))}
+	for _, d := range []string{b.state, b.ws} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			return b, err
+		}
+	}
+	bin := c.agent
+	if bin == "" {
+		progress("building a static hutch (CGO_ENABLED=0 go build ./cmd/hutch)")
+		bin = filepath.Join(tmp, "hutch")
+		cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/hutch")
+		cmd.Dir = root
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return b, fmt.Errorf("CGO_ENABLED=0 go build ./cmd/hutch: %v\n%s", err, out)
+		}
+	}
+	if b.agent, err = agentbin.Locate(bin); err != nil {
+		return b, err
+	}
+	if b.rt, err = b.newRuntime(); err != nil {
+		return b, err
+	}
+	if p, err := exec.LookPath("docker"); err == nil {
+		b.docker = p
+	}
+	return b, nil
+}
+
+func (b *bench) newRuntime() (*image.Runtime, error) {
+	return image.New(image.Config{Engine: b.eng, Image: b.c.image, StateDir: b.state, RunDir: b.runDir, Agent: b.agent, Log: b.log})
+}
+
+// ensureImage builds the busybox test image through its test when the
+// engine does not have it.
+func ensureImage(ctx context.Context, cli *client.Client, ref, root string) error {
+	if _, err := cli.ImageInspect(ctx, ref); err == nil {
+		return nil
+	} else if !engine.IsNotFound(err) {
+		return err
+	}
+	if ref != busyboxRef {
+		return fmt.Errorf("image %s is not present in the engine; build or load it first", ref)
+	}
+	progress("image %s missing: go test -run TestBusyboxImage ./internal/testenv", ref)
+	cmd := exec.CommandContext(ctx, "go", "test", "-count=1", "-run", "^TestBusyboxImage$", "./internal/testenv")
+	cmd.Dir = root
+	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("building %s with go test ./internal/testenv: %w", ref, err)
+	}
+	_, err := cli.ImageInspect(ctx, ref)
+	return err
+}
+
+func moduleRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", errors.New("run the bench inside the hutch module (no go.mod above the working directory)")
+		}
+		dir = parent
+	}
+}
+
+// cleanup removes everything labelled with this run's state dir:
+// containers, networks, snapshot images; then the temp dirs.
+func (b *bench) cleanup() {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	filters := make(client.Filters).Add("label", engine.LabelStateDir+"="+b.state)
+	for attempt := 0; attempt < 5; attempt++ {
+		list, err := b.raw.ContainerList(ctx, client.ContainerListOptions{All: true, Filters: filters})
+		if err != nil {
+			progress("cleanup: list containers: %v", err)
+			break
+		}
+		if len(list.Items) == 0 {
+			break
+		}
+		progress("cleanup: removing %d containers", len(list.Items))
+		parallel(len(list.Items), b.c.parallel, func(i int) {
+			_, err := b.raw.ContainerRemove(ctx, list.Items[i].ID, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true})
+			if err != nil && !engine.IsNotFound(err) && !engine.IsConflict(err) {
+				progress("cleanup: remove container %s: %v", list.Items[i].ID[:12], err)
+			}
+		})
+	}
+	if nets, err := b.raw.NetworkList(ctx, client.NetworkListOptions{Filters: filters}); err == nil {
+		if len(nets.Items) > 0 {
+			progress("cleanup: removing %d networks", len(nets.Items))
+		}
+		for _, n := range nets.Items {
+			if _, err := b.raw.NetworkRemove(ctx, n.ID, client.NetworkRemoveOptions{}); err != nil && !engine.IsNotFound(err) {
+				progress("cleanup: remove network %s: %v", n.Name, err)
+			}
+		}
+	}
+	// Snapshot images inherit the container's labels on commit.
+	if imgs, err := b.raw.ImageList(ctx, client.ImageListOptions{All: true, Filters: filters}); err == nil {
+		for _, im := range imgs.Items {
+			if _, err := b.raw.ImageRemove(ctx, im.ID, client.ImageRemoveOptions{Force: true, PruneChildren: true}); err != nil && !engine.IsNotFound(err) {
+				progress("cleanup: remove image %s: %v", im.ID, err)
+			}
+		}
+	}
+	os.RemoveAll(b.runDir)
+	os.RemoveAll(b.tmp)
+	b.raw.Close()
+	b.eng.Close()
+}
+
+// parallel runs f(0..n-1) with at most k at once.
+func parallel(n, k int, f func(i int)) {
+	sem := make(chan struct{}, max(k, 1))
+	var wg sync.WaitGroup
+	for i := 0; i < n; i++ {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			f(i)
+		})
+	}
+	wg.Wait()
+}
+
+func (b *bench) header() {
+	host, _ := os.Hostname()
+	kernel, _ := os.ReadFile("/proc/sys/kernel/osrelease")
+	cpu := "?"
+	if f, err := os.Open("/proc/cpuinfo"); err == nil {
+		sc := bufio.NewScanner(f)
+		for sc.Scan() {
+			if k, v, ok := strings.Cut(sc.Text(), ":"); ok && strings.TrimSpace(k) == "model name" {
+				cpu = strings.TrimSpace(v)
+				break
+			}
+		}
+		f.Close()
+	}
+	fmt.Fprintf(b.out, "hutch bench · %s · nproc %d (%s) · Linux %s · engine %s %s, API %s · %s %s/%s · %s\n",
+		host, runtime.NumCPU(), cpu, strings.TrimSpace(string(kernel)), b.eng.Flavor, b.eng.ServerVersion, b.eng.APIVersion,
+		runtime.Version(), runtime.GOOS, runtime.GOARCH, time.Now().UTC().Format("2006-01-02 15:04 UTC"))
+	fmt.Fprintf(b.out, "command: go run ./bench %s\n", strings.Join(os.Args[1:], " "))
+	fmt.Fprintf(b.out, "image %s · agent %s (sha256 %s…) · percentiles nearest-rank · ratios are of medians unless named\n",
+		b.c.image, b.agent.Path, b.agent.SHA256[:12])
+}
+
+// ---- measurement helpers ----
+
+type series struct {
+	name string
+	d    []time.Duration
+	fail int
+	err  error // first failure
+}
+
+func (s *series) record(d time.Duration, err error) {
+	if err != nil {
+		s.fail++
+		if s.err == nil {
+			s.err = err
+		}
+		return
+	}
+	s.d = append(s.d, d)
+}
+
+// pct is the nearest-rank p-th percentile (0 < p <= 100).
+func (s *series) pct(p float64) time.Duration {
+	if len(s.d) == 0 {
+		return 0
+	}
+	d := slices.Clone(s.d)
+	slices.Sort(d)
+	i := int(math.Ceil(p/100*float64(len(d)))) - 1
+	return d[min(max(i, 0), len(d)-1)]
+}
+
+func (s *series) p50() time.Duration { return s.pct(50) }
+
+func ms(d time.Duration) string {
+	switch {
+	case d == 0:
+		return "-"
+	case d < 10*time.Millisecond:
+		return fmt.Sprintf("%.2f ms", float64(d)/1e6)
+	case d < 10*time.Second:
+		return fmt.Sprintf("%.1f ms", float64(d)/1e6)
+	}
+	return fmt.Sprintf("%.1f s", d.Seconds())
+}
+
+func ratio(a, b time.Duration) float64 {
+	if b == 0 {
+		return math.NaN()
+	}
+	return float64(a) / float64(b)
+}
+
+func (b *bench) addTarget(what string, value, limit float64) {
+	b.targets = append(b.targets, target{what: what, value: value, limit: limit, less: true})
+}
+
+func table(w io.Writer) *tabwriter.Writer { return tabwriter.NewWriter(w, 0, 0, 2, ' ', 0) }
+
+// op is one measured path: run is timed; after, when set, runs untimed
+// right after it (cleanup of what run made).
+type op struct {
+	s     *series
+	run   func() error
+	after func()
+}
+
+// interleave runs every op n times, round-robin, rotating which goes first
+// each round so that drift and ordering effects hit all alike.
+func interleave(ctx context.Context, n int, label string, ops []op) error {
+	step := max(n/10, 1)
+	for i := 0; i < n; i++ {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		for j := range ops {
+			o := ops[(i+j)%len(ops)]
+			t0 := time.Now()
+			err := o.run()
+			o.s.record(time.Since(t0), err)
+			if o.after != nil {
+				o.after()
+			}
+		}
+		if (i+1)%step == 0 || i+1 == n {
+			progress("%s: %d/%d rounds", label, i+1, n)
+		}
+	}
+	return nil
+}
+
+// warmUp runs every op a few times unrecorded and fails on any error.
+func warmUp(ctx context.Context, n int, label string, ops []op) error {
+	scratch := make([]op, len(ops))
+	for i, o := range ops {
+		scratch[i] = op{s: &series{name: o.s.name}, run: o.run, after: o.after}
+	}
+	if err := interleave(ctx, n, label+" warm-up", scratch); err != nil {
+		return err
+	}
+	for _, o := range scratch {
+		if o.s.fail > 0 {
+			return fmt.Errorf("%s: %w", o.s.name, o.s.err)
+		}
+	}
+	return nil
+}
+
+func seriesOf(ops []op) []*series {
+	out := make([]*series, len(ops))
+	for i, o := range ops {
+		out[i] = o.s
+	}
+	return out
+}
+
+// office makes an office directory and the spec of its conversation.
+func (b *bench) office(id string) (sandbox.Spec, error) {
+	addr, err := office.NewAddress("web", id)
+	if err != nil {
+		return sandbox.Spec{}, err
+	}
+	key := string(addr.Key())
+	dir := filepath.Join(b.ws, key)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return sandbox.Spec{}, err
+	}
+	return sandbox.Spec{
+		OfficeKey:         key,
+		Platform:          "web",
+		ConversationID:    id,
+		OfficeDir:         dir,
+		OfficeRuntimePath: "/workspace/" + key,
+		Mounts:            []sandbox.Mount{{HostPath: dir, RuntimePath: "/workspace/" + key}},
+	}, nil
+}
+
+// hutchRun runs a shell command through the runtime and checks it exited 0.
+func hutchRun(ctx context.Context, rt *image.Runtime, spec sandbox.Spec, cmd string, env map[string]string, stdout io.Writer) error {
+	var stderr bytes.Buffer
+	res, err := rt.Exec(ctx, spec, sandbox.ExecRequest{Argv: []string{cmd}, Env: env, Stdout: stdout, Stderr: &stderr, Timeout: 5 * time.Minute, OutputLimit: 1 << 20})
+	if err != nil {
+		return err
+	}
+	if res.ExitCode != 0 {
+		return fmt.Errorf("%q exited %d %s: %s", cmd, res.ExitCode, res.Message(), strings.TrimSpace(stderr.String()))
+	}
+	return nil
+}
+
+// rawExec runs argv in a container the way a caller of the Engine API
+// would: create, attach (which starts it), read both streams to EOF,
+// inspect for the exit code.
+func rawExec(ctx context.Context, cli *client.Client, id string, argv ...string) error {
+	cr, err := cli.ExecCreate(ctx, id, client.ExecCreateOptions{AttachStdout: true, AttachStderr: true, Cmd: argv})
+	if err != nil {
+		return err
+	}
+	at, err := cli.ExecAttach(ctx, cr.ID, client.ExecAttachOptions{})
+	if err != nil {
+		return err
+	}
+	_, err = stdcopy.StdCopy(io.Discard, io.Discard, at.Reader)
+	at.Close()
+	if err != nil {
+		return err
+	}
+	for {
+		ins, err := cli.ExecInspect(ctx, cr.ID, client.ExecInspectOptions{})
+		if err != nil {
+			return err
+		}
+		if !ins.Running {
+			if ins.ExitCode != 0 {
+				return fmt.Errorf("exit %d", ins.ExitCode)
+			}
+			return nil
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+func (b *bench) containerID(ctx context.Context, key string) (string, error) {
+	res, err := b.raw.ContainerInspect(ctx, image.ContainerName(key), client.ContainerInspectOptions{})
+	if err != nil {
+		return "", err
+	}
+	return res.Container.ID, nil
+}
+
+// ---- 1. warm exec ----
+
+func (b *bench) warmExec(ctx context.Context) error {
+	spec, err := b.office("bench-warm")
+	if err != nil {
+		return err
+	}
+	if err := hutchRun(ctx, b.rt, spec, "true", nil, nil); err != nil {
+		return fmt.Errorf("first command: %w", err)
+	}
+	id, err := b.containerID(ctx, spec.OfficeKey)
+	if err != nil {
+		return err
+	}
+	cl, err := b.rt.Agent(ctx, spec)
+	if err != nil {
+		return err
+	}
+	ops := []op{
+		{s: &series{name: "hutch: image.Runtime.Exec (sh -c true)"},
+			run: func() error { return hutchRun(ctx, b.rt, spec, "true", nil, nil) }},
+		{s: &series{name: "raw Engine API: ExecCreate+Attach+Inspect (true)"},
+			run: func() error { return rawExec(ctx, b.raw, id, "true") }},
+		{s: &series{name: "docker exec CLI (true)"},
+			run: func() error {
+				out, err := exec.CommandContext(ctx, b.docker, "exec", id, "true").CombinedOutput()
+				if err != nil {
+					return fmt.Errorf("docker exec: %v: %s", err, out)
+				}
+				return nil
+			}},
+		{s: &series{name: "diag: agent.Client.Exec alone, no provisioning check"},
+			run: func() error {
+				res, err := cl.Exec(ctx, sandbox.ExecRequest{Argv: []string{"true"}, Dir: spec.OfficeRuntimePath})
+				if err == nil && res.ExitCode != 0 {
+					err = fmt.Errorf("exit %d", res.ExitCode)
+				}
+				return err
+			}},
+		{s: &series{name: "diag: agent.Client.Ping alone (HTTP/2 round trip, no fork)"},
+			run: func() error { _, err := cl.Ping(ctx); return err }},
+		{s: &series{name: "diag: the 3 engine GETs of hutch's check, alone"},
+			run: func() error { return ensureGets(ctx, b.eng.Client, b.c.image, spec.OfficeKey) }},
+	}
+	if b.docker == "" {
+		ops = slices.Delete(ops, 2, 3)
+	}
+	if err := warmUp(ctx, 5, "warm exec", ops); err != nil {
+		return err
+	}
+	if err := interleave(ctx, b.c.warm, "warm exec", ops); err != nil {
+		return err
+	}
+	rows := seriesOf(ops)
+	raw := rows[1]
+	fmt.Fprintf(b.out, "\n1. Warm exec, %d runs per path, interleaved round-robin, all in the same warm hutch container\n", b.c.warm)
+	tw := table(b.out)
+	fmt.Fprintln(tw, "path\tok\tfail\tp50\tp90\tp99\t÷raw p50\t÷raw p90")
+	for _, s := range rows {
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s\t%s\t%.3f\t%.3f\n", s.name, len(s.d), s.fail, ms(s.p50()), ms(s.pct(90)), ms(s.pct(99)),
+			ratio(s.p50(), raw.p50()), ratio(s.pct(90), raw.pct(90)))
+	}
+	tw.Flush()
+	h := rows[0]
+	fmt.Fprintf(b.out, "hutch/raw API = %.3f (target ≤ 0.10)", ratio(h.p50(), raw.p50()))
+	if b.docker != "" {
+		fmt.Fprintf(b.out, " · hutch/docker CLI = %.3f", ratio(h.p50(), rows[2].p50()))
+	}
+	fmt.Fprintln(b.out)
+	b.reportFailures(rows)
+	b.addTarget("warm exec: hutch p50 / raw API p50", ratio(h.p50(), raw.p50()), 0.10)
+	return nil
+}
+
+// ensureGets makes the engine calls image.Runtime's per-command check
+// makes on a warm container: inspect the image, the container, and the
+// (absent) snapshot tag.
+func ensureGets(ctx context.Context, cli *client.Client, ref, key string) error {
+	if _, err := cli.ImageInspect(ctx, ref); err != nil {
+		return err
+	}
+	if _, err := cli.ContainerInspect(ctx, image.ContainerName(key), client.ContainerInspectOptions{}); err != nil {
+		return err
+	}
+	if _, err := cli.ImageInspect(ctx, image.SnapshotRef(key)); !engine.IsNotFound(err) {
+		return fmt.Errorf("snapshot inspect: %v", err)
+	}
+	return nil
+}
+
+func (b *bench) reportFailures(rows []*series) {
+	for _, s := range rows {
+		if s.fail > 0 {
+			fmt.Fprintf(b.out, "  %s: %d failures, first: %v\n", s.name, s.fail, s.err)
+		}
+	}
+}
+
+// profileWarm writes a CPU profile of a hutch-only warm exec loop.
+func (b *bench) profileWarm(ctx context.Context, path string) error {
+	spec, err := b.office("bench-warm")
+	if err != nil {
+		return err
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	n := max(b.c.warm, 200)
+	progress("profile: %d hutch warm execs into %s", n, path)
+	if err := pprof.StartCPUProfile(f); err != nil {
+		return err
+	}
+	t0 := time.Now()
+	for i := 0; i < n; i++ {
+		if err := hutchRun(ctx, b.rt, spec, "true", nil, nil); err != nil {
+			pprof.StopCPUProfile()
+			return err
+		}
+	}
+	el := time.Since(t0)
+	pprof.StopCPUProfile()
+	fmt.Fprintf(b.out, "\nprofile: %d hutch warm execs, mean %s each, CPU profile in %s\n", n, ms(el/time.Duration(n)), path)
+	return nil
+}
+
+// ---- 2. cold start ----
+
+func (b *bench) coldStart(ctx context.Context) error {
+	var n [3]int
+	var cleanups []func()
+	after := func() {
+		for _, f := range cleanups {
+			f()
+		}
+		cleanups = nil
+	}
+	ops := []op{
+		{s: &series{name: "hutch: first command of a new conversation"}, after: after,
+			run: func() error { n[0]++; return b.coldHutch(ctx, n[0], &cleanups) }},
+		{s: &series{name: "raw API: create+start+exec (true), default bridge"}, after: after,
+			run: func() error { n[1]++; return b.coldRaw(ctx, n[1], false, &cleanups) }},
+		{s: &series{name: "ref: raw API, own network: network create+create+start+exec"}, after: after,
+			run: func() error { n[2]++; return b.coldRaw(ctx, n[2], true, &cleanups) }},
+	}
+	if err := warmUp(ctx, 1, "cold start", ops); err != nil {
+		return err
+	}
+	if err := interleave(ctx, b.c.cold, "cold start", ops); err != nil {
+		return err
+	}
+	rows := seriesOf(ops)
+	raw := rows[1]
+	fmt.Fprintf(b.out, "\n2. Cold start, %d per path, alternating; each container and network removed after its run, untimed\n", b.c.cold)
+	tw := table(b.out)
+	fmt.Fprintln(tw, "path\tok\tfail\tp50\tp90\tmax\t÷raw p50")
+	for _, s := range rows {
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s\t%s\t%.3f\n", s.name, len(s.d), s.fail, ms(s.p50()), ms(s.pct(90)), ms(s.pct(100)), ratio(s.p50(), raw.p50()))
+	}
+	tw.Flush()
+	fmt.Fprintf(b.out, "hutch/raw API = %.3f (target ≤ 1.2) · hutch/raw API with its own network = %.3f\n",
+		ratio(rows[0].p50(), raw.p50()), ratio(rows[0].p50(), rows[2].p50()))
+	b.reportFailures(rows)
+	b.addTarget("cold start: hutch p50 / raw API p50", ratio(rows[0].p50(), raw.p50()), 1.2)
+	return nil
+}
+
+// coldHutch runs the first command of a new conversation; its runtime is
+// removed by the cleanup it registers.
+func (b *bench) coldHutch(ctx context.Context, i int, cleanups *[]func()) error {
+	spec, err := b.office(fmt.Sprintf("bench-cold-%d", i))
+	if err != nil {
+		return err
+	}
+	*cleanups = append(*cleanups, func() {
+		if err := b.rt.Remove(context.WithoutCancel(ctx), spec.OfficeKey); err != nil {
+			progress("remove %s: %v", spec.OfficeKey, err)
+		}
+	})
+	return hutchRun(ctx, b.rt, spec, "true", nil, nil)
+}
+
+// coldRaw creates, starts and execs `true` in a plain container of the
+// same image with a sleeping pid 1, optionally on a bridge network of its
+// own (as hutch makes one per conversation).
+func (b *bench) coldRaw(ctx context.Context, i int, ownNet bool, cleanups *[]func()) error {
+	labels := map[string]string{engine.LabelStateDir: b.state}
+	name := fmt.Sprintf("hutch-bench-raw-%d-%s", i, randHex(3))
+	var id string
+	*cleanups = append(*cleanups, func() {
+		c := context.WithoutCancel(ctx)
+		if id != "" {
+			if _, err := b.raw.ContainerRemove(c, id, client.ContainerRemoveOptions{Force: true}); err != nil {
+				progress("remove %s: %v", name, err)
+			}
+		}
+		if ownNet {
+			if _, err := b.raw.NetworkRemove(c, name, client.NetworkRemoveOptions{}); err != nil && !engine.IsNotFound(err) {
+				progress("remove network %s: %v", name, err)
+			}
+		}
+	})
+	netMode := container.NetworkMode("bridge")
+	if ownNet {
+		sub := netip.PrefixFrom(netip.AddrFrom4([4]byte{10, 214, byte(i >> 5), byte(i << 3)}), 29)
+		if _, err := b.raw.NetworkCreate(ctx, name, client.NetworkCreateOptions{Driver: "bridge", Labels: labels,
+			IPAM: &network.IPAM{Config: []network.IPAMConfig{{Subnet: sub, Gateway: sub.Addr().Next()}}}}); err != nil {
+			return err
+		}
+		netMode = container.NetworkMode(name)
+	}
+	res, err := b.raw.ContainerCreate(ctx, client.ContainerCreateOptions{Name: name,
+		Config:     &container.Config{Image: b.c.image, Cmd: []string{"sleep", "2147483647"}, Labels: labels},
+		HostConfig: &container.HostConfig{NetworkMode: netMode}})
+	if err != nil {
+		return err
+	}
+	id = res.ID
+	if _, err := b.raw.ContainerStart(ctx, id, client.ContainerStartOptions{}); err != nil {
+		return err
+	}
+	return rawExec(ctx, b.raw, id, "true")
+}
+
+func randHex(n int) string {
+	p := make([]byte, n)
+	_, _ = rand.Read(p)
+	return fmt.Sprintf("%x", p)
+}
+
+// ---- 3. files ----
+
+type countWriter struct{ n int64 }
+
+func (c *countWriter) Write(p []byte) (int, error) { c.n += int64(len(p)); return len(p), nil }
+
+func (b *bench) files(ctx context.Context) error {
+	spec, err := b.office("bench-warm")
+	if err != nil {
+		return err
+	}
+	if err := hutchRun(ctx, b.rt, spec, "true", nil, nil); err != nil {
+		return err
+	}
+	id, err := b.containerID(ctx, spec.OfficeKey)
+	if err != nil {
+		return err
+	}
+	cl, err := b.rt.Agent(ctx, spec)
+	if err != nil {
+		return err
+	}
+	var buf bytes.Buffer
+	tw := table(&buf)
+	fmt.Fprintln(tw, "size\top\tpath\tok\tfail\tp50\tp90\tp99\t÷raw p50")
+	var notes []string
+	for _, sz := range []struct {
+		label, tag string
+		size, n    int
+	}{{"4 KiB", "4k", 4 << 10, b.c.small}, {"16 MiB", "16m", 16 << 20, b.c.large}} {
+		data := make([]byte, sz.size)
+		_, _ = rand.Read(data)
+		hpath := "/tmp/hb-hutch-" + sz.tag
+		rname := "hb-raw-" + sz.tag
+		tarball, err := tarOf(rname, data)
+		if err != nil {
+			return err
+		}
+		readRaw := func(into io.Writer) error {
+			res, err := b.raw.CopyFromContainer(ctx, id, client.CopyFromContainerOptions{SourcePath: "/tmp/" + rname})
+			if err != nil {
+				return err
+			}
+			defer res.Content.Close()
+			tr := tar.NewReader(res.Content)
+			if _, err := tr.Next(); err != nil {
+				return err
+			}
+			cw := &countWriter{}
+			if _, err := io.Copy(io.MultiWriter(cw, into), tr); err != nil {
+				return err
+			}
+			if cw.n != int64(sz.size) {
+				return fmt.Errorf("read %d bytes, want %d", cw.n, sz.size)
+			}
+			return nil
+		}
+		readHutch := func(c func() (fileClient, error), into io.Writer) error {
+			cl, err := c()
+			if err != nil {
+				return err
+			}
+			cw := &countWriter{}
+			if err := cl.ReadFile(ctx, hpath, io.MultiWriter(cw, into)); err != nil {
+				return err
+			}
+			if cw.n != int64(sz.size) {
+				return fmt.Errorf("read %d bytes, want %d", cw.n, sz.size)
+			}
+			return nil
+		}
+		viaRuntime := func() (fileClient, error) { return b.rt.Agent(ctx, spec) }
+		direct := func() (fileClient, error) { return cl, nil }
+		ops := []op{
+			{s: &series{name: "hutch: WriteFile"}, run: func() error {
+				c, err := viaRuntime()
+				if err != nil {
+					return err
+				}
+				return c.WriteFile(ctx, hpath, bytes.NewReader(data), 0o644)
+			}},
+			{s: &series{name: "diag: agent.Client.WriteFile alone"}, run: func() error {
+				return cl.WriteFile(ctx, hpath, bytes.NewReader(data), 0o644)
+			}},
+			{s: &series{name: "raw API: CopyToContainer (tar)"}, run: func() error {
+				_, err := b.raw.CopyToContainer(ctx, id, client.CopyToContainerOptions{DestinationPath: "/tmp", Content: bytes.NewReader(tarball)})
+				return err
+			}},
+			{s: &series{name: "hutch: ReadFile"}, run: func() error { return readHutch(viaRuntime, io.Discard) }},
+			{s: &series{name: "diag: agent.Client.ReadFile alone"}, run: func() error { return readHutch(direct, io.Discard) }},
+			{s: &series{name: "raw API: CopyFromContainer (tar)"}, run: func() error { return readRaw(io.Discard) }},
+		}
+		if err := warmUp(ctx, min(3, sz.n), "files "+sz.label, ops); err != nil {
+			return err
+		}
+		// Both ways hold the bytes written.
+		want := sha256.Sum256(data)
+		for _, read := range []func(io.Writer) error{func(w io.Writer) error { return readHutch(direct, w) }, readRaw} {
+			h := sha256.New()
+			if err := read(h); err != nil {
+				return err
+			}
+			if !bytes.Equal(h.Sum(nil), want[:]) {
+				return fmt.Errorf("%s: content read back differs from what was written", sz.label)
+			}
+		}
+		if err := interleave(ctx, sz.n, "files "+sz.label, ops); err != nil {
+			return err
+		}
+		rows := seriesOf(ops)
+		for i, s := range rows {
+			base := rows[2]
+			opName := "write"
+			if i >= 3 {
+				base, opName = rows[5], "read"
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%s\t%s\t%s\t%.3f\n", sz.label, opName, s.name, len(s.d), s.fail,
+				ms(s.p50()), ms(s.pct(90)), ms(s.pct(99)), ratio(s.p50(), base.p50()))
+		}
+		b.reportFailures(rows)
+		if sz.tag == "4k" {
+			b.addTarget("files 4 KiB write: hutch p50 / CopyToContainer p50", ratio(rows[0].p50(), rows[2].p50()), 0.2)
+			b.addTarget("files 4 KiB read: hutch p50 / CopyFromContainer p50", ratio(rows[3].p50(), rows[5].p50()), 0.2)
+		}
+		note := ""
+		if sz.tag == "4k" {
+			note = " (target ≤ 0.2)"
+		}
+		notes = append(notes, fmt.Sprintf("%s: hutch/raw write = %.3f, read = %.3f%s", sz.label,
+			ratio(rows[0].p50(), rows[2].p50()), ratio(rows[3].p50(), rows[5].p50()), note))
+	}
+	tw.Flush()
+	fmt.Fprintf(b.out, "\n3. Files, interleaved round-robin per size, in the warm hutch container (/tmp); \"hutch\" = image.Runtime.Agent + the call\n")
+	b.out.Write(buf.Bytes())
+	for _, n := range notes {
+		fmt.Fprintln(b.out, n)
+	}
+	return nil
+}
+
+// fileClient is the agent client's file half.
+type fileClient interface {
+	ReadFile(ctx context.Context, path string, w io.Writer) error
+	WriteFile(ctx context.Context, path string, r io.Reader, mode os.FileMode) error
+}
+
+func tarOf(name string, data []byte) ([]byte, error) {
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	if err := tw.WriteHeader(&tar.Header{Name: name, Mode: 0o644, Size: int64(len(data)), ModTime: time.Now(), Typeflag: tar.TypeReg}); err != nil {
+		return nil, err
+	}
+	if _, err := tw.Write(data); err != nil {
+		return nil, err
+	}
+	if err := tw.Close(); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// ---- 4. concurrency ----
+
+func (b *bench) concurrency(ctx context.Context) error {
+	specs := make([]sandbox.Spec, b.c.convs)
+	for i := range specs {
+		var err error
+		if specs[i], err = b.office(fmt.Sprintf("bench-conc-%d", i)); err != nil {
+			return err
+		}
+	}
+	defer b.removeAll(b.rt, specs, "concurrency")
+	var (
+		mu              sync.Mutex
+		cold, warm, all = &series{name: "first command (container created)"}, &series{name: "later commands (warm)"}, &series{name: "all commands"}
+		done            int
+		total           = b.c.convs * b.c.cmds
+		wg              sync.WaitGroup
+		start           = make(chan struct{})
+		stopProgress    = make(chan struct{})
+		progressStopped = make(chan struct{})
+	)
+	for c := range specs {
+		wg.Go(func() {
+			<-start
+			for j := 0; j < b.c.cmds; j++ {
+				var out bytes.Buffer
+				t0 := time.Now()
+				err := hutchRun(ctx, b.rt, specs[c], "echo $i", map[string]string{"i": strconv.Itoa(j)}, &out)
+				d := time.Since(t0)
+				if err == nil && out.String() != strconv.Itoa(j)+"\n" {
+					err = fmt.Errorf("conversation %d command %d printed %q", c, j, out.String())
+				}
+				mu.Lock()
+				if j == 0 {
+					cold.record(d, err)
+				} else {
+					warm.record(d, err)
+				}
+				all.record(d, err)
+				done++
+				mu.Unlock()
+			}
+		})
+	}
+	go func() {
+		defer close(progressStopped)
+		t := time.NewTicker(5 * time.Second)
+		defer t.Stop()
+		for {
+			select {
+			case <-stopProgress:
+				return
+			case <-t.C:
+				mu.Lock()
+				progress("concurrency: %d/%d commands, %d failed", done, total, all.fail)
+				mu.Unlock()
+			}
+		}
+	}()
+	t0 := time.Now()
+	close(start)
+	wg.Wait()
+	wall := time.Since(t0)
+	close(stopProgress)
+	<-progressStopped
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	fmt.Fprintf(b.out, "\n4. Concurrency: %d conversations at once × %d commands (`echo $i`, i per command in env), one image.Runtime, containers created on demand\n", b.c.convs, b.c.cmds)
+	tw := table(b.out)
+	fmt.Fprintln(tw, "commands\tok\tfail\tp50\tp90\tp99\tmax")
+	for _, s := range []*series{cold, warm, all} {
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s\t%s\t%s\n", s.name, len(s.d), s.fail, ms(s.p50()), ms(s.pct(90)), ms(s.pct(99)), ms(s.pct(100)))
+	}
+	tw.Flush()
+	fmt.Fprintf(b.out, "failures %d of %d (target 0) · wall time %s · %.1f commands/s\n", all.fail, total, ms(wall), float64(total)/wall.Seconds())
+	b.reportFailures([]*series{all})
+	b.targets = append(b.targets, target{what: "concurrency: failed commands", value: float64(all.fail), limit: 0, less: false})
+	return nil
+}
+
+// removeAll removes the runtimes of specs, a few at once.
+func (b *bench) removeAll(rt *image.Runtime, specs []sandbox.Spec, label string) {
+	ctx := context.Background()
+	var mu sync.Mutex
+	done := 0
+	progress("%s: removing %d runtimes", label, len(specs))
+	parallel(len(specs), b.c.parallel, func(i int) {
+		if err := rt.Remove(ctx, specs[i].OfficeKey); err != nil && !strings.Contains(err.Error(), "No runtime") {
+			progress("remove %s: %v", specs[i].OfficeKey, err)
+		}
+		mu.Lock()
+		done++
+		if done%20 == 0 {
+			progress("%s: removed %d/%d", label, done, len(specs))
+		}
+		mu.Unlock()
+	})
+}
+
+// ---- 5. memory ----
+
+type selfMem struct {
+	rss, rssAnon int64 // bytes
+	heap         uint64
+	goroutines   int
+}
+
+func measureSelf() selfMem {
+	runtime.GC()
+	debug.FreeOSMemory()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	st, _ := os.ReadFile("/proc/self/status")
+	kv := statusKB(string(st))
+	return selfMem{rss: kv["VmRSS"] << 10, rssAnon: kv["RssAnon"] << 10, heap: m.HeapAlloc, goroutines: runtime.NumGoroutine()}
+}
+
+// statusKB parses the "kB" lines of a /proc/<pid>/status.
+func statusKB(s string) map[string]int64 {
+	out := map[string]int64{}
+	for _, line := range strings.Split(s, "\n") {
+		k, v, ok := strings.Cut(line, ":")
+		if !ok {
+			continue
+		}
+		f := strings.Fields(v)
+		if len(f) == 2 && f[1] == "kB" {
+			if n, err := strconv.ParseInt(f[0], 10, 64); err == nil {
+				out[k] = n
+			}
+		}
+	}
+	return out
+}
+
+func (b *bench) memory(ctx context.Context) error {
+	// A runtime of its own, so the sessions of earlier phases do not count.
+	rt, err := b.newRuntime()
+	if err != nil {
+		return err
+	}
+	specs := make([]sandbox.Spec, b.c.idle)
+	for i := range specs {
+		if specs[i], err = b.office(fmt.Sprintf("bench-idle-%d", i)); err != nil {
+			return err
+		}
+	}
+	defer b.removeAll(rt, specs, "memory")
+	before := measureSelf()
+	var (
+		mu       sync.Mutex
+		done     int
+		firstErr error
+	)
+	progress("memory: creating %d idle managed containers, %d at once", len(specs), b.c.parallel)
+	parallel(len(specs), b.c.parallel, func(i int) {
+		if ctx.Err() != nil {
+			return
+		}
+		err := hutchRun(ctx, rt, specs[i], "true", nil, nil)
+		mu.Lock()
+		defer mu.Unlock()
+		if err != nil && firstErr == nil {
+			firstErr = fmt.Errorf("conversation %d: %w", i, err)
+		}
+		done++
+		if done%10 == 0 {
+			progress("memory: %d/%d containers up", done, len(specs))
+		}
+	})
+	if firstErr != nil {
+		return firstErr
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	time.Sleep(2 * time.Second) // let the agents settle into idle
+	after := measureSelf()
+
+	var vmRSS, anon, file []int64
+	for _, spec := range specs {
+		var out bytes.Buffer
+		if err := hutchRun(ctx, rt, spec, "cat /proc/1/status", nil, &out); err != nil {
+			return err
+		}
+		kv := statusKB(out.String())
+		vmRSS, anon, file = append(vmRSS, kv["VmRSS"]), append(anon, kv["RssAnon"]), append(file, kv["RssFile"])
+	}
+	med := func(v []int64) int64 { v = slices.Clone(v); slices.Sort(v); return v[(len(v)-1)/2] }
+	mx := func(v []int64) int64 { return slices.Max(v) }
+	n := int64(len(specs))
+	mib := func(v int64) string { return fmt.Sprintf("%.1f MiB", float64(v)/(1<<20)) }
+	kib := func(v int64) string { return fmt.Sprintf("%.0f KiB", float64(v)/(1<<10)) }
+
+	fmt.Fprintf(b.out, "\n5. Memory with %d idle managed containers made through one image.Runtime (each ran `true`, then idle)\n", len(specs))
+	tw := table(b.out)
+	fmt.Fprintln(tw, "agent (pid 1 in each container, /proc/1/status via exec)\tp50\tmax")
+	fmt.Fprintf(tw, "VmRSS\t%s\t%s\n", kib(med(vmRSS)<<10), kib(mx(vmRSS)<<10))
+	fmt.Fprintf(tw, "RssAnon (private to the container)\t%s\t%s\n", kib(med(anon)<<10), kib(mx(anon)<<10))
+	fmt.Fprintf(tw, "RssFile (the shared, bind-mounted binary)\t%s\t%s\n", kib(med(file)<<10), kib(mx(file)<<10))
+	tw.Flush()
+	tw = table(b.out)
+	fmt.Fprintln(tw, "this process (hutch in-process)\tbefore\tafter\tper container")
+	fmt.Fprintf(tw, "VmRSS\t%s\t%s\t%s\n", mib(before.rss), mib(after.rss), kib((after.rss-before.rss)/n))
+	fmt.Fprintf(tw, "RssAnon\t%s\t%s\t%s\n", mib(before.rssAnon), mib(after.rssAnon), kib((after.rssAnon-before.rssAnon)/n))
+	fmt.Fprintf(tw, "Go heap in use (after GC)\t%s\t%s\t%s\n", mib(int64(before.heap)), mib(int64(after.heap)), kib((int64(after.heap)-int64(before.heap))/n))
+	fmt.Fprintf(tw, "goroutines\t%d\t%d\t%.1f\n", before.goroutines, after.goroutines, float64(after.goroutines-before.goroutines)/float64(n))
+	tw.Flush()
+	return nil
+}
+
+// ---- summary ----
+
+func (b *bench) summary() {
+	if len(b.targets) == 0 {
+		return
+	}
+	fmt.Fprintf(b.out, "\nTargets\n")
+	tw := table(b.out)
+	for _, t := range b.targets {
+		ok := t.value <= t.limit
+		op := "≤"
+		if !t.less {
+			ok, op = t.value == t.limit, "="
+		}
+		verdict := "MISS"
+		if ok {
+			verdict = "ok"
+		}
+		fmt.Fprintf(tw, "%s\t%.3g\t%s %g\t%s\n", t.what, t.value, op, t.limit, verdict)
+	}
+	tw.Flush()
+}
