@@ -54,11 +54,13 @@ import (
 	"io"
 	"log/slog"
 	"math"
+	"net/http"
 	"net/netip"
 	"os"
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"runtime/debug"
 	"runtime/pprof"
@@ -148,6 +150,7 @@ func run() int {
 	}{
 		{"warm exec", b.warmExec},
 		{"cold start", b.coldStart},
+		{"trace", b.trace},
 		{"files", b.files},
 		{"concurrency", b.concurrency},
 		{"memory", b.memory},
@@ -159,6 +162,10 @@ func run() int {
 		}
 		progress("phase: %s", p.name)
 		if err := p.f(ctx); err != nil {
+			if ctx.Err() != nil {
+				fmt.Fprintf(b.out, "\n%s: interrupted\n", p.name)
+				break
+			}
 			fmt.Fprintf(os.Stderr, "bench: %s: %v\n", p.name, err)
 			fmt.Fprintf(b.out, "\n%s: FAILED: %v\n", p.name, err)
 			failed = true
@@ -456,9 +463,10 @@ func table(w io.Writer) *tabwriter.Writer { return tabwriter.NewWriter(w, 0, 0, 
 // op is one measured path: run is timed; after, when set, runs untimed
 // right after it (cleanup of what run made).
 type op struct {
-	s     *series
-	run   func() error
-	after func()
+	s      *series
+	before func() error
+	run    func() error
+	after  func()
 }
 
 // interleave runs every op n times, round-robin, rotating which goes first
@@ -471,8 +479,14 @@ func interleave(ctx context.Context, n int, label string, ops []op) error {
 		}
 		for j := range ops {
 			o := ops[(i+j)%len(ops)]
+			var err error
+			if o.before != nil {
+				err = o.before()
+			}
 			t0 := time.Now()
-			err := o.run()
+			if err == nil {
+				err = o.run()
+			}
 			o.s.record(time.Since(t0), err)
 			if o.after != nil {
 				o.after()
@@ -482,14 +496,14 @@ func interleave(ctx context.Context, n int, label string, ops []op) error {
 			progress("%s: %d/%d rounds", label, i+1, n)
 		}
 	}
-	return nil
+	return ctx.Err() // an interrupted last round is no measurement
 }
 
 // warmUp runs every op a few times unrecorded and fails on any error.
 func warmUp(ctx context.Context, n int, label string, ops []op) error {
 	scratch := make([]op, len(ops))
 	for i, o := range ops {
-		scratch[i] = op{s: &series{name: o.s.name}, run: o.run, after: o.after}
+		scratch[i] = op{s: &series{name: o.s.name}, before: o.before, run: o.run, after: o.after}
 	}
 	if err := interleave(ctx, n, label+" warm-up", scratch); err != nil {
 		return err
@@ -714,8 +728,9 @@ func (b *bench) profileWarm(ctx context.Context, path string) error {
 // ---- 2. cold start ----
 
 func (b *bench) coldStart(ctx context.Context) error {
-	var n [3]int
+	var n [4]int
 	var cleanups []func()
+	var pre sandbox.Spec
 	after := func() {
 		for _, f := range cleanups {
 			f()
@@ -729,6 +744,9 @@ func (b *bench) coldStart(ctx context.Context) error {
 			run: func() error { n[1]++; return b.coldRaw(ctx, n[1], false, &cleanups) }},
 		{s: &series{name: "ref: raw API, own network: network create+create+start+exec"}, after: after,
 			run: func() error { n[2]++; return b.coldRaw(ctx, n[2], true, &cleanups) }},
+		{s: &series{name: "diag: hutch first command, its network made beforehand"}, after: after,
+			before: func() (err error) { n[3]++; pre, err = b.preNetwork(ctx, n[3], &cleanups); return err },
+			run:    func() error { return hutchRun(ctx, b.rt, pre, "true", nil, nil) }},
 	}
 	if err := warmUp(ctx, 1, "cold start", ops); err != nil {
 		return err
@@ -765,6 +783,27 @@ func (b *bench) coldHutch(ctx context.Context, i int, cleanups *[]func()) error 
 		}
 	})
 	return hutchRun(ctx, b.rt, spec, "true", nil, nil)
+}
+
+// preNetwork makes, untimed, the network hutch would make for a new
+// conversation (same name and labels, a subnet outside hutch's pool), so
+// that a first command can be timed without the network's creation.
+func (b *bench) preNetwork(ctx context.Context, i int, cleanups *[]func()) (sandbox.Spec, error) {
+	spec, err := b.office(fmt.Sprintf("bench-prenet-%d", i))
+	if err != nil {
+		return spec, err
+	}
+	*cleanups = append(*cleanups, func() {
+		if err := b.rt.Remove(context.WithoutCancel(ctx), spec.OfficeKey); err != nil && !strings.Contains(err.Error(), "No runtime") {
+			progress("remove %s: %v", spec.OfficeKey, err)
+		}
+	})
+	sub := netip.PrefixFrom(netip.AddrFrom4([4]byte{10, 215, byte(i >> 5), byte(i << 3)}), 29)
+	_, err = b.raw.NetworkCreate(ctx, image.NetworkName(spec.OfficeKey), client.NetworkCreateOptions{Driver: "bridge",
+		IPAM: &network.IPAM{Config: []network.IPAMConfig{{Subnet: sub, Gateway: sub.Addr().Next()}}},
+		Labels: map[string]string{engine.LabelManaged: "true", engine.LabelMode: string(sandbox.KindImage),
+			engine.LabelOffice: spec.OfficeKey, engine.LabelStateDir: b.state}})
+	return spec, err
 }
 
 // coldRaw creates, starts and execs `true` in a plain container of the
@@ -813,6 +852,138 @@ func randHex(n int) string {
 	p := make([]byte, n)
 	_, _ = rand.Read(p)
 	return fmt.Sprintf("%x", p)
+}
+
+// ---- 2b. trace ----
+
+// engineTrace records the Engine API requests of a traced client: when
+// each was sent and when its response headers arrived.
+type engineTrace struct {
+	mu    sync.Mutex
+	on    bool
+	t0    time.Time
+	calls []engineCall
+}
+
+type engineCall struct {
+	what       string
+	start, dur time.Duration
+	status     int
+}
+
+const traceHeader = "X-Hutch-Bench-Sent"
+
+func (t *engineTrace) begin() {
+	t.mu.Lock()
+	t.on, t.t0, t.calls = true, time.Now(), nil
+	t.mu.Unlock()
+}
+
+func (t *engineTrace) end() []engineCall {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.on = false
+	return t.calls
+}
+
+var (
+	hexID      = regexp.MustCompile(`[0-9a-f]{64}`)
+	apiVersion = regexp.MustCompile(`^/v[0-9.]+`)
+)
+
+func (t *engineTrace) response(resp *http.Response) {
+	now := time.Now()
+	req := resp.Request
+	if req == nil {
+		return
+	}
+	sent, err := strconv.ParseInt(req.Header.Get(traceHeader), 10, 64)
+	if err != nil {
+		return
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if !t.on {
+		return
+	}
+	path := hexID.ReplaceAllString(apiVersion.ReplaceAllString(req.URL.Path, ""), "<id>")
+	t.calls = append(t.calls, engineCall{what: req.Method + " " + path, start: time.Unix(0, sent).Sub(t.t0), dur: now.Sub(time.Unix(0, sent)), status: resp.StatusCode})
+}
+
+// tracedRuntime is an image.Runtime over the same installation whose
+// engine client records every request.
+func (b *bench) tracedRuntime(ctx context.Context) (*image.Runtime, *engineTrace, error) {
+	tr := &engineTrace{}
+	cli, err := client.New(client.FromEnv,
+		client.WithHTTPRequestHook(func(r *http.Request) error {
+			r.Header.Set(traceHeader, strconv.FormatInt(time.Now().UnixNano(), 10))
+			return nil
+		}),
+		client.WithHTTPResponseHook(tr.response))
+	if err != nil {
+		return nil, nil, err
+	}
+	if _, err := cli.Ping(ctx, client.PingOptions{NegotiateAPIVersion: true}); err != nil {
+		cli.Close()
+		return nil, nil, err
+	}
+	eng := *b.eng
+	eng.Client = cli
+	rt, err := image.New(image.Config{Engine: &eng, Image: b.c.image, StateDir: b.state, RunDir: b.runDir, Agent: b.agent, Log: b.log})
+	if err != nil {
+		cli.Close()
+	}
+	return rt, tr, err
+}
+
+// trace shows where one hutch cold start and one warm exec spend their
+// time: each Engine API call (until its response headers), and what is
+// left after the last one (waiting for the agent, running the command).
+func (b *bench) trace(ctx context.Context) error {
+	rt, tr, err := b.tracedRuntime(ctx)
+	if err != nil {
+		return err
+	}
+	spec, err := b.office("bench-trace")
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err := rt.Remove(context.WithoutCancel(ctx), spec.OfficeKey); err != nil {
+			progress("remove %s: %v", spec.OfficeKey, err)
+		}
+	}()
+	fmt.Fprintf(b.out, "\n2b. Where one traced hutch cold start and one warm exec go (Engine API calls until response headers; office key shown as <key>)\n")
+	show := func(title string, f func() error) error {
+		tr.begin()
+		t0 := time.Now()
+		err := f()
+		total := time.Since(t0)
+		calls := tr.end()
+		if err != nil {
+			return err
+		}
+		tw := table(b.out)
+		fmt.Fprintf(tw, "%s: %s total\tat\ttook\tstatus\n", title, ms(total))
+		var last, inCalls time.Duration
+		for _, c := range calls {
+			fmt.Fprintf(tw, "  %s\t+%s\t%s\t%d\n", strings.ReplaceAll(c.what, spec.OfficeKey, "<key>"), ms(c.start), ms(c.dur), c.status)
+			last = max(last, c.start+c.dur)
+			inCalls += c.dur
+		}
+		fmt.Fprintf(tw, "  engine calls, summed\t\t%s\t\n", ms(inCalls))
+		fmt.Fprintf(tw, "  after the last engine call (agent start, ping, exec)\t+%s\t%s\t\n", ms(last), ms(total-last))
+		return tw.Flush()
+	}
+	if err := show("cold start", func() error { return hutchRun(ctx, rt, spec, "true", nil, nil) }); err != nil {
+		return err
+	}
+	for i := 0; i < 5; i++ {
+		if err := hutchRun(ctx, rt, spec, "true", nil, nil); err != nil {
+			return err
+		}
+	}
+	return show("warm exec", func() error { return hutchRun(ctx, rt, spec, "true", nil, nil) })
 }
 
 // ---- 3. files ----
