@@ -1,9 +1,14 @@
 package engine
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
 	"os"
 	"strings"
 	"time"
@@ -81,6 +86,55 @@ func (e *Engine) HostGateway() string {
 	return "host.docker.internal"
 }
 
+// CanUpdateLimits reports whether the engine changes a running
+// container's limits (POST /containers/{id}/update). Podman's
+// Docker-compatible API has no such endpoint before Podman 5.1 (it answers
+// 404), so there limits are fixed when the container is created.
+func (e *Engine) CanUpdateLimits() bool {
+	if e.Flavor != FlavorPodman {
+		return true
+	}
+	var major, minor int
+	if _, err := fmt.Sscanf(e.ServerVersion, "%d.%d", &major, &minor); err != nil {
+		return true // an unknown version is taken to be a current one
+	}
+	return major > 5 || major == 5 && minor >= 1
+}
+
+// PodmanUntag removes every name of the image ref names and leaves the
+// image, and any container made from it, alone. Docker does that for one
+// name with a forced image removal; Podman's forced removal also removes
+// every container that uses the image, and without force it refuses to
+// remove an image's last name while a container uses it. So this calls
+// Podman's own endpoint, which its Docker-compatible API lacks:
+// POST /libpod/images/{name}/untag. (Every name, because the compatible
+// API stored an unqualified name as docker.io/library/..., which the
+// endpoint's repo parameter would read as localhost/....) A ref the
+// engine does not know is an error that IsNotFound recognises.
+func (e *Engine) PodmanUntag(ctx context.Context, ref string) error {
+	u := "http://podman/v4.0.0/libpod/images/" + url.PathEscape(ref) + "/untag"
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u, nil)
+	if err != nil {
+		return err
+	}
+	dial := e.Client.Dialer()
+	tr := &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) { return dial(ctx) }}
+	defer tr.CloseIdleConnections()
+	resp, err := (&http.Client{Transport: tr}).Do(req)
+	if err != nil {
+		return fmt.Errorf("untag %s: %w", ref, err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+	switch {
+	case resp.StatusCode/100 == 2:
+		return nil
+	case resp.StatusCode == http.StatusNotFound:
+		return fmt.Errorf("untag %s: %s: %w", ref, bytes.TrimSpace(body), cerrdefs.ErrNotFound)
+	}
+	return fmt.Errorf("untag %s: %s: %s", ref, resp.Status, bytes.TrimSpace(body))
+}
+
 // Unreachable is the one message for an engine that does not answer.
 func Unreachable(host string, cause error) error {
 	if host == "" {
@@ -115,7 +169,7 @@ func Classify(err error, what string) error {
 		return fmt.Errorf("%s: %w", what, Unreachable("", err))
 	case cerrdefs.IsNotFound(err):
 		return fmt.Errorf("%s: %v: %w", what, err, errdefs.ErrNotFound)
-	case cerrdefs.IsConflict(err), cerrdefs.IsAlreadyExists(err):
+	case IsConflict(err):
 		return fmt.Errorf("%s: %v: %w", what, err, errdefs.ErrConflict)
 	case cerrdefs.IsInvalidArgument(err):
 		return fmt.Errorf("%s: %v: %w", what, err, errdefs.ErrInvalid)
@@ -130,4 +184,13 @@ func IsNotFound(err error) bool { return cerrdefs.IsNotFound(err) }
 
 // IsConflict reports whether an engine error means "already exists" or
 // "in use", as a racing create or a remove of a busy object gets.
-func IsConflict(err error) bool { return cerrdefs.IsConflict(err) || cerrdefs.IsAlreadyExists(err) }
+func IsConflict(err error) bool {
+	return cerrdefs.IsConflict(err) || cerrdefs.IsAlreadyExists(err) || podmanNameInUse(err)
+}
+
+// podmanNameInUse recognises Podman 4's answer to a create under a name
+// that is taken: status 500, not Docker's 409, with containers/storage's
+// ErrDuplicateName text.
+func podmanNameInUse(err error) bool {
+	return err != nil && strings.Contains(err.Error(), "that name is already in use")
+}

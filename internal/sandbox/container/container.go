@@ -12,6 +12,7 @@ import (
 	"archive/tar"
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -202,11 +203,48 @@ func (r *Runtime) copyAgent(ctx context.Context, id string) error {
 	return nil
 }
 
+// agentStartWindow bounds how long dial keeps trying an agent that exits
+// before it says anything (see dial).
+const agentStartWindow = 10 * time.Second
+
+// errAgentNotStarted is a dial whose agent ended its output streams
+// before writing a byte to stdout.
+var errAgentNotStarted = errors.New("the agent exited before it answered")
+
 // dial starts `hutch agent --stdio` in the container through one exec
 // and returns its stdin and stdout as a connection. The exec lives as
 // long as the connection; when hutch goes away the agent's stdin ends,
 // and it kills what it was running.
+//
+// An agent that exits before it writes anything to stdout is started
+// again for a while. Several hutch processes using one container for the
+// first time each copy the agent in (see copyAgent), and on Podman an exec
+// that lands while another process's copy rewrites the file fails: its
+// copy creates the file 0600, writes it, then chmods it, so the exec fails
+// with "permission denied" or "text file busy", reported on stderr. The
+// copy ends within moments and the next exec works. (Docker reports a
+// failed exec on stdout, so there nothing is retried.)
 func (r *Runtime) dial(ctx context.Context, bin string) (net.Conn, error) {
+	deadline := time.Now().Add(agentStartWindow)
+	delay := 20 * time.Millisecond
+	for {
+		c, err := r.dialOnce(ctx, bin)
+		if !errors.Is(err, errAgentNotStarted) || time.Now().After(deadline) {
+			return c, err
+		}
+		r.log.Debug("agent did not start; starting it again", "error", err)
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(delay):
+		}
+		delay = min(2*delay, 500*time.Millisecond)
+	}
+}
+
+// dialOnce starts the agent once and waits until it writes its first
+// byte (the HTTP/2 server's SETTINGS frame) or its streams end.
+func (r *Runtime) dialOnce(ctx context.Context, bin string) (net.Conn, error) {
 	ex, err := r.api.ExecCreate(ctx, r.cfg.Name, client.ExecCreateOptions{
 		Cmd:          []string{bin, "agent", "--stdio"},
 		AttachStdin:  true,
@@ -220,27 +258,51 @@ func (r *Runtime) dial(ctx context.Context, bin string) (net.Conn, error) {
 	if err != nil {
 		return nil, engine.Classify(err, "attach to the agent in container "+r.cfg.Name)
 	}
-	return newExecConn(att.HijackedResponse, r.log), nil
+	c := newExecConn(att.HijackedResponse, r.log)
+	select {
+	case <-c.started:
+		return c, nil
+	case <-c.done:
+		select {
+		case <-c.started:
+			return c, nil
+		default:
+		}
+		c.Close()
+		if msg := c.stderr.String(); msg != "" {
+			return nil, fmt.Errorf("container %s: %w: %s", r.cfg.Name, errAgentNotStarted, msg)
+		}
+		return nil, fmt.Errorf("container %s: %w", r.cfg.Name, errAgentNotStarted)
+	case <-ctx.Done():
+		c.Close()
+		return nil, ctx.Err()
+	}
 }
 
 // execConn is a hijacked exec session seen as a connection: writes go to
 // the agent's stdin, reads come from its stdout, demultiplexed from the
 // engine's stdout/stderr framing; the agent's stderr goes to the log.
 type execConn struct {
-	hj client.HijackedResponse
-	pr *io.PipeReader
+	hj      client.HijackedResponse
+	pr      *io.PipeReader
+	started chan struct{} // closed at the first byte of stdout
+	done    chan struct{} // closed when the streams end
+	stderr  *headWriter   // the start of stderr, for errors
 }
 
 func newExecConn(hj client.HijackedResponse, log *slog.Logger) *execConn {
 	pr, pw := io.Pipe()
+	c := &execConn{hj: hj, pr: pr, started: make(chan struct{}), done: make(chan struct{}), stderr: &headWriter{}}
 	go func() {
-		_, err := stdcopy.StdCopy(pw, logWriter{log}, hj.Reader)
+		defer close(c.done)
+		stdout := &firstWrite{w: pw, first: c.started}
+		_, err := stdcopy.StdCopy(stdout, io.MultiWriter(c.stderr, logWriter{log}), hj.Reader)
 		if err == nil {
 			err = io.EOF
 		}
 		pw.CloseWithError(err)
 	}()
-	return &execConn{hj: hj, pr: pr}
+	return c
 }
 
 func (c *execConn) Read(p []byte) (int, error)  { return c.pr.Read(p) }
@@ -255,6 +317,41 @@ func (c *execConn) RemoteAddr() net.Addr               { return c.hj.Conn.Remote
 func (c *execConn) SetDeadline(t time.Time) error      { return c.hj.Conn.SetWriteDeadline(t) }
 func (c *execConn) SetReadDeadline(time.Time) error    { return nil }
 func (c *execConn) SetWriteDeadline(t time.Time) error { return c.hj.Conn.SetWriteDeadline(t) }
+
+// firstWrite closes first before its first non-empty write to w.
+type firstWrite struct {
+	w     io.Writer
+	first chan struct{}
+	once  sync.Once
+}
+
+func (f *firstWrite) Write(p []byte) (int, error) {
+	if len(p) > 0 {
+		f.once.Do(func() { close(f.first) })
+	}
+	return f.w.Write(p)
+}
+
+// headWriter keeps the first 1 KiB written to it.
+type headWriter struct {
+	mu sync.Mutex
+	b  []byte
+}
+
+func (t *headWriter) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if room := 1024 - len(t.b); room > 0 {
+		t.b = append(t.b, p[:min(room, len(p))]...)
+	}
+	return len(p), nil
+}
+
+func (t *headWriter) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return string(bytes.TrimSpace(t.b))
+}
 
 // logWriter sends the agent's stderr to the log, a line per write.
 type logWriter struct{ log *slog.Logger }

@@ -106,6 +106,10 @@ func (r *Runtime) desired(ctx context.Context, spec sandbox.Spec) (desired, erro
 		Agent:     r.cfg.Agent.SHA256,
 		Hardening: hardeningVersion,
 	}
+	if !r.cfg.Engine.CanUpdateLimits() {
+		l := spec.Limits.Over(DefaultLimits)
+		d.Limits = &l
+	}
 	for _, v := range spec.VaultFiles {
 		dg, err := digestTree(v.HostPath)
 		if err != nil {
@@ -171,12 +175,12 @@ func (r *Runtime) ensureLocked(ctx context.Context, s *session, spec sandbox.Spe
 	if err != nil {
 		return nil, err
 	}
-	snap, err := r.snapshotExists(ctx, spec.OfficeKey)
-	if err != nil {
-		return nil, err
-	}
 	switch {
 	case !st.exists:
+		snap, err := r.snapshotExists(ctx, spec.OfficeKey)
+		if err != nil {
+			return nil, err
+		}
 		from := r.cfg.Image
 		if snap {
 			// A re-create was interrupted after the old container went:
@@ -198,8 +202,19 @@ func (r *Runtime) ensureLocked(ctx context.Context, s *session, spec sandbox.Spe
 			return nil, err
 		}
 	default:
-		if snap {
-			r.dropSnapshot(ctx, spec.OfficeKey)
+		// The first time this process sees this run of the container it
+		// also clears a snapshot tag a crashed re-create left, and waits
+		// for the agent (another process may have just started it).
+		// Later commands skip both: a warm command costs two engine GETs.
+		seen := st.running && s.verified == st.id+"@"+st.startedAt
+		if !seen {
+			snap, err := r.snapshotExists(ctx, spec.OfficeKey)
+			if err != nil {
+				return nil, err
+			}
+			if snap {
+				r.dropSnapshot(ctx, spec.OfficeKey)
+			}
 		}
 		if !st.running {
 			if err := r.start(ctx, s, st.id); err != nil {
@@ -208,7 +223,12 @@ func (r *Runtime) ensureLocked(ctx context.Context, s *session, spec sandbox.Spe
 			if st, err = r.inspect(ctx, st.id); err != nil {
 				return nil, err
 			}
+		} else if !seen {
+			if err := r.waitAgent(ctx, s, st.id); err != nil {
+				return nil, err
+			}
 		}
+		s.verified = st.id + "@" + st.startedAt
 		// Limits changed in settings (or a boost ended) apply live.
 		if err := r.applyLimits(ctx, spec, st); err != nil {
 			return nil, err
@@ -331,11 +351,19 @@ func (r *Runtime) recreate(ctx context.Context, s *session, spec sandbox.Spec, d
 	from := r.cfg.Image
 	keep := st.imageID == d.ImageID
 	if keep {
-		_, err := r.api.ContainerCommit(ctx, st.id, client.ContainerCommitOptions{
+		opts := client.ContainerCommitOptions{
 			Reference: SnapshotRef(spec.OfficeKey),
 			Comment:   "hutch: writable layer of " + name + " kept across a re-create",
 			Changes:   []string{"LABEL " + engine.LabelSnapshotOf + "=" + name},
-		})
+		}
+		if r.cfg.Engine.Flavor == engine.FlavorPodman {
+			// Podman 4's /commit decodes a JSON body and fails with
+			// "Decode(): EOF" on none; it does not use what it decodes.
+			// Docker reads no body as "the container's own config", so it
+			// is sent none.
+			opts.Config = &container.Config{}
+		}
+		_, err := r.api.ContainerCommit(ctx, st.id, opts)
 		if err != nil {
 			return engine.Classify(err, "snapshot container "+name)
 		}
@@ -390,7 +418,15 @@ func (r *Runtime) snapshotExists(ctx context.Context, key string) (bool, error) 
 // dropSnapshot removes the snapshot's tag. The new container still uses
 // its layers, so the engine keeps them as long as the container lives.
 func (r *Runtime) dropSnapshot(ctx context.Context, key string) {
-	if _, err := r.api.ImageRemove(ctx, SnapshotRef(key), client.ImageRemoveOptions{Force: true}); err != nil && !engine.IsNotFound(err) {
+	var err error
+	if r.cfg.Engine.Flavor == engine.FlavorPodman {
+		// Podman's forced image removal would remove the new container
+		// too; see engine.PodmanUntag.
+		err = r.cfg.Engine.PodmanUntag(ctx, SnapshotRef(key))
+	} else {
+		_, err = r.api.ImageRemove(ctx, SnapshotRef(key), client.ImageRemoveOptions{Force: true})
+	}
+	if err != nil && !engine.IsNotFound(err) {
 		r.log.Warn("could not remove snapshot tag", "office_key", key, "error", err)
 	}
 }
@@ -428,11 +464,19 @@ func (r *Runtime) ensureNetwork(ctx context.Context, spec sandbox.Spec) error {
 		if _, ierr := r.api.NetworkInspect(ctx, name, client.NetworkInspectOptions{}); ierr == nil {
 			return nil // a racing hutch made it
 		}
-		if !strings.Contains(strings.ToLower(err.Error()), "overlap") {
+		if !subnetTaken(err) {
 			return engine.Classify(err, "create network "+name)
 		}
 	}
 	return engine.Classify(lastErr, "create network "+name+": no free subnet in "+r.cfg.NetworkPool.String())
+}
+
+// subnetTaken reports whether a network create failed because its subnet
+// is in use: Docker says the pool "overlaps"; Podman 4 says the subnet "is
+// already used on the host or by another config" (status 500).
+func subnetTaken(err error) bool {
+	msg := strings.ToLower(err.Error())
+	return strings.Contains(msg, "overlap") || strings.Contains(msg, "is already used on the host")
 }
 
 // logsTail returns the last lines a container printed, for errors.

@@ -27,6 +27,10 @@ type desired struct {
 	Network   string          `json:"network"`
 	Agent     string          `json:"agent"`
 	Hardening int             `json:"hardening"`
+	// Limits are set only where the engine cannot change a running
+	// container's limits (Podman before 5.1): a change then re-creates
+	// the container. Left out, they do not change Docker's fingerprints.
+	Limits *sandbox.Limits `json:"limits,omitempty"`
 }
 
 type vaultDigest struct {

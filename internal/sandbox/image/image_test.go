@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"io"
 	"log/slog"
+	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -18,10 +19,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/moby/moby/api/types/network"
 	"github.com/moby/moby/client"
 
 	"github.com/hutchsandbox/hutch/internal/agentbin"
 	"github.com/hutchsandbox/hutch/internal/engine"
+	"github.com/hutchsandbox/hutch/internal/errdefs"
 	"github.com/hutchsandbox/hutch/internal/office"
 	"github.com/hutchsandbox/hutch/internal/sandbox"
 	"github.com/hutchsandbox/hutch/internal/sandbox/image"
@@ -167,7 +170,11 @@ func TestHardening(t *testing.T) {
 	}
 	ins := f.inspect(t, spec)
 	hc, cfg := ins.Container.HostConfig, ins.Container.Config
-	if !strings.Contains(string(ins.Raw), "no-new-privileges") || len(hc.CapDrop) != 1 || hc.CapDrop[0] != "ALL" {
+	// Podman's inspect lists the capabilities it dropped from its default
+	// set instead of the "ALL" asked for; the bounding set checked below
+	// is what counts there.
+	dropsAll := len(hc.CapDrop) == 1 && hc.CapDrop[0] == "ALL" || f.eng.Flavor == engine.FlavorPodman
+	if !strings.Contains(string(ins.Raw), "no-new-privileges") || !dropsAll {
 		t.Errorf("not hardened: SecurityOpt %v CapDrop %v", hc.SecurityOpt, hc.CapDrop)
 	}
 	if hc.PidsLimit == nil || *hc.PidsLimit != 1024 || hc.Memory != 1<<30 || hc.MemorySwap != 1<<30 || hc.NanoCPUs != 5e8 {
@@ -372,6 +379,30 @@ func TestLimits(t *testing.T) {
 	spec.Limits = sandbox.Limits{CPUs: 1, MemoryBytes: 512 << 20, Pids: 256}
 	run(t, f.rt, spec, `true`, nil)
 	hc := f.inspect(t, spec).Container.HostConfig
+	if !f.eng.CanUpdateLimits() {
+		// Podman before 5.1 cannot change a running container's limits:
+		// new limits in settings re-create it, and boosts are refused.
+		if f.inspect(t, spec).Container.ID == id || hc.NanoCPUs != 1e9 || hc.Memory != 512<<20 || *hc.PidsLimit != 256 {
+			t.Fatalf("global limits not applied by a re-create: nanocpus %d memory %d pids %d", hc.NanoCPUs, hc.Memory, *hc.PidsLimit)
+		}
+		if _, err := f.rt.Boost(context.Background(), spec.OfficeKey, sandbox.Limits{CPUs: 2}); !errdefs.IsNotSupported(err) {
+			t.Errorf("boost on an engine that cannot update limits: %v, want ErrNotSupported", err)
+		}
+		if _, err := f.rt.SetLimits(context.Background(), spec.OfficeKey, sandbox.Limits{Pids: 100}); !errdefs.IsNotSupported(err) {
+			t.Errorf("temporary limits on an engine that cannot update limits: %v, want ErrNotSupported", err)
+		}
+		// The re-create left a snapshot image under the container; the
+		// fixture's sweep removes containers, not images: Remove does.
+		if err := f.rt.Remove(context.Background(), spec.OfficeKey); err != nil {
+			t.Fatal(err)
+		}
+		imgs, err := f.cli.ImageList(context.Background(), client.ImageListOptions{All: true,
+			Filters: make(client.Filters).Add("label", engine.LabelSnapshotOf+"="+image.ContainerName(spec.OfficeKey)).Add("label", engine.LabelStateDir+"="+f.state)})
+		if err != nil || len(imgs.Items) != 0 {
+			t.Errorf("snapshot images left after Remove: %d (%v)", len(imgs.Items), err)
+		}
+		return
+	}
 	if f.inspect(t, spec).Container.ID != id || hc.NanoCPUs != 1e9 || hc.Memory != 512<<20 || *hc.PidsLimit != 256 {
 		t.Fatalf("global limits not applied live: nanocpus %d memory %d pids %d", hc.NanoCPUs, hc.Memory, *hc.PidsLimit)
 	}
@@ -482,6 +513,39 @@ func TestReconcile(t *testing.T) {
 	}
 	if out, _ := run(t, f.rt, known, `echo kept`, nil); out != "kept\n" {
 		t.Errorf("known runtime after reconcile: %q", out)
+	}
+}
+
+// TestNetwork_SubnetTaken: when another network holds the subnet an
+// office's network would take first, the next one of the pool is taken.
+// Docker and Podman word that refusal differently.
+func TestNetwork_SubnetTaken(t *testing.T) {
+	f := newFixture(t)
+	pool := netip.MustParsePrefix("10.214.255.240/28") // two /29s, outside the default pool
+	rt, err := image.New(image.Config{Engine: f.eng, Image: f.img, StateDir: f.state, RunDir: f.run, Agent: f.agent, NetworkPool: pool})
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec := f.office(t, "subnet-taken")
+	first := image.FirstSubnet(pool, spec.OfficeKey)
+	ctx := context.Background()
+	// Labelled with the state dir, so the fixture's sweep removes it.
+	if _, err := f.cli.NetworkCreate(ctx, testenv.Name(t), client.NetworkCreateOptions{
+		Driver: "bridge",
+		IPAM:   &network.IPAM{Config: []network.IPAMConfig{{Subnet: first, Gateway: first.Addr().Next()}}},
+		Labels: map[string]string{engine.LabelStateDir: f.state},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if out, _ := run(t, rt, spec, `echo up`, nil); out != "up\n" {
+		t.Fatalf("got %q", out)
+	}
+	n, err := f.cli.NetworkInspect(ctx, image.NetworkName(spec.OfficeKey), client.NetworkInspectOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg := n.Network.IPAM.Config; len(cfg) != 1 || cfg[0].Subnet == first || !pool.Contains(cfg[0].Subnet.Addr()) {
+		t.Errorf("office network IPAM %+v, want the other /29 of %s than %s", cfg, pool, first)
 	}
 }
 

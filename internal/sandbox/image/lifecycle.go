@@ -85,6 +85,9 @@ func (r *Runtime) effective(spec sandbox.Spec, st containerState) (sandbox.Limit
 // applyLimits updates a container's limits live when they differ from
 // what they must be; no re-create.
 func (r *Runtime) applyLimits(ctx context.Context, spec sandbox.Spec, st containerState) error {
+	if !r.cfg.Engine.CanUpdateLimits() {
+		return nil // the limits are in the fingerprint: a change re-created the container
+	}
 	eff, _ := r.effective(spec, st)
 	if sameLimits(eff, st.limits) {
 		return nil
@@ -288,6 +291,11 @@ func (r *Runtime) SetLimits(ctx context.Context, key string, l sandbox.Limits) (
 }
 
 func (r *Runtime) setRuntimeLimits(ctx context.Context, key string, change func(*runtimeState)) (sandbox.Status, error) {
+	if !r.cfg.Engine.CanUpdateLimits() {
+		return sandbox.Status{}, errdefs.New(errdefs.ErrNotSupported, fmt.Sprintf(
+			"The container engine (Podman %s) cannot change a running container's limits: its Docker-compatible API has no container update before Podman 5.1. Boosts and temporary limits need Docker or Podman 5.1 or later; limits in settings still apply, by re-creating the container.",
+			r.cfg.Engine.ServerVersion))
+	}
 	s := r.session(key)
 	s.mu.Lock()
 	st, err := r.owned(ctx, key)

@@ -86,6 +86,10 @@ type session struct {
 	active       int
 	lastActivity time.Time
 	client       *agent.Client
+	// verified is "<container id>@<start time>" of the run of the
+	// container this process has checked (agent answering, no stale
+	// snapshot); a restart changes it.
+	verified string
 }
 
 // New returns the image mode.
