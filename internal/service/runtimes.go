@@ -3,6 +3,7 @@ package service
 import (
 	"context"
 	"sync"
+	"time"
 
 	"github.com/hutchsandbox/hutch/internal/agentbin"
 	"github.com/hutchsandbox/hutch/internal/engine"
@@ -152,16 +153,33 @@ func (s *Service) baseLimits() (sandbox.Limits, error) {
 	return sandbox.Limits{CPUs: rs.CPUs, MemoryBytes: rs.MemoryBytes, Pids: rs.Pids}, nil
 }
 
-// IdleTimeout is how long a managed runtime may idle before it stops.
-func (s *Service) IdleTimeout() (string, error) {
+// IdleDuration is how long a managed runtime may idle before it stops.
+func (s *Service) IdleDuration() (time.Duration, error) {
 	rs, err := settings.LoadRuntime(settings.GlobalPath(s.layout.StateDir))
 	if err != nil {
-		return "", err
+		return 0, err
 	}
 	if rs.IdleTimeout == 0 {
-		return image.DefaultIdleTimeout.String(), nil
+		return image.DefaultIdleTimeout, nil
 	}
-	return rs.IdleTimeout.String(), nil
+	return rs.IdleTimeout, nil
+}
+
+// ValidateMode checks that a mode can work here before a daemon starts:
+// the engine answers, the image is present, the container exists and runs.
+func (s *Service) ValidateMode(ctx context.Context, m sandbox.Mode) error {
+	rt, err := s.runtime(ctx, m)
+	if err != nil {
+		return err
+	}
+	switch r := rt.(type) {
+	case *container.Runtime:
+		_, err := r.Validate(ctx)
+		return err
+	case *image.Runtime:
+		return r.CheckImage(ctx)
+	}
+	return nil
 }
 
 // SandboxStatus describes a conversation's managed runtime.

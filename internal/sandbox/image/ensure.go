@@ -120,6 +120,12 @@ func (r *Runtime) desired(ctx context.Context, spec sandbox.Spec) (desired, erro
 	return d, nil
 }
 
+// CheckImage verifies the configured image is present (or can be pulled).
+func (r *Runtime) CheckImage(ctx context.Context) error {
+	_, err := r.imageID(ctx)
+	return err
+}
+
 // imageID resolves the configured image to the id present in the engine.
 // A missing image is pulled only if a registry answers; this machine kind
 // often has none, so the error says how to provide the image locally.

@@ -1,0 +1,708 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/hutchsandbox/hutch/internal/errdefs"
+	"github.com/hutchsandbox/hutch/internal/office"
+	"github.com/hutchsandbox/hutch/internal/projection"
+	"github.com/hutchsandbox/hutch/internal/sandbox"
+	"github.com/hutchsandbox/hutch/internal/service"
+	"github.com/hutchsandbox/hutch/internal/settings"
+	"github.com/hutchsandbox/hutch/internal/vault"
+)
+
+// DefaultMaxBody bounds a request body (exec stdin included).
+const DefaultMaxBody = 8 << 20
+
+// Server serves the API over one Service and the daemon's mode.
+type Server struct {
+	Service *service.Service
+	// Mode is where this daemon runs commands.
+	Mode sandbox.Mode
+	// Token, when set, must arrive as "Authorization: Bearer <token>"
+	// (mandatory on TCP).
+	Token string
+	// Version is reported by /v1/health.
+	Version string
+	// MaxBody bounds request bodies (default DefaultMaxBody).
+	MaxBody int64
+	// Log receives one line per request; nil discards.
+	Log *slog.Logger
+}
+
+// Conversation names the conversation a request is for.
+type Conversation struct {
+	Platform       string `json:"platform"`
+	ConversationID string `json:"conversationId"`
+	// ChannelKind, when given, is recorded (what a chat adapter knows).
+	ChannelKind string `json:"channelKind,omitempty"`
+	// User is the platform user whose vault host mode uses.
+	User string `json:"user,omitempty"`
+}
+
+func (c Conversation) address() (office.Address, error) {
+	if c.Platform == "" && c.ConversationID == "" {
+		return office.Address{}, errdefs.New(errdefs.ErrInvalid, "The request names no conversation: give conversation.platform and conversation.conversationId")
+	}
+	return office.NewAddress(c.Platform, c.ConversationID)
+}
+
+// Handler returns the route table.
+func (s *Server) Handler() http.Handler {
+	mux := http.NewServeMux()
+	routes := map[string]func(http.ResponseWriter, *http.Request) error{
+		"GET /v1/health":           s.health,
+		"GET /v1/offices":          s.offices,
+		"POST /v1/exec":            s.exec,
+		"POST /v1/sandbox/status":  s.sandboxStatus,
+		"POST /v1/sandbox/boost":   s.sandboxBoost,
+		"POST /v1/sandbox/limits":  s.sandboxLimits,
+		"POST /v1/sandbox/stop":    s.sandboxStop,
+		"POST /v1/sandbox/remove":  s.sandboxRemove,
+		"POST /v1/door":            s.door,
+		"POST /v1/policy":          s.policy,
+		"POST /v1/vault/list":      s.vaultList,
+		"POST /v1/vault/set":       s.vaultSet,
+		"POST /v1/vault/remove":    s.vaultRemove,
+		"POST /v1/channel-kind":    s.channelKind,
+		"GET /v1/sandbox/runtimes": s.runtimes,
+	}
+	for pattern, h := range routes {
+		mux.HandleFunc(pattern, s.wrap(h))
+	}
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusNotFound, ErrorBody{Error: fmt.Sprintf("No such endpoint: %s %s", r.Method, r.URL.Path), Code: "not_found"})
+	})
+	return s.authenticate(mux)
+}
+
+func (s *Server) log() *slog.Logger {
+	if s.Log == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return s.Log
+}
+
+// authenticate requires the bearer token when one is set.
+func (s *Server) authenticate(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if s.Token != "" {
+			got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+			if !ok || !constantTimeEqual(got, s.Token) {
+				writeJSON(w, http.StatusUnauthorized, ErrorBody{Error: "Missing or wrong bearer token", Code: "unauthorized"})
+				return
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+func constantTimeEqual(a, b string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	var v byte
+	for i := 0; i < len(a); i++ {
+		v |= a[i] ^ b[i]
+	}
+	return v == 0
+}
+
+// wrap limits the body, recovers from panics and maps errors.
+func (s *Server) wrap(h func(http.ResponseWriter, *http.Request) error) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		max := s.MaxBody
+		if max <= 0 {
+			max = DefaultMaxBody
+		}
+		r.Body = http.MaxBytesReader(w, r.Body, max)
+		start := time.Now()
+		var err error
+		func() {
+			defer func() {
+				if p := recover(); p != nil {
+					s.log().Error("handler panic", "path", r.URL.Path, "panic", fmt.Sprint(p))
+					err = fmt.Errorf("internal error")
+				}
+			}()
+			err = h(w, r)
+		}()
+		if err != nil {
+			var mbe *http.MaxBytesError
+			if errors.As(err, &mbe) {
+				err = errdefs.New(errdefs.ErrInvalid, fmt.Sprintf("Request body is larger than %d bytes", mbe.Limit))
+			}
+			if !errors.Is(err, errAlreadyWritten) {
+				writeError(w, err)
+			}
+		}
+		s.log().Debug("api", "method", r.Method, "path", r.URL.Path, "duration", time.Since(start), "error", err)
+	}
+}
+
+// errAlreadyWritten marks an error reported inside a started response.
+var errAlreadyWritten = errors.New("response already written")
+
+// decode reads a JSON body strictly.
+func decode(r *http.Request, v any) error {
+	dec := json.NewDecoder(r.Body)
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return err
+		}
+		return errdefs.New(errdefs.ErrInvalid, "Malformed JSON body: "+err.Error())
+	}
+	if dec.More() {
+		return errdefs.New(errdefs.ErrInvalid, "Malformed JSON body: more than one value")
+	}
+	return nil
+}
+
+// Health is /v1/health's answer.
+type Health struct {
+	Status    string `json:"status"`
+	Version   string `json:"version"`
+	Mode      string `json:"mode"`
+	StateDir  string `json:"stateDir"`
+	Workspace string `json:"workspace"`
+}
+
+func (s *Server) health(w http.ResponseWriter, r *http.Request) error {
+	l := s.Service.Layout()
+	writeJSON(w, http.StatusOK, Health{Status: "ok", Version: s.Version, Mode: s.Mode.String(), StateDir: l.StateDir, Workspace: l.Workspace})
+	return nil
+}
+
+// OfficeEntry is one registered office.
+type OfficeEntry struct {
+	Platform       string    `json:"platform"`
+	ConversationID string    `json:"conversationId"`
+	OfficeKey      string    `json:"officeKey"`
+	RecordedAt     time.Time `json:"recordedAt"`
+}
+
+func (s *Server) offices(w http.ResponseWriter, r *http.Request) error {
+	recs, err := s.Service.Offices()
+	if err != nil {
+		return err
+	}
+	out := []OfficeEntry{}
+	for _, rec := range recs {
+		out = append(out, OfficeEntry{Platform: string(rec.Platform), ConversationID: rec.ConversationID, OfficeKey: string(rec.Address().Key()), RecordedAt: rec.RecordedAt})
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+// recordKind records a channel kind given with a request.
+func (s *Server) recordKind(addr office.Address, c Conversation) error {
+	if c.ChannelKind == "" {
+		return nil
+	}
+	return s.Service.SetChannelKind(addr, c.ChannelKind)
+}
+
+// ExecRequest is /v1/exec's body.
+type ExecRequest struct {
+	Conversation Conversation `json:"conversation"`
+	// Command is a shell string (run with sh -c); Argv runs without a shell.
+	Command string   `json:"command,omitempty"`
+	Argv    []string `json:"argv,omitempty"`
+	// Cwd is relative to the office, or absolute in the runtime.
+	Cwd            string  `json:"cwd,omitempty"`
+	TimeoutSeconds float64 `json:"timeoutSeconds,omitempty"`
+	// Stdin is fed to the command.
+	Stdin string `json:"stdin,omitempty"`
+	// MaxOutput caps each stream's bytes (0: DefaultOutputLimit).
+	MaxOutput int64 `json:"maxOutput,omitempty"`
+}
+
+// Frame is one line of /v1/exec's streamed answer: output as it comes
+// (Data is base64 in JSON, so any bytes pass), then exactly one Result or
+// Error.
+type Frame struct {
+	Stream string      `json:"stream,omitempty"`
+	Data   []byte      `json:"data,omitempty"`
+	Result *ExecResult `json:"result,omitempty"`
+	Error  *ErrorBody  `json:"error,omitempty"`
+}
+
+// ExecResult is how a command ended.
+type ExecResult struct {
+	ExitCode        int     `json:"exitCode"`
+	Signal          string  `json:"signal,omitempty"`
+	TimedOut        bool    `json:"timedOut,omitempty"`
+	Aborted         bool    `json:"aborted,omitempty"`
+	OOMKilled       bool    `json:"oomKilled,omitempty"`
+	StdoutTruncated bool    `json:"stdoutTruncated,omitempty"`
+	StderrTruncated bool    `json:"stderrTruncated,omitempty"`
+	StdoutBytes     int64   `json:"stdoutBytes"`
+	StderrBytes     int64   `json:"stderrBytes"`
+	DurationSeconds float64 `json:"durationSeconds"`
+	// Message says why the command did not end on its own ("" if it did).
+	Message string `json:"message,omitempty"`
+}
+
+// frameWriter turns one stream's bytes into frames, flushed at once.
+type frameWriter struct {
+	mu     *sync.Mutex
+	enc    *json.Encoder
+	flush  func()
+	stream string
+}
+
+func (f frameWriter) Write(p []byte) (int, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.enc.Encode(Frame{Stream: f.stream, Data: p}); err != nil {
+		return 0, err
+	}
+	f.flush()
+	return len(p), nil
+}
+
+func (s *Server) exec(w http.ResponseWriter, r *http.Request) error {
+	var req ExecRequest
+	if err := decode(r, &req); err != nil {
+		return err
+	}
+	addr, err := req.Conversation.address()
+	if err != nil {
+		return err
+	}
+	argv := req.Argv
+	if req.Command != "" {
+		if len(argv) > 0 {
+			return errdefs.New(errdefs.ErrInvalid, "Give command or argv, not both")
+		}
+		argv = []string{req.Command}
+	}
+	if len(argv) == 0 {
+		return errdefs.New(errdefs.ErrInvalid, "No command given: set command (a shell string) or argv")
+	}
+	if req.TimeoutSeconds < 0 {
+		return errdefs.New(errdefs.ErrInvalid, "timeoutSeconds must not be negative")
+	}
+	if err := s.recordKind(addr, req.Conversation); err != nil {
+		return err
+	}
+	limit := req.MaxOutput
+	if limit <= 0 {
+		limit = sandbox.DefaultOutputLimit
+	}
+	// Policy and provisioning errors come before any output: answer them
+	// with a status code. Admit first so a refusal is a plain error.
+	pol, err := s.Service.Resolve(addr, s.Mode, req.Conversation.User)
+	if err != nil {
+		return err
+	}
+	if pol.Refusal != nil {
+		return pol.Refusal
+	}
+	w.Header().Set("Content-Type", "application/x-ndjson")
+	w.WriteHeader(http.StatusOK)
+	flusher, _ := w.(http.Flusher)
+	flush := func() {
+		if flusher != nil {
+			flusher.Flush()
+		}
+	}
+	var mu sync.Mutex
+	enc := json.NewEncoder(w)
+	var stdin io.Reader
+	if req.Stdin != "" {
+		stdin = strings.NewReader(req.Stdin)
+	}
+	res, err := s.Service.Exec(r.Context(), service.ExecOptions{
+		Address:     addr,
+		Mode:        s.Mode,
+		User:        req.Conversation.User,
+		Argv:        argv,
+		Dir:         req.Cwd,
+		Timeout:     time.Duration(req.TimeoutSeconds * float64(time.Second)),
+		OutputLimit: limit,
+		Stdin:       stdin,
+		Stdout:      frameWriter{mu: &mu, enc: enc, flush: flush, stream: "stdout"},
+		Stderr:      frameWriter{mu: &mu, enc: enc, flush: flush, stream: "stderr"},
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	if err != nil {
+		_, code := classOf(err)
+		enc.Encode(Frame{Error: &ErrorBody{Error: err.Error(), Code: code}})
+		flush()
+		return errAlreadyWritten
+	}
+	enc.Encode(Frame{Result: &ExecResult{
+		ExitCode: res.ExitCode, Signal: res.Signal, TimedOut: res.TimedOut, Aborted: res.Aborted, OOMKilled: res.OOMKilled,
+		StdoutTruncated: res.StdoutTruncated, StderrTruncated: res.StderrTruncated,
+		StdoutBytes: res.StdoutBytes, StderrBytes: res.StderrBytes,
+		DurationSeconds: res.Duration.Seconds(), Message: res.Message(),
+	}})
+	flush()
+	return nil
+}
+
+// ConversationRequest is the body of calls that name only a conversation.
+type ConversationRequest struct {
+	Conversation Conversation `json:"conversation"`
+}
+
+// LimitsRequest is /v1/sandbox/boost's and /v1/sandbox/limits' body.
+type LimitsRequest struct {
+	Conversation Conversation `json:"conversation"`
+	CPUs         string       `json:"cpus,omitempty"`
+	Memory       string       `json:"memory,omitempty"`
+	Pids         string       `json:"pids,omitempty"`
+}
+
+func (l LimitsRequest) limits() (sandbox.Limits, error) {
+	var out sandbox.Limits
+	var err error
+	if l.CPUs != "" {
+		if out.CPUs, err = settings.ParseCPUs(l.CPUs); err != nil {
+			return out, err
+		}
+	}
+	if l.Memory != "" {
+		if out.MemoryBytes, err = settings.ParseMemory(l.Memory); err != nil {
+			return out, err
+		}
+	}
+	if l.Pids != "" {
+		if out.Pids, err = settings.ParsePids(l.Pids); err != nil {
+			return out, err
+		}
+	}
+	return out, nil
+}
+
+// Status is a runtime's state as the API reports it.
+type Status struct {
+	OfficeKey      string    `json:"officeKey"`
+	Platform       string    `json:"platform,omitempty"`
+	ConversationID string    `json:"conversationId,omitempty"`
+	Name           string    `json:"name"`
+	State          string    `json:"state"`
+	Image          string    `json:"image,omitempty"`
+	CPUs           float64   `json:"cpus,omitempty"`
+	MemoryBytes    int64     `json:"memoryBytes,omitempty"`
+	Pids           int64     `json:"pids,omitempty"`
+	Boosted        bool      `json:"boosted"`
+	TempLimits     bool      `json:"tempLimits"`
+	StartedAt      time.Time `json:"startedAt,omitzero"`
+	Fingerprint    string    `json:"fingerprint,omitempty"`
+	ActiveCommands int       `json:"activeCommands"`
+}
+
+func statusOf(st sandbox.Status) Status {
+	return Status{
+		OfficeKey: st.OfficeKey, Platform: st.Platform, ConversationID: st.ConversationID, Name: st.Name, State: string(st.State),
+		Image: st.Image, CPUs: st.Limits.CPUs, MemoryBytes: st.Limits.MemoryBytes, Pids: st.Limits.Pids,
+		Boosted: st.Boosted, TempLimits: st.TempLimits, StartedAt: st.StartedAt, Fingerprint: st.Fingerprint, ActiveCommands: st.ActiveCommands,
+	}
+}
+
+// managed returns the lifecycle of the daemon's mode, or a refusal for
+// modes whose runtimes hutch does not manage.
+func (s *Server) managed(ctx context.Context) (sandbox.Lifecycle, error) {
+	if !sandbox.CapabilitiesOf(s.Mode.Kind).ManagedLifecycle || s.Mode.Kind != sandbox.KindImage {
+		return nil, errdefs.New(errdefs.ErrNotSupported, fmt.Sprintf("Sandbox '%s' has no runtimes managed by hutch; status, boost, limits, stop and remove need image:*", s.Mode.Kind))
+	}
+	return s.Service.Managed(ctx)
+}
+
+func (s *Server) lifecycleCall(w http.ResponseWriter, r *http.Request, call func(ctx context.Context, lc sandbox.Lifecycle, key string, l sandbox.Limits) (sandbox.Status, error)) error {
+	var req LimitsRequest
+	if err := decode(r, &req); err != nil {
+		return err
+	}
+	addr, err := req.Conversation.address()
+	if err != nil {
+		return err
+	}
+	l, err := req.limits()
+	if err != nil {
+		return err
+	}
+	lc, err := s.managed(r.Context())
+	if err != nil {
+		return err
+	}
+	st, err := call(r.Context(), lc, string(addr.Key()), l)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, statusOf(st))
+	return nil
+}
+
+func (s *Server) sandboxStatus(w http.ResponseWriter, r *http.Request) error {
+	return s.lifecycleCall(w, r, func(ctx context.Context, lc sandbox.Lifecycle, key string, _ sandbox.Limits) (sandbox.Status, error) {
+		return lc.Status(ctx, key)
+	})
+}
+
+func (s *Server) sandboxBoost(w http.ResponseWriter, r *http.Request) error {
+	return s.lifecycleCall(w, r, func(ctx context.Context, lc sandbox.Lifecycle, key string, l sandbox.Limits) (sandbox.Status, error) {
+		return lc.Boost(ctx, key, l)
+	})
+}
+
+func (s *Server) sandboxLimits(w http.ResponseWriter, r *http.Request) error {
+	return s.lifecycleCall(w, r, func(ctx context.Context, lc sandbox.Lifecycle, key string, l sandbox.Limits) (sandbox.Status, error) {
+		if l == (sandbox.Limits{}) {
+			return sandbox.Status{}, errdefs.New(errdefs.ErrInvalid, "Give at least one of cpus, memory, pids")
+		}
+		return lc.SetLimits(ctx, key, l)
+	})
+}
+
+func (s *Server) sandboxStop(w http.ResponseWriter, r *http.Request) error {
+	return s.lifecycleCall(w, r, func(ctx context.Context, lc sandbox.Lifecycle, key string, _ sandbox.Limits) (sandbox.Status, error) {
+		if err := lc.Stop(ctx, key); err != nil {
+			return sandbox.Status{}, err
+		}
+		return lc.Status(ctx, key)
+	})
+}
+
+func (s *Server) sandboxRemove(w http.ResponseWriter, r *http.Request) error {
+	return s.lifecycleCall(w, r, func(ctx context.Context, lc sandbox.Lifecycle, key string, _ sandbox.Limits) (sandbox.Status, error) {
+		if err := lc.Remove(ctx, key); err != nil {
+			return sandbox.Status{}, err
+		}
+		return lc.Status(ctx, key)
+	})
+}
+
+func (s *Server) runtimes(w http.ResponseWriter, r *http.Request) error {
+	lc, err := s.managed(r.Context())
+	if err != nil {
+		return err
+	}
+	list, err := lc.List(r.Context())
+	if err != nil {
+		return err
+	}
+	out := []Status{}
+	for _, st := range list {
+		out = append(out, statusOf(st))
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+// DoorRequest is /v1/door's body: one conversation's policy, or with
+// Global the default of all.
+type DoorRequest struct {
+	Conversation *Conversation `json:"conversation,omitempty"`
+	Global       bool          `json:"global,omitempty"`
+	// Policy is default, isolated, shared, shared-private or full.
+	Policy string `json:"policy"`
+}
+
+// PolicyAnswer is a conversation's effective door policy and projection.
+type PolicyAnswer struct {
+	OfficeKey  string  `json:"officeKey"`
+	Policy     string  `json:"policy"`
+	Origin     string  `json:"origin"`
+	Warning    string  `json:"warning,omitempty"`
+	Mounts     []Mount `json:"mounts"`
+	Refusal    string  `json:"refusal,omitempty"`
+	Projection string  `json:"projection"`
+}
+
+// Mount is one projected path.
+type Mount struct {
+	HostPath    string `json:"hostPath"`
+	RuntimePath string `json:"runtimePath"`
+	ReadOnly    bool   `json:"readOnly"`
+}
+
+func (s *Server) door(w http.ResponseWriter, r *http.Request) error {
+	var req DoorRequest
+	if err := decode(r, &req); err != nil {
+		return err
+	}
+	setting, err := projection.ParseDoorWord(req.Policy)
+	if err != nil {
+		return err
+	}
+	if req.Global {
+		if req.Conversation != nil {
+			return errdefs.New(errdefs.ErrInvalid, "Give a conversation or global, not both")
+		}
+		if err := s.Service.SetGlobalDoor(setting); err != nil {
+			return err
+		}
+		writeJSON(w, http.StatusOK, map[string]string{"global": req.Policy})
+		return nil
+	}
+	if req.Conversation == nil {
+		return errdefs.New(errdefs.ErrInvalid, "Give a conversation, or global: true")
+	}
+	addr, err := req.Conversation.address()
+	if err != nil {
+		return err
+	}
+	if err := s.Service.SetDoor(addr, setting); err != nil {
+		return err
+	}
+	return s.writePolicy(w, addr, req.Conversation.User)
+}
+
+func (s *Server) policy(w http.ResponseWriter, r *http.Request) error {
+	var req ConversationRequest
+	if err := decode(r, &req); err != nil {
+		return err
+	}
+	addr, err := req.Conversation.address()
+	if err != nil {
+		return err
+	}
+	return s.writePolicy(w, addr, req.Conversation.User)
+}
+
+func (s *Server) writePolicy(w http.ResponseWriter, addr office.Address, user string) error {
+	pol, err := s.Service.Resolve(addr, s.Mode, user)
+	if err != nil {
+		return err
+	}
+	ans := PolicyAnswer{OfficeKey: string(pol.Key), Policy: pol.Decision.Policy.String(), Origin: pol.Decision.Origin(),
+		Warning: pol.Decision.Warning, Mounts: []Mount{}, Projection: pol.Projection}
+	for _, m := range pol.Mounts {
+		ans.Mounts = append(ans.Mounts, Mount{HostPath: m.HostPath, RuntimePath: m.RuntimePath, ReadOnly: m.ReadOnly})
+	}
+	if pol.Refusal != nil {
+		ans.Refusal = pol.Refusal.Error()
+	}
+	writeJSON(w, http.StatusOK, ans)
+	return nil
+}
+
+func (s *Server) channelKind(w http.ResponseWriter, r *http.Request) error {
+	var req ConversationRequest
+	if err := decode(r, &req); err != nil {
+		return err
+	}
+	addr, err := req.Conversation.address()
+	if err != nil {
+		return err
+	}
+	if req.Conversation.ChannelKind == "" {
+		return errdefs.New(errdefs.ErrInvalid, "Give conversation.channelKind: public_channel, private_channel, im or external")
+	}
+	if err := s.recordKind(addr, req.Conversation); err != nil {
+		return err
+	}
+	return s.writePolicy(w, addr, req.Conversation.User)
+}
+
+// VaultRequest names a vault (a conversation's, or a user's or
+// container's) and what to do with it.
+type VaultRequest struct {
+	Conversation *Conversation `json:"conversation,omitempty"`
+	User         string        `json:"user,omitempty"`
+	Container    string        `json:"container,omitempty"`
+	// Vars are set by /v1/vault/set; their values are never echoed.
+	Vars map[string]string `json:"vars,omitempty"`
+	// Name is removed by /v1/vault/remove.
+	Name string `json:"name,omitempty"`
+}
+
+// VaultEntry is one vault entry, named, never valued.
+type VaultEntry struct {
+	Name string `json:"name"`
+	Kind string `json:"kind"`
+}
+
+func (s *Server) vaultKey(req VaultRequest) (string, error) {
+	t := service.VaultTarget{User: req.User, Container: req.Container}
+	if req.Conversation != nil {
+		addr, err := req.Conversation.address()
+		if err != nil {
+			return "", err
+		}
+		t.Conversation = &addr
+	}
+	return t.VaultKey()
+}
+
+func (s *Server) vaultList(w http.ResponseWriter, r *http.Request) error {
+	var req VaultRequest
+	if err := decode(r, &req); err != nil {
+		return err
+	}
+	key, err := s.vaultKey(req)
+	if err != nil {
+		return err
+	}
+	return s.writeVault(w, key)
+}
+
+func (s *Server) writeVault(w http.ResponseWriter, key string) error {
+	entries, err := s.Service.Vaults().List(key)
+	if err != nil {
+		return err
+	}
+	out := []VaultEntry{}
+	for _, e := range entries {
+		out = append(out, VaultEntry{Name: e.Name, Kind: string(e.Kind)})
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+func (s *Server) vaultSet(w http.ResponseWriter, r *http.Request) error {
+	var req VaultRequest
+	if err := decode(r, &req); err != nil {
+		return err
+	}
+	key, err := s.vaultKey(req)
+	if err != nil {
+		return err
+	}
+	if len(req.Vars) == 0 {
+		return errdefs.New(errdefs.ErrInvalid, "Give vars: {\"NAME\": \"value\"}")
+	}
+	for n := range req.Vars {
+		if err := vault.ValidateEnvName(n); err != nil {
+			return err
+		}
+	}
+	if err := s.Service.Vaults().SetEnv(key, req.Vars); err != nil {
+		return err
+	}
+	return s.writeVault(w, key)
+}
+
+func (s *Server) vaultRemove(w http.ResponseWriter, r *http.Request) error {
+	var req VaultRequest
+	if err := decode(r, &req); err != nil {
+		return err
+	}
+	key, err := s.vaultKey(req)
+	if err != nil {
+		return err
+	}
+	if req.Name == "" {
+		return errdefs.New(errdefs.ErrInvalid, "Give the name of the entry to remove")
+	}
+	if err := s.Service.Vaults().Remove(key, req.Name); err != nil {
+		return err
+	}
+	return s.writeVault(w, key)
+}

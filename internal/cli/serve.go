@@ -1,0 +1,80 @@
+package cli
+
+import (
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/hutchsandbox/hutch/internal/daemon"
+	"github.com/hutchsandbox/hutch/internal/errdefs"
+	"github.com/hutchsandbox/hutch/internal/sandbox"
+)
+
+func newServeCmd(g *globals) *cobra.Command {
+	var (
+		modeFlag, tcp string
+		grace         time.Duration
+	)
+	cmd := &cobra.Command{
+		Use:   "serve [--sandbox MODE] [--state-dir DIR] [WORKSPACE]",
+		Short: "Run the hutch daemon: the HTTP API on a unix socket",
+		Long: `Run hutch as a long-lived daemon. It serves the HTTP API (docs/api.md) on
+<state-dir>/hutch.sock (0600) and, with --listen-tcp, on TCP behind a bearer
+token. At start it checks that its mode can work here (the engine answers,
+the image is present, the container exists and runs), adopts the managed
+runtimes of known offices and removes those nothing accounts for. While it
+runs it stops idle runtimes (sandbox.idleTimeout, default 10m).
+
+On SIGINT or SIGTERM it stops accepting work, lets running commands finish
+for --grace, kills what is left, and exits 0.
+
+WORKSPACE, when given, is the workspace root (like --workspace).`,
+		Example: "  hutch serve --sandbox image:hutch-sandbox:1\n  hutch serve --listen-tcp 127.0.0.1:7878 /srv/agents",
+		Args:    cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 1 {
+				if g.workspace != "" && g.workspace != args[0] {
+					return errdefs.New(errdefs.ErrInvalid, "Give the workspace once: as --workspace or as the argument")
+				}
+				g.workspace = args[0]
+			}
+			if modeFlag == "" {
+				modeFlag = g.env("HUTCH_SANDBOX")
+			}
+			if modeFlag == "" {
+				modeFlag = sandbox.DefaultMode.String()
+			}
+			mode, err := sandbox.ParseMode(modeFlag)
+			if err != nil {
+				return err
+			}
+			svc, err := g.service()
+			if err != nil {
+				return err
+			}
+			log, err := g.logger()
+			if err != nil {
+				return err
+			}
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			err = daemon.Run(ctx, daemon.Options{
+				Service: svc, Mode: mode, TCP: tcp, Token: g.env("HUTCH_API_TOKEN"), Grace: grace,
+				Version: Version, Out: g.stdout, Log: log,
+			})
+			if err != nil {
+				return err
+			}
+			fmt.Fprintln(g.stdout, "hutch serve: stopped")
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&modeFlag, "sandbox", "", "where commands run (default $HUTCH_SANDBOX or host)")
+	cmd.Flags().StringVar(&tcp, "listen-tcp", "", "also serve the API on this TCP address; a bearer token is then required ($HUTCH_API_TOKEN, or one generated into <state-dir>/api-token)")
+	cmd.Flags().DurationVar(&grace, "grace", 30*time.Second, "at shutdown, how long running commands may finish before they are killed")
+	return cmd
+}

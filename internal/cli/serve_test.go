@@ -1,0 +1,100 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net"
+	"net/http"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// serveProc is the test binary running as `hutch serve`.
+type serveProc struct {
+	cmd      *exec.Cmd
+	out, err bytes.Buffer
+	client   *http.Client
+}
+
+// startServe runs `hutch serve` and waits for its socket to answer.
+func startServe(t *testing.T, e *env, args ...string) *serveProc {
+	t.Helper()
+	p := &serveProc{cmd: e.hutchCmd(append([]string{"serve"}, args...)...)}
+	p.cmd.Stdout, p.cmd.Stderr = &p.out, &p.err
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.cmd.Process.Kill(); p.cmd.Wait() })
+	sock := filepath.Join(e.state, "hutch.sock")
+	p.client = &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		var d net.Dialer
+		return d.DialContext(ctx, "unix", sock)
+	}}}
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if resp, err := p.client.Get("http://hutch/v1/health"); err == nil {
+			resp.Body.Close()
+			return p
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("hutch serve did not answer: %s %s", p.out.String(), p.err.String())
+		}
+	}
+}
+
+// TestServe_GracefulShutdown sends SIGTERM while a command runs: a short
+// command finishes within the grace period, a long one is killed when it
+// ends, and the daemon exits 0 either way.
+func TestServe_GracefulShutdown(t *testing.T) {
+	for _, tc := range []struct {
+		name, grace, command, want string
+	}{
+		{"finishes", "20s", "sleep 1; echo finished", `"exitCode":0`},
+		{"killed", "1s", "sleep 60; echo never", `"aborted":true`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t)
+			e.ok("door", "set", "web/serve", "shared")
+			p := startServe(t, e, "--grace", tc.grace)
+			done := make(chan string, 1)
+			go func() {
+				resp, err := p.client.Post("http://hutch/v1/exec", "application/json",
+					strings.NewReader(`{"conversation":{"platform":"web","conversationId":"serve"},"command":"`+tc.command+`"}`))
+				if err != nil {
+					done <- "error: " + err.Error()
+					return
+				}
+				defer resp.Body.Close()
+				b, _ := io.ReadAll(resp.Body)
+				done <- string(b)
+			}()
+			time.Sleep(300 * time.Millisecond)
+			if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+				t.Fatal(err)
+			}
+			body := <-done
+			if !strings.Contains(body, tc.want) {
+				t.Errorf("exec answer %q lacks %s", body, tc.want)
+			}
+			if err := p.cmd.Wait(); err != nil {
+				t.Errorf("hutch serve exited with %v; stderr %s", err, p.err.String())
+			}
+			if !strings.Contains(p.out.String(), "hutch serve: stopped") {
+				t.Errorf("stdout %q", p.out.String())
+			}
+		})
+	}
+}
+
+// TestServe_RefusesBadMode: startup validation refuses with the reason.
+func TestServe_RefusesBadMode(t *testing.T) {
+	e := newEnv(t)
+	_, errOut, code := e.run("", "serve", "--sandbox", "gondolin:default")
+	if code != 1 || errOut != "hutch: Sandbox 'gondolin' is not available in this build yet; use host, container:<name> or image:<image>\n" {
+		t.Errorf("exit %d, %q", code, errOut)
+	}
+}

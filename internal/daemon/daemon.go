@@ -1,0 +1,247 @@
+// Package daemon wires hutch serve: it validates the mode, reconciles the
+// managed runtimes, serves the API on a unix socket in the state dir (and
+// on TCP behind a bearer token when asked), stops idle runtimes, and on
+// SIGINT/SIGTERM stops accepting work, lets running commands finish for a
+// grace period, kills what is left, and returns.
+package daemon
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/hutchsandbox/hutch/internal/api"
+	"github.com/hutchsandbox/hutch/internal/atomicfile"
+	"github.com/hutchsandbox/hutch/internal/errdefs"
+	"github.com/hutchsandbox/hutch/internal/sandbox"
+	"github.com/hutchsandbox/hutch/internal/service"
+)
+
+// SocketName is the API socket inside the state dir.
+const SocketName = "hutch.sock"
+
+// TokenName is where a generated TCP token is kept (0600).
+const TokenName = "api-token"
+
+// Options configure one daemon.
+type Options struct {
+	Service *service.Service
+	Mode    sandbox.Mode
+	// TCP, when set, also serves the API on that address; a bearer token
+	// is then mandatory: Token, or one generated into <state>/api-token.
+	TCP   string
+	Token string
+	// Grace is how long running commands may finish at shutdown (default 30 s).
+	Grace time.Duration
+	// Version is reported by /v1/health.
+	Version string
+	// Out receives what the daemon chose at start; Log the rest.
+	Out io.Writer
+	Log *slog.Logger
+	// Ready, when set, is called once the API answers.
+	Ready func(socket string)
+}
+
+// SocketPath is where a state dir's daemon listens.
+func SocketPath(stateDir string) string { return filepath.Join(stateDir, SocketName) }
+
+// Run serves until ctx ends, then shuts down in order.
+func Run(ctx context.Context, o Options) error {
+	if o.Log == nil {
+		o.Log = slog.New(slog.DiscardHandler)
+	}
+	if o.Out == nil {
+		o.Out = io.Discard
+	}
+	if o.Grace <= 0 {
+		o.Grace = 30 * time.Second
+	}
+	svc := o.Service
+	layout := svc.Layout()
+	if err := validate(ctx, svc, o.Mode); err != nil {
+		return err
+	}
+	var idle time.Duration
+	if o.Mode.Kind == sandbox.KindImage {
+		rep, err := svc.Reconcile(ctx)
+		if err != nil {
+			return fmt.Errorf("reconcile managed runtimes: %w", err)
+		}
+		o.Log.Info("reconciled", "adopted", len(rep.Adopted), "removed", len(rep.Removed))
+		if idle, err = svc.IdleDuration(); err != nil {
+			return err
+		}
+	}
+	sock := SocketPath(layout.StateDir)
+	ul, err := listenUnix(sock)
+	if err != nil {
+		return err
+	}
+	srv := &api.Server{Service: svc, Mode: o.Mode, Version: o.Version, Log: o.Log}
+	// Requests live under reqCtx: when the grace period ends, cancelling
+	// it aborts running commands (killing their process groups) and lets
+	// their handlers still write the "aborted" result before closing.
+	reqCtx, abortRequests := context.WithCancel(context.Background())
+	defer abortRequests()
+	base := func(net.Listener) context.Context { return reqCtx }
+	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second, BaseContext: base}
+	errc := make(chan error, 2)
+	go func() { errc <- hs.Serve(ul) }()
+	var ths *http.Server
+	if o.TCP != "" {
+		token := o.Token
+		if token == "" {
+			if token, err = loadOrMakeToken(filepath.Join(layout.StateDir, TokenName)); err != nil {
+				return err
+			}
+		}
+		tl, err := net.Listen("tcp", o.TCP)
+		if err != nil {
+			ul.Close()
+			return errdefs.New(errdefs.ErrUnavailable, fmt.Sprintf("Cannot listen on %s: %v", o.TCP, err))
+		}
+		tsrv := *srv
+		tsrv.Token = token
+		ths = &http.Server{Handler: tsrv.Handler(), ReadHeaderTimeout: 10 * time.Second, BaseContext: base}
+		go func() { errc <- ths.Serve(tl) }()
+		fmt.Fprintf(o.Out, "  TCP:         http://%s (bearer token in %s)\n", tl.Addr(), filepath.Join(layout.StateDir, TokenName))
+	}
+	fmt.Fprintf(o.Out, "hutch serve: ready\n  Sandbox:     %s\n  State dir:   %s\n  Workspace:   %s\n  Socket:      %s\n", o.Mode, layout.StateDir, layout.Workspace, sock)
+	if idle > 0 {
+		fmt.Fprintf(o.Out, "  Idle stop:   after %s\n", idle)
+	}
+	fmt.Fprintf(o.Out, "Try: curl --unix-socket %s -d '{\"conversation\":{\"platform\":\"web\",\"conversationId\":\"hello\"},\"command\":\"echo hello\"}' http://hutch/v1/exec\n", sock)
+	if o.Ready != nil {
+		o.Ready(sock)
+	}
+	idleDone := make(chan struct{})
+	idleCtx, stopIdle := context.WithCancel(context.Background())
+	go func() {
+		defer close(idleDone)
+		if idle > 0 {
+			idleLoop(idleCtx, svc, idle, o.Log)
+		}
+	}()
+
+	select {
+	case <-ctx.Done():
+	case err := <-errc:
+		stopIdle()
+		<-idleDone
+		return fmt.Errorf("API server: %w", err)
+	}
+	o.Log.Info("shutting down: no new work; running commands may finish", "grace", o.Grace)
+	stopIdle()
+	<-idleDone
+	var errs []error
+	servers := []*http.Server{hs}
+	if ths != nil {
+		servers = append(servers, ths)
+	}
+	shutdown := func(d time.Duration) error {
+		sctx, cancel := context.WithTimeout(context.Background(), d)
+		defer cancel()
+		var errs []error
+		for _, s := range servers {
+			errs = append(errs, s.Shutdown(sctx))
+		}
+		return errors.Join(errs...)
+	}
+	if err := shutdown(o.Grace); err != nil {
+		// Grace is over: abort what still runs (its process groups are
+		// killed), give the handlers a moment to report it, then close.
+		o.Log.Warn("grace period over; killing running commands")
+		abortRequests()
+		if err := shutdown(5 * time.Second); err != nil {
+			for _, s := range servers {
+				errs = append(errs, s.Close())
+			}
+		}
+	}
+	_ = os.Remove(sock)
+	svc.Close()
+	return errors.Join(errs...)
+}
+
+// validate refuses to start in a mode that cannot work here, with the
+// reason and a hint.
+func validate(ctx context.Context, svc *service.Service, m sandbox.Mode) error {
+	switch m.Kind {
+	case sandbox.KindHost:
+		return nil
+	case sandbox.KindContainer, sandbox.KindImage:
+		return svc.ValidateMode(ctx, m)
+	}
+	return sandbox.NotImplemented(m)
+}
+
+// listenUnix listens on the socket (0600), replacing a stale one but
+// refusing when another daemon answers there.
+func listenUnix(path string) (net.Listener, error) {
+	if c, err := net.DialTimeout("unix", path, time.Second); err == nil {
+		c.Close()
+		return nil, errdefs.New(errdefs.ErrConflict, fmt.Sprintf("Another hutch serve already listens on %s; stop it first", path))
+	}
+	_ = os.Remove(path)
+	l, err := net.Listen("unix", path)
+	if err != nil {
+		return nil, fmt.Errorf("listen on %s: %w", path, err)
+	}
+	if err := os.Chmod(path, 0o600); err != nil {
+		l.Close()
+		return nil, err
+	}
+	return l, nil
+}
+
+// idleLoop stops idle runtimes until ctx ends.
+func idleLoop(ctx context.Context, svc *service.Service, idle time.Duration, log *slog.Logger) {
+	tick := min(max(idle/4, time.Second), 30*time.Second)
+	t := time.NewTicker(tick)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		m, err := svc.Managed(ctx)
+		if err != nil {
+			log.Warn("idle stop", "error", err)
+			continue
+		}
+		stopped, err := m.StopIdle(ctx, idle)
+		for _, k := range stopped {
+			log.Info("stopped idle runtime", "office_key", k)
+		}
+		if err != nil {
+			log.Warn("idle stop", "error", err)
+		}
+	}
+}
+
+func loadOrMakeToken(path string) (string, error) {
+	data, err := os.ReadFile(path)
+	if err == nil && len(strings.TrimSpace(string(data))) >= 32 {
+		return strings.TrimSpace(string(data)), nil
+	}
+	b := make([]byte, 32)
+	if _, err := rand.Read(b); err != nil {
+		return "", err
+	}
+	tok := hex.EncodeToString(b)
+	if err := atomicfile.WriteFile(path, []byte(tok+"\n"), 0o600); err != nil {
+		return "", err
+	}
+	return tok, nil
+}
