@@ -162,3 +162,10 @@ func TestPolicy_ChannelKindDerivation(t *testing.T) {
 		t.Errorf("channel kind: %d %s", code, body)
 	}
 }
+
+func httptestServer(t *testing.T, h http.Handler) string {
+	t.Helper()
+	ts := httptest.NewServer(h)
+	t.Cleanup(ts.Close)
+	return ts.URL
+}
