@@ -64,6 +64,7 @@ policy (hutch door set <conversation> shared).`,
 			if conv == "" {
 				return &exitError{code: exitHutchFailed, msg: "--conversation <platform>/<conversation-id> is required"}
 			}
+			explicit := modeFlag
 			if modeFlag == "" {
 				modeFlag = g.env("HUTCH_SANDBOX")
 			}
@@ -83,7 +84,12 @@ policy (hutch door set <conversation> shared).`,
 			defer svc.Close()
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 			defer stop()
-			res, err := svc.Exec(ctx, o)
+			var res sandbox.ExecResult
+			if c, ok := g.daemon(ctx, svc, explicit); ok {
+				res, err = execViaDaemon(ctx, c, o, g)
+			} else {
+				res, err = svc.Exec(ctx, o)
+			}
 			if err != nil {
 				return &exitError{code: exitHutchFailed, msg: err.Error()}
 			}

@@ -3,11 +3,13 @@ package cli
 import (
 	"bytes"
 	"context"
+	"errors"
 	"io"
 	"net"
 	"net/http"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -96,5 +98,29 @@ func TestServe_RefusesBadMode(t *testing.T) {
 	_, errOut, code := e.run("", "serve", "--sandbox", "gondolin:default")
 	if code != 1 || errOut != "hutch: Sandbox 'gondolin' is not available in this build yet; use host, container:<name> or image:<image>\n" {
 		t.Errorf("exit %d, %q", code, errOut)
+	}
+}
+
+// TestExec_UsesDaemon: with a daemon answering, hutch exec runs the
+// command there (its parent is the daemon), piped stdin included.
+func TestExec_UsesDaemon(t *testing.T) {
+	e := newEnv(t)
+	e.ok("door", "set", "web/serve", "shared")
+	p := startServe(t, e)
+	cmd := e.hutchCmd("exec", "--conversation", "web/serve", "--", `echo "$PPID"; cat; exit 5`)
+	cmd.Stdin = strings.NewReader("piped\n")
+	out, err := cmd.Output()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 5 {
+		t.Fatalf("hutch exec: %v (want exit 5)", err)
+	}
+	want := strconv.Itoa(p.cmd.Process.Pid) + "\npiped\n"
+	if string(out) != want {
+		t.Errorf("output %q, want %q (the command's parent should be the daemon)", out, want)
+	}
+	// A different mode than the daemon's runs in-process.
+	cmd = e.hutchCmd("exec", "--sandbox", "image:x", "--conversation", "web/serve", "--", "true")
+	if out, err := cmd.CombinedOutput(); err == nil || strings.Contains(string(out), "daemon") {
+		t.Errorf("exec in another mode: %v %s", err, out)
 	}
 }

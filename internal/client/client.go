@@ -1,0 +1,168 @@
+// Package client is the Go client of hutch's HTTP API (internal/api). The
+// zero value talks to nothing; set Socket (the daemon's unix socket) or
+// BaseURL and Token (TCP). The CLI uses it when a daemon answers.
+package client
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/hutchsandbox/hutch/internal/api"
+	"github.com/hutchsandbox/hutch/internal/errdefs"
+)
+
+// Client talks to one daemon.
+type Client struct {
+	// Socket is the daemon's unix socket; used when BaseURL is empty.
+	Socket string
+	// BaseURL is a TCP daemon's address, e.g. http://127.0.0.1:7878.
+	BaseURL string
+	// Token is sent as a bearer token (required on TCP).
+	Token string
+	// Transport replaces the HTTP transport, primarily for tests.
+	Transport http.RoundTripper
+
+	once sync.Once
+	hc   *http.Client
+}
+
+func (c *Client) http() *http.Client {
+	c.once.Do(func() {
+		tr := c.Transport
+		if tr == nil && c.BaseURL == "" {
+			sock := c.Socket
+			tr = &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+				var d net.Dialer
+				return d.DialContext(ctx, "unix", sock)
+			}}
+		}
+		c.hc = &http.Client{Transport: tr}
+	})
+	return c.hc
+}
+
+func (c *Client) url(path string) string {
+	if c.BaseURL != "" {
+		return strings.TrimSuffix(c.BaseURL, "/") + path
+	}
+	return "http://hutch" + path
+}
+
+// Answers reports whether a daemon answers within timeout.
+func (c *Client) Answers(ctx context.Context, timeout time.Duration) (api.Health, bool) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	h, err := c.Health(ctx)
+	return h, err == nil
+}
+
+// Health asks the daemon how it is.
+func (c *Client) Health(ctx context.Context) (api.Health, error) {
+	var h api.Health
+	err := c.call(ctx, "GET", "/v1/health", nil, &h)
+	return h, err
+}
+
+// Call sends a JSON request and decodes a JSON answer; an error answer
+// becomes an error of its class with the daemon's text.
+func (c *Client) Call(ctx context.Context, path string, in, out any) error {
+	return c.call(ctx, "POST", path, in, out)
+}
+
+func (c *Client) call(ctx context.Context, method, path string, in, out any) error {
+	resp, err := c.send(ctx, method, path, in)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if out == nil {
+		return nil
+	}
+	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
+		return fmt.Errorf("decode %s answer: %w", path, err)
+	}
+	return nil
+}
+
+func (c *Client) send(ctx context.Context, method, path string, in any) (*http.Response, error) {
+	var body io.Reader
+	if in != nil {
+		data, err := json.Marshal(in)
+		if err != nil {
+			return nil, err
+		}
+		body = bytes.NewReader(data)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, c.url(path), body)
+	if err != nil {
+		return nil, err
+	}
+	if in != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if c.Token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.Token)
+	}
+	resp, err := c.http().Do(req)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, errdefs.New(errdefs.ErrUnavailable, fmt.Sprintf("The hutch daemon did not answer: %v", err))
+	}
+	if resp.StatusCode >= 300 {
+		defer resp.Body.Close()
+		var eb api.ErrorBody
+		if json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&eb) != nil || eb.Error == "" {
+			return nil, fmt.Errorf("hutch daemon answered %s", resp.Status)
+		}
+		return nil, api.ClassError(eb)
+	}
+	return resp, nil
+}
+
+// Exec runs a command through the daemon, writing its streams as they
+// come, and returns the result. When ctx ends first the daemon aborts
+// the command (its process group is killed) and ctx's error is returned.
+func (c *Client) Exec(ctx context.Context, req api.ExecRequest, stdout, stderr io.Writer) (api.ExecResult, error) {
+	resp, err := c.send(ctx, "POST", "/v1/exec", req)
+	if err != nil {
+		return api.ExecResult{}, err
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 64<<10), 64<<20)
+	for sc.Scan() {
+		var f api.Frame
+		if err := json.Unmarshal(sc.Bytes(), &f); err != nil {
+			return api.ExecResult{}, fmt.Errorf("bad exec frame: %w", err)
+		}
+		switch {
+		case f.Result != nil:
+			return *f.Result, nil
+		case f.Error != nil:
+			return api.ExecResult{}, api.ClassError(*f.Error)
+		case f.Stream == "stdout" && stdout != nil:
+			stdout.Write(f.Data)
+		case f.Stream == "stderr" && stderr != nil:
+			stderr.Write(f.Data)
+		}
+	}
+	if ctx.Err() != nil {
+		return api.ExecResult{}, ctx.Err()
+	}
+	if err := sc.Err(); err != nil {
+		return api.ExecResult{}, errdefs.New(errdefs.ErrUnavailable, fmt.Sprintf("The hutch daemon went away mid-command: %v", err))
+	}
+	return api.ExecResult{}, errors.New("the hutch daemon ended the answer without a result")
+}
