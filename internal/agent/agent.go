@@ -16,6 +16,11 @@
 //   - GET /v1/file?path=ABS: the file's bytes. PUT /v1/file?path=ABS[&mode=0644]:
 //     replaces the file atomically (stage in the same directory, fsync,
 //     rename).
+//   - GET /v1/stat?path=ABS: JSON FileInfo. GET /v1/list?path=ABS: JSON
+//     array of FileInfo, sorted by name, symlinks not followed.
+//   - The file endpoints take repeated root=ABS parameters: the path must
+//     then resolve, symlinks included, within those roots (see confine.go
+//     and ReadFileWithin); without any, nothing is confined.
 //
 // Every command runs in a process group of its own. The agent kills the
 // whole group when the command times out (its own timer, so a vanished

@@ -295,11 +295,30 @@ func (c *Client) Ping(ctx context.Context) (Info, error) {
 	return info, nil
 }
 
+// maxListBody bounds a list response (about 200k entries).
+const maxListBody = 64 << 20
+
+// fileQuery is the query of a file operation on path confined to roots.
+func fileQuery(path string, roots []string) url.Values {
+	q := url.Values{"path": {path}}
+	if len(roots) > 0 {
+		q[paramRoot] = roots
+	}
+	return q
+}
+
 // ReadFile copies the file at path (absolute and clean, as the sandbox
 // sees it) into w. A missing file is an error of class ErrNotFound. An
 // error while the bytes flow leaves what already reached w there.
 func (c *Client) ReadFile(ctx context.Context, path string, w io.Writer) error {
-	resp, _, err := c.roundTrip(ctx, http.MethodGet, pathFile+"?"+url.Values{"path": {path}}.Encode(), nil)
+	return c.ReadFileWithin(ctx, path, nil, w)
+}
+
+// ReadFileWithin is ReadFile confined to roots as ReadFileWithin (the
+// function) confines it, in the agent's sandbox; no roots: unconfined. A
+// path that leads outside is an error of class ErrFailedPrecondition.
+func (c *Client) ReadFileWithin(ctx context.Context, path string, roots []string, w io.Writer) error {
+	resp, _, err := c.roundTrip(ctx, http.MethodGet, pathFile+"?"+fileQuery(path, roots).Encode(), nil)
 	if err != nil {
 		return err
 	}
@@ -335,7 +354,14 @@ func (c *Client) ReadFile(ctx context.Context, path string, w io.Writer) error {
 // parents are created. A zero mode keeps an existing file's mode (0644 for
 // a new one); otherwise its permission bits are set.
 func (c *Client) WriteFile(ctx context.Context, path string, r io.Reader, mode os.FileMode) error {
-	q := url.Values{"path": {path}}
+	return c.WriteFileWithin(ctx, path, nil, r, mode)
+}
+
+// WriteFileWithin is WriteFile confined to roots as WriteFileWithin (the
+// function) confines it: parents are created only under a root, and a
+// path that leads outside is an error of class ErrFailedPrecondition.
+func (c *Client) WriteFileWithin(ctx context.Context, path string, roots []string, r io.Reader, mode os.FileMode) error {
+	q := fileQuery(path, roots)
 	if mode != 0 {
 		q.Set("mode", "0"+strconv.FormatUint(uint64(mode.Perm()), 8))
 	}
@@ -355,6 +381,43 @@ func (c *Client) WriteFile(ctx context.Context, path string, r io.Reader, mode o
 	defer resp.Body.Close()
 	if resp.StatusCode/100 != 2 {
 		return responseError(resp)
+	}
+	return nil
+}
+
+// Stat describes what path resolves to in the agent's sandbox, confined
+// to roots (none: unconfined); see StatWithin. Missing: ErrNotFound.
+func (c *Client) Stat(ctx context.Context, path string, roots []string) (FileInfo, error) {
+	var fi FileInfo
+	err := c.getJSON(ctx, pathStat, fileQuery(path, roots), maxErrorBody, &fi)
+	return fi, err
+}
+
+// List returns the entries of the directory path resolves to, sorted by
+// name, confined to roots (none: unconfined); see ListWithin.
+func (c *Client) List(ctx context.Context, path string, roots []string) ([]FileInfo, error) {
+	var infos []FileInfo
+	if err := c.getJSON(ctx, pathList, fileQuery(path, roots), maxListBody, &infos); err != nil {
+		return nil, err
+	}
+	return infos, nil
+}
+
+// getJSON GETs target?q and decodes at most limit bytes of JSON into v.
+func (c *Client) getJSON(ctx context.Context, target string, q url.Values, limit int64, v any) error {
+	resp, _, err := c.roundTrip(ctx, http.MethodGet, target+"?"+q.Encode(), nil)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return responseError(resp)
+	}
+	if err := json.NewDecoder(io.LimitReader(resp.Body, limit)).Decode(v); err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return connLost(err)
 	}
 	return nil
 }

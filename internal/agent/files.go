@@ -15,6 +15,8 @@ import (
 	"strings"
 	"syscall"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/hutchsandbox/hutch/internal/errdefs"
 )
 
@@ -52,7 +54,7 @@ func fileError(verb, p string, err error) error {
 	case errors.Is(err, fs.ErrNotExist):
 		return errdefs.New(errdefs.ErrNotFound, "File not found: "+p)
 	case errors.Is(err, syscall.ENOTDIR):
-		if verb == "read" {
+		if verb != "write" {
 			return errdefs.New(errdefs.ErrNotFound, "File not found: "+p)
 		}
 		return errdefs.New(errdefs.ErrInvalid, "A parent of "+p+" is not a directory")
@@ -77,30 +79,14 @@ func cause(err error) error {
 // handleReadFile streams a regular file. An error after the first byte
 // arrives in the Hutch-Error trailer.
 func (s *Server) handleReadFile(w http.ResponseWriter, r *http.Request) {
-	p := r.URL.Query().Get("path")
-	if err := checkPath(p); err != nil {
+	q := r.URL.Query()
+	p := q.Get("path")
+	f, err := openForRead(p, q[paramRoot])
+	if err != nil {
 		writeError(w, err)
 		return
 	}
-	// O_NONBLOCK: opening a FIFO must not wait for a writer.
-	f, err := os.OpenFile(p, os.O_RDONLY|syscall.O_NONBLOCK, 0)
-	if err != nil {
-		writeError(w, fileError("read", p, err))
-		return
-	}
 	defer f.Close()
-	fi, err := f.Stat()
-	switch {
-	case err != nil:
-		writeError(w, fileError("read", p, err))
-		return
-	case fi.IsDir():
-		writeError(w, errdefs.New(errdefs.ErrInvalid, "Path is a directory: "+p))
-		return
-	case !fi.Mode().IsRegular():
-		writeError(w, errdefs.New(errdefs.ErrInvalid, "Path is not a regular file: "+p))
-		return
-	}
 	w.Header().Set("Content-Type", "application/octet-stream")
 	w.Header().Set("Trailer", trailerError)
 	w.WriteHeader(http.StatusOK)
@@ -132,7 +118,7 @@ func (s *Server) handleWriteFile(w http.ResponseWriter, r *http.Request) {
 		fm := os.FileMode(n)
 		mode = &fm
 	}
-	n, err := writeAtomic(p, r.Body, mode)
+	n, err := writeWithin(p, q[paramRoot], r.Body, mode)
 	if err != nil {
 		s.log.Debug("agent write file failed", "path", p, "err", err)
 		writeError(w, err)
@@ -142,35 +128,70 @@ func (s *Server) handleWriteFile(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusNoContent)
 }
 
+// handleStat describes a path as JSON (a FileInfo).
+func (s *Server) handleStat(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	fi, err := StatWithin(q.Get("path"), q[paramRoot])
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	w.Header().Set("Content-Type", contentTypeJSON)
+	_ = json.NewEncoder(w).Encode(fi)
+}
+
+// handleList lists a directory as JSON (an array of FileInfo).
+func (s *Server) handleList(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	infos, err := ListWithin(q.Get("path"), q[paramRoot])
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	w.Header().Set("Content-Type", contentTypeJSON)
+	_ = json.NewEncoder(w).Encode(infos)
+}
+
 // writeAtomic writes r to a stage file next to p, fsyncs it and renames it
 // over p, so that p holds either its old content or all of the new, never
 // a part. On any failure the stage is removed and p is untouched. Missing
 // parents are created (0755). A nil mode keeps an existing file's mode
 // (and, when running as root, its owner) or uses 0644. A symlink at p is
-// replaced, not followed.
-func writeAtomic(p string, r io.Reader, mode *os.FileMode) (n int64, err error) {
-	dir, name := filepath.Dir(p), filepath.Base(p)
+// replaced, not followed. p is not confined: see writeWithin.
+func writeAtomic(p string, r io.Reader, mode *os.FileMode) (int64, error) {
 	if p == "/" {
 		return 0, errdefs.New(errdefs.ErrInvalid, "Path is a directory: "+p)
 	}
+	dir := filepath.Dir(p)
+	if err := mkdirAll(dir); err != nil {
+		return 0, fileError("write", p, err)
+	}
+	dfd, err := unix.Open(dir, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return 0, fileError("write", p, err)
+	}
+	defer unix.Close(dfd)
+	return writeInDir(dfd, p, filepath.Base(p), r, mode)
+}
+
+// writeInDir is writeAtomic for the entry name of the directory open as
+// dfd (p names it in messages): every step is relative to dfd, so nothing
+// that happens to p's parents meanwhile can move the write elsewhere.
+func writeInDir(dfd int, p, name string, r io.Reader, mode *os.FileMode) (n int64, err error) {
 	perm := os.FileMode(defaultFileMode)
 	uid, gid := -1, -1
-	fi, err := os.Lstat(p)
+	var st unix.Stat_t
+	err = unix.Fstatat(dfd, name, &st, unix.AT_SYMLINK_NOFOLLOW)
 	switch {
 	case err == nil:
-		if fi.IsDir() {
+		switch st.Mode & unix.S_IFMT {
+		case unix.S_IFDIR:
 			return 0, errdefs.New(errdefs.ErrInvalid, "Path is a directory: "+p)
-		}
-		if fi.Mode().IsRegular() {
-			perm = fi.Mode().Perm()
-			if st, ok := fi.Sys().(*syscall.Stat_t); ok {
-				uid, gid = int(st.Uid), int(st.Gid)
-			}
+		case unix.S_IFREG:
+			perm = os.FileMode(st.Mode & 0o777)
+			uid, gid = int(st.Uid), int(st.Gid)
 		}
 	case errors.Is(err, fs.ErrNotExist):
-		if err := mkdirAll(dir); err != nil {
-			return 0, fileError("write", p, err)
-		}
 	default:
 		return 0, fileError("write", p, err)
 	}
@@ -184,15 +205,16 @@ func writeAtomic(p string, r io.Reader, mode *os.FileMode) (n int64, err error) 
 	if len(base) > maxStageBase {
 		base = base[:maxStageBase]
 	}
-	stage := filepath.Join(dir, "."+base+stageInfix+hex.EncodeToString(rnd[:]))
-	f, err := os.OpenFile(stage, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	stage := "." + base + stageInfix + hex.EncodeToString(rnd[:])
+	fd, err := unix.Openat(dfd, stage, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
 	if err != nil {
 		return 0, fileError("write", p, err)
 	}
+	f := os.NewFile(uintptr(fd), filepath.Join(filepath.Dir(p), stage))
 	defer func() {
 		if err != nil {
 			f.Close()
-			os.Remove(stage)
+			_ = unix.Unlinkat(dfd, stage, 0)
 		}
 	}()
 	src := &errReader{r: r}
@@ -214,13 +236,13 @@ func writeAtomic(p string, r io.Reader, mode *os.FileMode) (n int64, err error) 
 	if err = f.Close(); err != nil {
 		return n, fileError("write", p, err)
 	}
-	if err = os.Rename(stage, p); err != nil {
+	if err = unix.Renameat(dfd, stage, dfd, name); err != nil {
 		return n, fileError("write", p, err)
 	}
 	// Make the rename durable; the content is in place whatever this says.
-	if d, err := os.Open(dir); err == nil {
-		_ = d.Sync()
-		d.Close()
+	if d, err := unix.Openat(dfd, ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0); err == nil {
+		_ = unix.Fsync(d)
+		unix.Close(d)
 	}
 	return n, nil
 }

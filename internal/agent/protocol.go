@@ -13,7 +13,16 @@ import (
 const (
 	pathPing = "/v1/ping"
 	pathExec = "/v1/exec"
+	// pathFile reads (GET) and writes (PUT) a file: ?path=...&mode=...
 	pathFile = "/v1/file"
+	// pathStat describes a path as a JSON FileInfo: ?path=...
+	pathStat = "/v1/stat"
+	// pathList lists a directory as a JSON array of FileInfo: ?path=...
+	pathList = "/v1/list"
+
+	// paramRoot, repeated, confines a file operation (pathFile, pathStat,
+	// pathList) to the roots it names (see confine.go); none: unconfined.
+	paramRoot = "root"
 
 	// trailerResult carries an exec's execResult as JSON once the output
 	// has ended.

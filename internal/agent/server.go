@@ -68,6 +68,8 @@ func (s *Server) init() {
 		s.mux.HandleFunc("POST "+pathExec, s.handleExec)
 		s.mux.HandleFunc("GET "+pathFile, s.handleReadFile)
 		s.mux.HandleFunc("PUT "+pathFile, s.handleWriteFile)
+		s.mux.HandleFunc("GET "+pathStat, s.handleStat)
+		s.mux.HandleFunc("GET "+pathList, s.handleList)
 	})
 }
 
