@@ -76,6 +76,7 @@ func (s *Server) Handler() http.Handler {
 		"POST /v1/vault/remove":    s.vaultRemove,
 		"POST /v1/channel-kind":    s.channelKind,
 		"GET /v1/sandbox/runtimes": s.runtimes,
+		"POST /v1/tools/{name}":    s.tool,
 	}
 	for pattern, h := range routes {
 		mux.HandleFunc(pattern, s.wrap(h))
@@ -149,6 +150,8 @@ func (s *Server) wrap(h func(http.ResponseWriter, *http.Request) error) http.Han
 		s.log().Debug("api", "method", r.Method, "path", r.URL.Path, "duration", time.Since(start), "error", err)
 	}
 }
+
+func bytesReader(b []byte) io.Reader { return strings.NewReader(string(b)) }
 
 // errAlreadyWritten marks an error reported inside a started response.
 var errAlreadyWritten = errors.New("response already written")

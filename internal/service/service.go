@@ -264,34 +264,64 @@ func (s *Service) Exec(ctx context.Context, o ExecOptions) (sandbox.ExecResult, 
 	if len(o.Argv) == 0 {
 		return sandbox.ExecResult{}, errdefs.New(errdefs.ErrInvalid, "No command given; put it after --, e.g. hutch exec --conversation slack/C1 -- ls -la")
 	}
-	pol, err := s.Resolve(o.Address, o.Mode, o.User)
+	p, err := s.prepare(ctx, o.Address, o.Mode, o.User)
 	if err != nil {
 		return sandbox.ExecResult{}, err
+	}
+	req := sandbox.ExecRequest{
+		Argv:        o.Argv,
+		Dir:         o.Dir,
+		Env:         p.env,
+		Stdin:       o.Stdin,
+		Stdout:      o.Stdout,
+		Stderr:      o.Stderr,
+		Timeout:     o.Timeout,
+		OutputLimit: o.OutputLimit,
+	}
+	s.log.Debug("exec", "office_key", p.spec.OfficeKey, "mode", o.Mode.String(), "policy", p.pol.Decision.Policy.String(), "env_keys", sortedKeys(req.Env))
+	return p.rt.Exec(ctx, p.spec, req)
+}
+
+// prepared is one conversation ready to run in one mode.
+type prepared struct {
+	pol  Policy
+	rt   sandbox.Runtime
+	spec sandbox.Spec
+	// env is the vault env of each command (nil where the mode injects none).
+	env map[string]string
+}
+
+// prepare admits a conversation in a mode and makes what it needs on
+// the host: the registry record, the office, the shared support paths.
+func (s *Service) prepare(ctx context.Context, addr office.Address, mode sandbox.Mode, user string) (*prepared, error) {
+	pol, err := s.Resolve(addr, mode, user)
+	if err != nil {
+		return nil, err
 	}
 	if pol.Refusal != nil {
-		return sandbox.ExecResult{}, pol.Refusal
+		return nil, pol.Refusal
 	}
-	rt, err := s.runtime(ctx, o.Mode)
+	rt, err := s.runtime(ctx, mode)
 	if err != nil {
-		return sandbox.ExecResult{}, err
+		return nil, err
 	}
 	if err := workspace.EnsureRoot(s.layout.Workspace); err != nil {
-		return sandbox.ExecResult{}, err
+		return nil, err
 	}
-	dir, err := office.Ensure(s.registry, s.layout.Workspace, o.Address)
+	dir, err := office.Ensure(s.registry, s.layout.Workspace, addr)
 	if err != nil {
-		return sandbox.ExecResult{}, err
+		return nil, err
 	}
 	if _, err := office.EnsureStateDir(s.layout.StateDir, pol.Key); err != nil {
-		return sandbox.ExecResult{}, err
+		return nil, err
 	}
 	if err := workspace.Materialize(pol.Mounts); err != nil {
-		return sandbox.ExecResult{}, err
+		return nil, err
 	}
 	spec := sandbox.Spec{
 		OfficeKey:         string(pol.Key),
-		Platform:          string(o.Address.Platform),
-		ConversationID:    o.Address.ConversationID,
+		Platform:          string(addr.Platform),
+		ConversationID:    addr.ConversationID,
 		OfficeDir:         dir,
 		OfficeRuntimePath: dir,
 	}
@@ -307,7 +337,7 @@ func (s *Service) Exec(ctx context.Context, o ExecOptions) (sandbox.ExecResult, 
 	if caps.VaultFileMounts && pol.VaultKey != "" {
 		plan, err := s.vaults.Plan(pol.VaultKey)
 		if err != nil {
-			return sandbox.ExecResult{}, err
+			return nil, err
 		}
 		for _, f := range plan.Files {
 			spec.VaultFiles = append(spec.VaultFiles, sandbox.Mount{HostPath: f.HostPath, RuntimePath: f.RuntimePath, ReadOnly: true})
@@ -315,27 +345,16 @@ func (s *Service) Exec(ctx context.Context, o ExecOptions) (sandbox.ExecResult, 
 	}
 	if caps.Limits {
 		if spec.Limits, err = s.baseLimits(); err != nil {
-			return sandbox.ExecResult{}, err
+			return nil, err
 		}
 	}
-	req := sandbox.ExecRequest{
-		Argv:        o.Argv,
-		Dir:         o.Dir,
-		Stdin:       o.Stdin,
-		Stdout:      o.Stdout,
-		Stderr:      o.Stderr,
-		Timeout:     o.Timeout,
-		OutputLimit: o.OutputLimit,
-	}
-	if rt.Capabilities().VaultEnv && pol.VaultKey != "" {
-		env, err := s.vaults.Env(pol.VaultKey)
-		if err != nil {
-			return sandbox.ExecResult{}, err
+	p := &prepared{pol: pol, rt: rt, spec: spec}
+	if caps.VaultEnv && pol.VaultKey != "" {
+		if p.env, err = s.vaults.Env(pol.VaultKey); err != nil {
+			return nil, err
 		}
-		req.Env = env
 	}
-	s.log.Debug("exec", "office_key", string(pol.Key), "mode", o.Mode.String(), "policy", pol.Decision.Policy.String(), "env_keys", sortedKeys(req.Env))
-	return rt.Exec(ctx, spec, req)
+	return p, nil
 }
 
 // Runnable reports whether this build can run commands in mode m.
