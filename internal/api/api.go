@@ -38,6 +38,8 @@ type Server struct {
 	MaxBody int64
 	// Log receives one line per request; nil discards.
 	Log *slog.Logger
+	// Metrics, when set, is served at GET /metrics.
+	Metrics http.Handler
 }
 
 // Conversation names the conversation a request is for.
@@ -80,6 +82,9 @@ func (s *Server) Handler() http.Handler {
 	}
 	for pattern, h := range routes {
 		mux.HandleFunc(pattern, s.wrap(h))
+	}
+	if s.Metrics != nil {
+		mux.Handle("GET /metrics", s.Metrics)
 	}
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusNotFound, ErrorBody{Error: fmt.Sprintf("No such endpoint: %s %s", r.Method, r.URL.Path), Code: "not_found"})

@@ -118,6 +118,15 @@ func TestExec_UsesDaemon(t *testing.T) {
 	if string(out) != want {
 		t.Errorf("output %q, want %q (the command's parent should be the daemon)", out, want)
 	}
+	resp, err := p.client.Get("http://hutch/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	metrics, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !strings.Contains(string(metrics), `hutch_commands_total{mode="host",outcome="failed"} 1`) {
+		t.Errorf("/metrics does not count the command:\n%s", metrics)
+	}
 	// A different mode than the daemon's runs in-process.
 	cmd = e.hutchCmd("exec", "--sandbox", "image:x", "--conversation", "web/serve", "--", "true")
 	if out, err := cmd.CombinedOutput(); err == nil || strings.Contains(string(out), "daemon") {

@@ -23,6 +23,7 @@ import (
 	"github.com/hutchsandbox/hutch/internal/api"
 	"github.com/hutchsandbox/hutch/internal/atomicfile"
 	"github.com/hutchsandbox/hutch/internal/errdefs"
+	"github.com/hutchsandbox/hutch/internal/metrics"
 	"github.com/hutchsandbox/hutch/internal/sandbox"
 	"github.com/hutchsandbox/hutch/internal/service"
 )
@@ -68,6 +69,8 @@ func Run(ctx context.Context, o Options) error {
 	}
 	svc := o.Service
 	layout := svc.Layout()
+	m := metrics.New()
+	svc.SetMetrics(m)
 	if err := validate(ctx, svc, o.Mode); err != nil {
 		return err
 	}
@@ -78,6 +81,14 @@ func Run(ctx context.Context, o Options) error {
 			return fmt.Errorf("reconcile managed runtimes: %w", err)
 		}
 		o.Log.Info("reconciled", "adopted", len(rep.Adopted), "removed", len(rep.Removed))
+		m.Event(sandbox.KindImage, metrics.EventReconciled, len(rep.Removed))
+		m.WatchRuntimes(sandbox.KindImage, func(ctx context.Context) ([]sandbox.Status, error) {
+			lc, err := svc.Managed(ctx)
+			if err != nil {
+				return nil, err
+			}
+			return lc.List(ctx)
+		})
 		if idle, err = svc.IdleDuration(); err != nil {
 			return err
 		}
@@ -87,7 +98,7 @@ func Run(ctx context.Context, o Options) error {
 	if err != nil {
 		return err
 	}
-	srv := &api.Server{Service: svc, Mode: o.Mode, Version: o.Version, Log: o.Log}
+	srv := &api.Server{Service: svc, Mode: o.Mode, Version: o.Version, Log: o.Log, Metrics: m.Handler()}
 	// Requests live under reqCtx: when the grace period ends, cancelling
 	// it aborts running commands (killing their process groups) and lets
 	// their handlers still write the "aborted" result before closing.
@@ -129,7 +140,7 @@ func Run(ctx context.Context, o Options) error {
 	go func() {
 		defer close(idleDone)
 		if idle > 0 {
-			idleLoop(idleCtx, svc, idle, o.Log)
+			idleLoop(idleCtx, svc, idle, o.Log, m)
 		}
 	}()
 
@@ -205,7 +216,7 @@ func listenUnix(path string) (net.Listener, error) {
 }
 
 // idleLoop stops idle runtimes until ctx ends.
-func idleLoop(ctx context.Context, svc *service.Service, idle time.Duration, log *slog.Logger) {
+func idleLoop(ctx context.Context, svc *service.Service, idle time.Duration, log *slog.Logger, m *metrics.Set) {
 	tick := min(max(idle/4, time.Second), 30*time.Second)
 	t := time.NewTicker(tick)
 	defer t.Stop()
@@ -215,12 +226,13 @@ func idleLoop(ctx context.Context, svc *service.Service, idle time.Duration, log
 			return
 		case <-t.C:
 		}
-		m, err := svc.Managed(ctx)
+		lc, err := svc.Managed(ctx)
 		if err != nil {
 			log.Warn("idle stop", "error", err)
 			continue
 		}
-		stopped, err := m.StopIdle(ctx, idle)
+		stopped, err := lc.StopIdle(ctx, idle)
+		m.Event(sandbox.KindImage, metrics.EventIdleStop, len(stopped))
 		for _, k := range stopped {
 			log.Info("stopped idle runtime", "office_key", k)
 		}

@@ -126,6 +126,7 @@ func (s *Service) imageLocked(ctx context.Context, ref string) (*image.Runtime, 
 		Agent:    bin,
 		Boost:    boost,
 		Log:      s.log,
+		Event:    func(e string) { s.metrics.Event(sandbox.KindImage, e, 1) },
 	})
 }
 

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/hutchsandbox/hutch/internal/errdefs"
+	"github.com/hutchsandbox/hutch/internal/metrics"
 	"github.com/hutchsandbox/hutch/internal/office"
 	"github.com/hutchsandbox/hutch/internal/projection"
 	"github.com/hutchsandbox/hutch/internal/sandbox"
@@ -31,7 +32,12 @@ type Service struct {
 	getenv        func(string) string
 	agentOverride string
 	rt            runtimes
+	metrics       *metrics.Set
 }
+
+// SetMetrics makes the service record commands and runtime events in m
+// (the daemon does; one-shot CLI commands do not).
+func (s *Service) SetMetrics(m *metrics.Set) { s.metrics = m }
 
 // New returns a Service over layout. A nil logger discards.
 func New(layout Layout, log *slog.Logger) *Service {
@@ -264,8 +270,10 @@ func (s *Service) Exec(ctx context.Context, o ExecOptions) (sandbox.ExecResult, 
 	if len(o.Argv) == 0 {
 		return sandbox.ExecResult{}, errdefs.New(errdefs.ErrInvalid, "No command given; put it after --, e.g. hutch exec --conversation slack/C1 -- ls -la")
 	}
+	start := time.Now()
 	p, err := s.prepare(ctx, o.Address, o.Mode, o.User)
 	if err != nil {
+		s.metrics.Command(o.Mode.Kind, sandbox.ExecResult{}, err, errdefs.IsFailedPrecondition(err), 0)
 		return sandbox.ExecResult{}, err
 	}
 	req := sandbox.ExecRequest{
@@ -279,7 +287,9 @@ func (s *Service) Exec(ctx context.Context, o ExecOptions) (sandbox.ExecResult, 
 		OutputLimit: o.OutputLimit,
 	}
 	s.log.Debug("exec", "office_key", p.spec.OfficeKey, "mode", o.Mode.String(), "policy", p.pol.Decision.Policy.String(), "env_keys", sortedKeys(req.Env))
-	return p.rt.Exec(ctx, p.spec, req)
+	res, err := p.rt.Exec(ctx, p.spec, req)
+	s.metrics.Command(o.Mode.Kind, res, err, false, time.Since(start))
+	return res, err
 }
 
 // prepared is one conversation ready to run in one mode.

@@ -120,6 +120,12 @@ func (r *Runtime) desired(ctx context.Context, spec sandbox.Spec) (desired, erro
 	return d, nil
 }
 
+func (r *Runtime) event(e string) {
+	if r.cfg.Event != nil {
+		r.cfg.Event(e)
+	}
+}
+
 // CheckImage verifies the configured image is present (or can be pulled).
 func (r *Runtime) CheckImage(ctx context.Context) error {
 	_, err := r.imageID(ctx)
@@ -266,6 +272,7 @@ func (r *Runtime) start(ctx context.Context, s *session, id string) error {
 	if _, err := r.api.ContainerStart(ctx, id, client.ContainerStartOptions{}); err != nil {
 		return engine.Classify(err, "start container "+ContainerName(s.key))
 	}
+	r.event("started")
 	// Temporary limits and boosts end when a runtime stops; a start is a
 	// new life.
 	clearRuntimeState(r.cfg.StateDir, s.key)
@@ -333,6 +340,7 @@ func (r *Runtime) create(ctx context.Context, spec sandbox.Spec, d desired, fp, 
 		return "", engine.Classify(err, "create container "+name)
 	}
 	r.log.Info("created container", "office_key", spec.OfficeKey, "container", name, "id", shortID(res.ID), "from", from)
+	r.event("created")
 	return res.ID, nil
 }
 
@@ -379,6 +387,7 @@ func (r *Runtime) recreate(ctx context.Context, s *session, spec sandbox.Spec, d
 			"office_key", spec.OfficeKey, "old_image_id", st.imageID, "new_image_id", d.ImageID)
 	}
 	r.log.Info("re-creating container: what it was built from changed", "office_key", spec.OfficeKey, "container", name)
+	r.event("recreated")
 	if _, err := r.api.ContainerRemove(ctx, st.id, client.ContainerRemoveOptions{Force: true}); err != nil && !engine.IsNotFound(err) {
 		return engine.Classify(err, "remove drifted container "+name)
 	}

@@ -43,6 +43,9 @@ type Config struct {
 	Boost sandbox.Limits
 	// Log receives debug and warning lines; nil discards.
 	Log *slog.Logger
+	// Event, when set, is told of lifecycle events: "created", "started",
+	// "recreated" (for metrics).
+	Event func(event string)
 }
 
 // Validate checks the config.
