@@ -40,6 +40,9 @@ type Server struct {
 	Log *slog.Logger
 	// Metrics, when set, is served at GET /metrics.
 	Metrics http.Handler
+	// MCP, when set, is served at /mcp (streamable HTTP; the conversation
+	// is named by query parameters).
+	MCP http.Handler
 }
 
 // Conversation names the conversation a request is for.
@@ -85,6 +88,9 @@ func (s *Server) Handler() http.Handler {
 	}
 	if s.Metrics != nil {
 		mux.Handle("GET /metrics", s.Metrics)
+	}
+	if s.MCP != nil {
+		mux.Handle("/mcp", s.MCP)
 	}
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusNotFound, ErrorBody{Error: fmt.Sprintf("No such endpoint: %s %s", r.Method, r.URL.Path), Code: "not_found"})

@@ -23,6 +23,7 @@ import (
 	"github.com/hutchsandbox/hutch/internal/api"
 	"github.com/hutchsandbox/hutch/internal/atomicfile"
 	"github.com/hutchsandbox/hutch/internal/errdefs"
+	"github.com/hutchsandbox/hutch/internal/mcpserver"
 	"github.com/hutchsandbox/hutch/internal/metrics"
 	"github.com/hutchsandbox/hutch/internal/sandbox"
 	"github.com/hutchsandbox/hutch/internal/service"
@@ -98,7 +99,8 @@ func Run(ctx context.Context, o Options) error {
 	if err != nil {
 		return err
 	}
-	srv := &api.Server{Service: svc, Mode: o.Mode, Version: o.Version, Log: o.Log, Metrics: m.Handler()}
+	srv := &api.Server{Service: svc, Mode: o.Mode, Version: o.Version, Log: o.Log, Metrics: m.Handler(),
+		MCP: mcpserver.HTTPHandler(svc, o.Mode, o.Log)}
 	// Requests live under reqCtx: when the grace period ends, cancelling
 	// it aborts running commands (killing their process groups) and lets
 	// their handlers still write the "aborted" result before closing.

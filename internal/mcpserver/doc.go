@@ -1,0 +1,21 @@
+// Package mcpserver serves hutch's agent tools (bash, read, write, edit,
+// sandbox) over the Model Context Protocol, with the official Go SDK.
+//
+// One *mcp.Server serves one conversation in one mode: New registers the
+// typed tools, whose input and output schemas the SDK infers from the
+// structs of package tools. The handlers are thin adapters: each call asks
+// the service for the conversation's tools.Sandbox (which admits the
+// conversation and provisions its runtime as needed) and runs the tool
+// from package tools, so MCP and the HTTP API serve the same texts.
+//
+// A tool that ran but failed (a command exiting non-zero) and a call that
+// could not be served (a path outside the office, an edit matching
+// nothing, a refusal) are both tool errors: a result with IsError and the
+// error's text, which the agent reads and can act on. hutch's error texts
+// are deliberate and carry no secrets. Protocol errors are left to the SDK
+// (unknown tool, malformed request).
+//
+// The stdio server is `hutch mcp` (package cli); HTTPHandler serves
+// streamable HTTP on the daemon, one conversation per session, named by
+// the query parameters of the URL.
+package mcpserver
