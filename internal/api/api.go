@@ -82,6 +82,7 @@ func (s *Server) Handler() http.Handler {
 		"POST /v1/channel-kind":    s.channelKind,
 		"GET /v1/sandbox/runtimes": s.runtimes,
 		"POST /v1/tools/{name}":    s.tool,
+		"POST /v1/chat":            s.chat,
 	}
 	for pattern, h := range routes {
 		mux.HandleFunc(pattern, s.wrap(h))

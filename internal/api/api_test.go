@@ -169,3 +169,15 @@ func httptestServer(t *testing.T, h http.Handler) string {
 	t.Cleanup(ts.Close)
 	return ts.URL
 }
+
+func TestChat(t *testing.T) {
+	ts := newServer(t, "")
+	code, body := post(t, ts, "/v1/chat", `{`+conv+`,"message":"<@U1> /sandbox door shared"}`)
+	if code != 200 || !strings.Contains(body, "trusted / shared-support / public") {
+		t.Errorf("chat door: %d %s", code, body)
+	}
+	code, body = post(t, ts, "/v1/chat", `{`+conv+`,"message":"hello"}`)
+	if code != 400 {
+		t.Errorf("not a command: %d %s", code, body)
+	}
+}

@@ -89,11 +89,11 @@ func (s *Service) runtime(ctx context.Context, m sandbox.Mode) (sandbox.Runtime,
 			return nil, err
 		}
 	case sandbox.KindImage:
-		ir, err := s.imageLocked(ctx, m.Target)
+		base, err := s.managedLocked(ctx)
 		if err != nil {
 			return nil, err
 		}
-		rt = ir
+		rt = base.WithImage(m.Target)
 	default:
 		return nil, sandbox.NotImplemented(m)
 	}
@@ -135,6 +135,12 @@ func (s *Service) imageLocked(ctx context.Context, ref string) (*image.Runtime, 
 func (s *Service) Managed(ctx context.Context) (*image.Runtime, error) {
 	s.rt.mu.Lock()
 	defer s.rt.mu.Unlock()
+	return s.managedLocked(ctx)
+}
+
+// managedLocked returns the one image runtime whose sessions every image
+// reference of this process shares.
+func (s *Service) managedLocked(ctx context.Context) (*image.Runtime, error) {
 	if s.rt.image == nil {
 		ir, err := s.imageLocked(ctx, "")
 		if err != nil {

@@ -25,4 +25,5 @@ type engineAPI interface {
 	NetworkInspect(ctx context.Context, id string, o client.NetworkInspectOptions) (client.NetworkInspectResult, error)
 	NetworkCreate(ctx context.Context, name string, o client.NetworkCreateOptions) (client.NetworkCreateResult, error)
 	NetworkRemove(ctx context.Context, id string, o client.NetworkRemoveOptions) (client.NetworkRemoveResult, error)
+	NetworkList(ctx context.Context, o client.NetworkListOptions) (client.NetworkListResult, error)
 }

@@ -3,10 +3,16 @@ package image
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/moby/moby/api/pkg/stdcopy"
 	"github.com/moby/moby/api/types/container"
@@ -183,6 +189,14 @@ func (r *Runtime) ensureLocked(ctx context.Context, s *session, spec sandbox.Spe
 	}
 	fp := d.fingerprint()
 	name := ContainerName(spec.OfficeKey)
+	// Other hutch processes of this installation provision the same
+	// office under the same file lock, so two first commands arriving in
+	// two processes also create one container.
+	unlock, err := lockFile(filepath.Join(r.cfg.RunDir, "locks", "office-"+shortHash(spec.OfficeKey)+".lock"))
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
 	st, err := r.inspect(ctx, name)
 	if err != nil {
 		return nil, err
@@ -252,13 +266,14 @@ func (r *Runtime) ensureLocked(ctx context.Context, s *session, spec sandbox.Spe
 // createAndStart makes the office's network and container and waits for
 // its agent.
 func (r *Runtime) createAndStart(ctx context.Context, s *session, spec sandbox.Spec, d desired, fp, from string) error {
-	if err := r.ensureNetwork(ctx, spec); err != nil {
+	netID, err := r.ensureNetwork(ctx, spec)
+	if err != nil {
 		return err
 	}
 	if err := prepareSocketDir(socketDir(r.cfg.RunDir, spec.OfficeKey)); err != nil {
 		return err
 	}
-	id, err := r.create(ctx, spec, d, fp, from)
+	id, err := r.create(ctx, spec, d, fp, from, netID)
 	if err != nil {
 		return err
 	}
@@ -281,7 +296,7 @@ func (r *Runtime) start(ctx context.Context, s *session, id string) error {
 
 // create makes the container. A racing creator (another hutch process)
 // is not an error: its container is used.
-func (r *Runtime) create(ctx context.Context, spec sandbox.Spec, d desired, fp, from string) (string, error) {
+func (r *Runtime) create(ctx context.Context, spec sandbox.Spec, d desired, fp, from, netID string) (string, error) {
 	name := ContainerName(spec.OfficeKey)
 	limits := spec.Limits.Over(DefaultLimits)
 	labels := map[string]string{
@@ -308,7 +323,7 @@ func (r *Runtime) create(ctx context.Context, spec sandbox.Spec, d desired, fp, 
 	stopTimeout := 5
 	hc := &container.HostConfig{
 		Mounts:        mounts,
-		NetworkMode:   container.NetworkMode(NetworkName(spec.OfficeKey)),
+		NetworkMode:   container.NetworkMode(netID),
 		CapDrop:       []string{"ALL"},
 		CapAdd:        keptCapabilities,
 		SecurityOpt:   []string{"no-new-privileges"},
@@ -446,13 +461,27 @@ func (r *Runtime) dropSnapshot(ctx context.Context, key string) {
 	}
 }
 
-// ensureNetwork creates the office's bridge network on a /29 of the pool.
-func (r *Runtime) ensureNetwork(ctx context.Context, spec sandbox.Spec) error {
+// ensureNetwork makes sure the office's bridge network exists (on a /29
+// of the pool) and returns its id. Docker 20.10 accepts two networks of
+// one name, so two processes racing to create it can both succeed (on
+// different subnets); every creator then lists the networks of that name
+// this hutch owns and keeps the oldest id, removing its own if it lost.
+// Containers are attached by id, so a stray twin is never ambiguous.
+func (r *Runtime) ensureNetwork(ctx context.Context, spec sandbox.Spec) (string, error) {
 	name := NetworkName(spec.OfficeKey)
-	if _, err := r.api.NetworkInspect(ctx, name, client.NetworkInspectOptions{}); err == nil {
-		return nil
-	} else if !engine.IsNotFound(err) {
-		return engine.Classify(err, "inspect network "+name)
+	if id, err := r.findNetwork(ctx, name); err != nil || id != "" {
+		return id, err
+	}
+	// Hutch processes of one installation take a file lock first, so
+	// they never race to create twins (a container start by name fails
+	// while two exist); the twin cleanup below covers anything else.
+	unlock, err := lockFile(filepath.Join(r.cfg.RunDir, "locks", "net-"+shortHash(spec.OfficeKey)+".lock"))
+	if err != nil {
+		return "", err
+	}
+	defer unlock()
+	if id, err := r.findNetwork(ctx, name); err != nil || id != "" {
+		return id, err
 	}
 	labels := map[string]string{
 		engine.LabelManaged:  "true",
@@ -465,25 +494,77 @@ func (r *Runtime) ensureNetwork(ctx context.Context, spec sandbox.Spec) error {
 	for i := uint32(0); i < 64; i++ {
 		sub, err := subnet(r.cfg.NetworkPool, start+i)
 		if err != nil {
-			return errdefs.New(errdefs.ErrInvalid, err.Error())
+			return "", errdefs.New(errdefs.ErrInvalid, err.Error())
 		}
-		_, err = r.api.NetworkCreate(ctx, name, client.NetworkCreateOptions{
+		res, err := r.api.NetworkCreate(ctx, name, client.NetworkCreateOptions{
 			Driver: "bridge",
 			IPAM:   &network.IPAM{Config: []network.IPAMConfig{{Subnet: sub, Gateway: sub.Addr().Next()}}},
 			Labels: labels,
 		})
 		if err == nil {
-			return nil
+			winner, ferr := r.findNetwork(ctx, name)
+			if ferr != nil {
+				return "", ferr
+			}
+			if winner != "" && winner != res.ID {
+				if _, rerr := r.api.NetworkRemove(ctx, res.ID, client.NetworkRemoveOptions{}); rerr != nil && !engine.IsNotFound(rerr) {
+					r.log.Warn("could not remove a duplicate network", "network", name, "id", shortID(res.ID), "error", rerr)
+				}
+				return winner, nil
+			}
+			return res.ID, nil
 		}
 		lastErr = err
-		if _, ierr := r.api.NetworkInspect(ctx, name, client.NetworkInspectOptions{}); ierr == nil {
-			return nil // a racing hutch made it
+		if id, ferr := r.findNetwork(ctx, name); ferr == nil && id != "" {
+			return id, nil // a racing hutch made it
 		}
-		if !subnetTaken(err) {
-			return engine.Classify(err, "create network "+name)
+		if !subnetTaken(err) && !engine.IsConflict(err) {
+			return "", engine.Classify(err, "create network "+name)
 		}
 	}
-	return engine.Classify(lastErr, "create network "+name+": no free subnet in "+r.cfg.NetworkPool.String())
+	return "", engine.Classify(lastErr, "create network "+name+": no free subnet in "+r.cfg.NetworkPool.String())
+}
+
+// lockFile takes an exclusive flock on path (created 0600), released by
+// the returned func. The kernel drops it if the process dies.
+func lockFile(path string) (func(), error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, fmt.Errorf("lock dir: %w", err)
+	}
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("lock %s: %w", path, err)
+	}
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("lock %s: %w", path, err)
+	}
+	return func() { unix.Flock(int(f.Fd()), unix.LOCK_UN); f.Close() }, nil
+}
+
+func shortHash(s string) string {
+	sum := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(sum[:8])
+}
+
+// findNetwork returns the id of the oldest network of that exact name
+// this hutch owns ("" when none), by the smallest id among equals.
+func (r *Runtime) findNetwork(ctx context.Context, name string) (string, error) {
+	res, err := r.api.NetworkList(ctx, client.NetworkListOptions{Filters: make(client.Filters).
+		Add("name", name).Add("label", engine.LabelStateDir+"="+r.cfg.StateDir)})
+	if err != nil {
+		return "", engine.Classify(err, "list networks "+name)
+	}
+	var best network.Summary
+	for _, n := range res.Items {
+		if n.Name != name {
+			continue // the name filter matches substrings
+		}
+		if best.ID == "" || n.Created.Before(best.Created) || (n.Created.Equal(best.Created) && n.ID < best.ID) {
+			best = n
+		}
+	}
+	return best.ID, nil
 }
 
 // subnetTaken reports whether a network create failed because its subnet

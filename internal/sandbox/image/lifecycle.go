@@ -250,25 +250,22 @@ func (r *Runtime) hasLeftovers(ctx context.Context, key string) bool {
 	if ok, _ := r.snapshotExists(ctx, key); ok {
 		return true
 	}
-	n, err := r.api.NetworkInspect(ctx, NetworkName(key), client.NetworkInspectOptions{})
-	return err == nil && n.Network.Labels[engine.LabelStateDir] == r.cfg.StateDir
+	id, err := r.findNetwork(ctx, NetworkName(key))
+	return err == nil && id != ""
 }
 
 func (r *Runtime) removeNetwork(ctx context.Context, key string) error {
-	n, err := r.api.NetworkInspect(ctx, NetworkName(key), client.NetworkInspectOptions{})
-	if engine.IsNotFound(err) {
-		return nil
+	// Remove every network of the name this hutch owns: a race may have
+	// left a twin.
+	for {
+		id, err := r.findNetwork(ctx, NetworkName(key))
+		if err != nil || id == "" {
+			return err
+		}
+		if _, err := r.api.NetworkRemove(ctx, id, client.NetworkRemoveOptions{}); err != nil && !engine.IsNotFound(err) {
+			return engine.Classify(err, "remove network "+NetworkName(key))
+		}
 	}
-	if err != nil {
-		return engine.Classify(err, "inspect network "+NetworkName(key))
-	}
-	if n.Network.Labels[engine.LabelStateDir] != r.cfg.StateDir {
-		return nil
-	}
-	if _, err := r.api.NetworkRemove(ctx, n.Network.ID, client.NetworkRemoveOptions{}); err != nil && !engine.IsNotFound(err) {
-		return engine.Classify(err, "remove network "+NetworkName(key))
-	}
-	return nil
 }
 
 // Boost raises an office's limits until its container stops.
@@ -417,13 +414,7 @@ func (r *Runtime) Reconcile(ctx context.Context, known func(officeKey string) bo
 }
 
 func (r *Runtime) listOwnedNetworks(ctx context.Context) ([]string, error) {
-	lister, ok := r.api.(interface {
-		NetworkList(ctx context.Context, o client.NetworkListOptions) (client.NetworkListResult, error)
-	})
-	if !ok {
-		return nil, nil
-	}
-	res, err := lister.NetworkList(ctx, client.NetworkListOptions{Filters: r.ownedFilter()})
+	res, err := r.api.NetworkList(ctx, client.NetworkListOptions{Filters: r.ownedFilter()})
 	if err != nil {
 		return nil, engine.Classify(err, "list networks")
 	}

@@ -70,6 +70,14 @@ type Runtime struct {
 	log      *slog.Logger
 	agentBin string // staged agent binary on the host
 
+	*sessionTable // shared by every Runtime made WithImage from this one
+}
+
+// sessionTable is what this process knows of each office's runtime. It
+// is shared across the image references one process serves, so that
+// active commands, idle clocks and provisioning locks are per office,
+// whatever image a caller named.
+type sessionTable struct {
 	mu       sync.Mutex // guards sessions
 	sessions map[string]*session
 }
@@ -114,12 +122,21 @@ func New(cfg Config) (*Runtime, error) {
 		return nil, err
 	}
 	return &Runtime{
-		cfg:      cfg,
-		api:      cfg.Engine.Client,
-		log:      cfg.Log.With("mode", "image"),
-		agentBin: bin,
-		sessions: map[string]*session{},
+		cfg:          cfg,
+		api:          cfg.Engine.Client,
+		log:          cfg.Log.With("mode", "image"),
+		agentBin:     bin,
+		sessionTable: &sessionTable{sessions: map[string]*session{}},
 	}, nil
+}
+
+// WithImage returns the image mode for another image reference that
+// shares this runtime's sessions (and so its per-office locks, active
+// command counts and idle clocks).
+func (r *Runtime) WithImage(ref string) *Runtime {
+	c := *r
+	c.cfg.Image = ref
+	return &c
 }
 
 // Mode returns image:<image>.

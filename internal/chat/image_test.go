@@ -1,0 +1,133 @@
+package chat
+
+import (
+	"context"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hutchsandbox/hutch/internal/engine"
+	"github.com/hutchsandbox/hutch/internal/projection"
+	"github.com/hutchsandbox/hutch/internal/sandbox"
+	"github.com/hutchsandbox/hutch/internal/service"
+	"github.com/hutchsandbox/hutch/internal/testenv"
+)
+
+// imageService is a service whose managed runtimes run on the real
+// engine, with a static agent and a run dir short enough for sockets.
+func imageService(t *testing.T) (*service.Service, sandbox.Mode) {
+	t.Helper()
+	cli := testenv.Docker(t)
+	img := testenv.BusyboxImage(t, cli)
+	run, err := os.MkdirTemp("", "hr-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(run) })
+	svc := newService(t, func(k string) string {
+		if k == "HUTCH_RUN_DIR" {
+			return run
+		}
+		return ""
+	})
+	testenv.CleanupContainers(t, cli, engine.LabelStateDir+"="+svc.Layout().StateDir)
+	svc.SetAgentBinary(testenv.HutchBinary(t))
+	return svc, sandbox.Mode{Kind: sandbox.KindImage, Target: img}
+}
+
+func TestImageMode(t *testing.T) {
+	svc, mode := imageService(t)
+	conv := addr(t, "slack", "C"+testenv.Name(t))
+	ctx := context.Background()
+	step := func(golden_, message string) {
+		t.Helper()
+		golden(t, golden_, send(t, svc, mode, conv, message))
+	}
+
+	// Before the first command there is no runtime to boost or limit.
+	step("image_status_missing", "/sandbox")
+	step("image_boost_not_running", "/sandbox boost")
+	step("image_limits_not_running", "/sandbox limits cpus=1")
+	step("image_limits_usage", "/sandbox limits")
+	step("image_limits_bad_value", "/sandbox limits cpus=2 memory=lots")
+	step("image_limits_unknown_key", "/sandbox limits cpus=2 disk=10g")
+	step("image_limits_no_value", "/sandbox limits cpus")
+
+	if _, err := svc.Exec(ctx, service.ExecOptions{Address: conv, Mode: mode, Argv: []string{"true"}}); err != nil {
+		t.Fatal(err)
+	}
+	step("image_status_running", "/sandbox")
+	step("image_boost", "/sandbox boost")
+	step("image_status_boosted", "/sandbox")
+	step("image_limits", "/sandbox limits cpus=1 memory=2g pids=512")
+	step("image_status_limits", "/sandbox")
+
+	step("image_door_full", "/sandbox door full")
+	if pol, err := svc.Resolve(conv, mode, ""); err != nil || pol.Decision.Policy != projection.PolicyFull {
+		t.Errorf("policy after the change: %v, %v; want full", pol.Decision.Policy, err)
+	}
+	step("image_door_isolated", "/sandbox door isolated")
+}
+
+// TestImageMode_BusyDoor: a door change while a command runs in the
+// conversation is refused, and the policy stays as it was.
+func TestImageMode_BusyDoor(t *testing.T) {
+	svc, mode := imageService(t)
+	conv := addr(t, "slack", "C"+testenv.Name(t))
+	ctx := context.Background()
+	if _, err := svc.Exec(ctx, service.ExecOptions{Address: conv, Mode: mode, Argv: []string{"true"}}); err != nil {
+		t.Fatal(err)
+	}
+	// A door change while a command runs is refused.
+	m, err := svc.Managed(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runCtx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	var runErr error
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		_, runErr = svc.Exec(runCtx, service.ExecOptions{Address: conv, Mode: mode, Argv: []string{"sleep 120"}})
+	}()
+	stopped := false
+	stop := func() {
+		if !stopped {
+			stopped = true
+			cancel()
+			wg.Wait()
+		}
+	}
+	defer stop()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		st, err := m.Status(ctx, string(conv.Key()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.ActiveCommands > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			stop()
+			t.Fatalf("Managed().Status never counted the running command within 30 s (exec: %v); the busy check cannot see it", runErr)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if got := send(t, svc, mode, conv, "/sandbox door full"); got != BusyDoor {
+		t.Errorf("door change while busy: %q, want %q", got, BusyDoor)
+	}
+	golden(t, "image_status_busy", send(t, svc, mode, conv, "/sandbox"))
+	pol, err := svc.Resolve(conv, mode, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pol.Decision.Policy != projection.PolicyIsolated {
+		t.Errorf("policy after the refused change: %v, want isolated", pol.Decision.Policy)
+	}
+	stop()
+
+	golden(t, "image_door_full", send(t, svc, mode, conv, "/sandbox door full"))
+}

@@ -1,0 +1,248 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/hutchsandbox/hutch/internal/engine"
+	"github.com/hutchsandbox/hutch/internal/sandbox"
+	"github.com/hutchsandbox/hutch/internal/service"
+)
+
+func newDoctorCmd(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "doctor",
+		Short: "Check what this machine offers hutch, and which modes can run here",
+		Long: `Check the container engine (its version and the negotiated API version),
+Podman, KVM, QEMU, the cgroup version and the state dir, then say for each
+sandbox mode whether it can run here and, when not, why.
+
+Each line is ok, missing (not there; the reason says what needs it), bad
+(there but unusable) or no (a mode that cannot run here). Doctor changes
+nothing: it does not create the state dir or start anything, and it exits 0
+whatever it finds.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			checks := diagnose(cmd.Context(), g.doctorProbes())
+			return renderDoctor(g.stdout, checks)
+		},
+	}
+}
+
+// engineInfo is what doctor reports of a connected engine.
+type engineInfo struct {
+	Host, Flavor, ServerVersion, APIVersion string
+}
+
+// doctorProbes is everything doctor reads from the machine, as functions
+// so that tests replace the machine with fakes.
+type doctorProbes struct {
+	// Engine connects to the container engine named by the environment.
+	Engine func(ctx context.Context) (engineInfo, error)
+	// LookPath finds a program on PATH (exec.LookPath).
+	LookPath func(file string) (string, error)
+	// Getenv reads an environment variable.
+	Getenv func(key string) string
+	// Stat reports whether a path exists (an error wrapping
+	// fs.ErrNotExist when it does not).
+	Stat func(path string) error
+	// OpenRW opens a device read-write and closes it again.
+	OpenRW func(path string) error
+	// StateDir returns the state dir hutch would use and its permission
+	// bits, and checks it as hutch does before use. A state dir that does
+	// not exist yet is an error wrapping fs.ErrNotExist.
+	StateDir func() (path string, perm fs.FileMode, err error)
+}
+
+// The paths and programs doctor looks at.
+const (
+	kvmDevice         = "/dev/kvm"
+	qemuProgram       = "qemu-system-x86_64"
+	cgroupControllers = "/sys/fs/cgroup/cgroup.controllers"
+)
+
+// The statuses of a check.
+const (
+	checkOK      = "ok"
+	checkMissing = "missing"
+	checkBad     = "bad"
+	checkNo      = "no"
+)
+
+// check is one line of doctor's report.
+type check struct {
+	Name, Status, Reason string
+}
+
+// doctorProbes returns the probes of the real machine.
+func (g *globals) doctorProbes() doctorProbes {
+	return doctorProbes{
+		Engine: func(ctx context.Context) (engineInfo, error) {
+			e, err := engine.Connect(ctx)
+			if err != nil {
+				return engineInfo{}, err
+			}
+			defer e.Close()
+			return engineInfo{Host: e.Host, Flavor: string(e.Flavor), ServerVersion: e.ServerVersion, APIVersion: e.APIVersion}, nil
+		},
+		LookPath: exec.LookPath,
+		Getenv:   g.env,
+		Stat: func(p string) error {
+			_, err := os.Stat(p)
+			return err
+		},
+		OpenRW: func(p string) error {
+			f, err := os.OpenFile(p, os.O_RDWR, 0)
+			if err != nil {
+				return err
+			}
+			return f.Close()
+		},
+		StateDir: g.probeStateDir,
+	}
+}
+
+// probeStateDir finds the state dir as ResolveLayout does, without
+// creating it, and runs ResolveLayout's checks on one that exists.
+func (g *globals) probeStateDir() (string, fs.FileMode, error) {
+	dir := g.stateDir
+	if dir == "" {
+		dir = g.env("HUTCH_STATE_DIR")
+	}
+	if dir == "" {
+		home, err := os.UserHomeDir()
+		if err != nil {
+			return "~/.hutch", 0, fmt.Errorf("cannot find a home directory for the state dir: %w", err)
+		}
+		dir = filepath.Join(home, ".hutch")
+	}
+	if abs, err := filepath.Abs(dir); err == nil {
+		dir = abs
+	}
+	fi, err := os.Lstat(dir)
+	if err != nil {
+		return dir, 0, err
+	}
+	if _, err := service.ResolveLayout(service.LayoutOptions{StateDir: dir, Workspace: g.workspace, Getenv: g.getenv}); err != nil {
+		return dir, fi.Mode().Perm(), err
+	}
+	return dir, fi.Mode().Perm(), nil
+}
+
+// diagnose runs every check against p.
+func diagnose(ctx context.Context, p doctorProbes) []check {
+	var out []check
+	eng, engErr := p.Engine(ctx)
+	if engErr != nil {
+		out = append(out, check{"engine", checkMissing, engErr.Error()})
+	} else {
+		reason := fmt.Sprintf("%s %s, API %s, at %s", eng.Flavor, eng.ServerVersion, eng.APIVersion, eng.Host)
+		e := &engine.Engine{Flavor: engine.Flavor(eng.Flavor), ServerVersion: eng.ServerVersion}
+		if !e.CanUpdateLimits() {
+			reason += " (boosts and temporary limits need Podman 5.1 or later)"
+		}
+		out = append(out, check{"engine", checkOK, reason})
+	}
+	out = append(out, podmanCheck(p, eng, engErr == nil))
+	out = append(out, kvmCheck(p))
+	if path, err := p.LookPath(qemuProgram); err == nil {
+		out = append(out, check{"qemu", checkOK, path})
+	} else {
+		out = append(out, check{"qemu", checkMissing, qemuProgram + " is not on PATH (microVM modes need it: apt-get install qemu-system-x86)"})
+	}
+	if err := p.Stat(cgroupControllers); err == nil {
+		out = append(out, check{"cgroup", checkOK, "v2 (" + cgroupControllers + " exists)"})
+	} else {
+		out = append(out, check{"cgroup", checkOK, "v1 (no " + cgroupControllers + "); the engine still applies limits"})
+	}
+	out = append(out, stateDirCheck(p))
+	for _, k := range sandbox.Kinds {
+		out = append(out, modeCheck(k, engErr == nil))
+	}
+	return out
+}
+
+func podmanCheck(p doctorProbes, eng engineInfo, engineOK bool) check {
+	host := p.Getenv("DOCKER_HOST")
+	atPodman := engineOK && eng.Flavor == string(engine.FlavorPodman) || strings.Contains(host, "podman")
+	path, err := p.LookPath("podman")
+	switch {
+	case err != nil && atPodman:
+		return check{"podman", checkMissing, fmt.Sprintf("podman is not on PATH, but DOCKER_HOST points at a Podman socket (%s)", host)}
+	case err != nil:
+		return check{"podman", checkMissing, "podman is not on PATH (optional: Docker is enough)"}
+	case atPodman:
+		return check{"podman", checkOK, fmt.Sprintf("%s; DOCKER_HOST points at it (%s)", path, host)}
+	case host == "":
+		return check{"podman", checkOK, path + "; DOCKER_HOST is not set, so hutch uses the default Docker socket"}
+	}
+	return check{"podman", checkOK, fmt.Sprintf("%s; DOCKER_HOST points elsewhere (%s)", path, host)}
+}
+
+func kvmCheck(p doctorProbes) check {
+	if err := p.Stat(kvmDevice); err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return check{"kvm", checkMissing, kvmDevice + " is not present (microVM modes need hardware virtualisation)"}
+		}
+		return check{"kvm", checkMissing, fmt.Sprintf("cannot look at %s: %v", kvmDevice, err)}
+	}
+	if err := p.OpenRW(kvmDevice); err != nil {
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		return check{"kvm", checkBad, fmt.Sprintf("%s is present but cannot be opened (%v); add the user to the kvm group", kvmDevice, err)}
+	}
+	return check{"kvm", checkOK, kvmDevice + " is present and opens"}
+}
+
+func stateDirCheck(p doctorProbes) check {
+	path, perm, err := p.StateDir()
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return check{"state dir", checkMissing, path + " does not exist yet; hutch creates it (mode 0700) on first use"}
+	case err != nil:
+		return check{"state dir", checkBad, err.Error()}
+	}
+	return check{"state dir", checkOK, fmt.Sprintf("%s, mode %04o", path, perm)}
+}
+
+func modeCheck(k sandbox.Kind, engineOK bool) check {
+	name := "mode " + modeLabel(k)
+	switch k {
+	case sandbox.KindHost:
+		return check{name, checkOK, "commands run on the host, unisolated: only the shared and full door policies run there"}
+	case sandbox.KindContainer, sandbox.KindImage:
+		if !engineOK {
+			return check{name, checkNo, "needs the container engine, which does not answer (see engine)"}
+		}
+		if k == sandbox.KindContainer {
+			return check{name, checkOK, "the engine answers; the named container must exist and run"}
+		}
+		return check{name, checkOK, "the engine answers; the image must be in the engine or pullable"}
+	}
+	if service.Runnable(sandbox.Mode{Kind: k}) {
+		return check{name, checkOK, "in this build"}
+	}
+	return check{name, checkNo, "not in this build yet"}
+}
+
+// renderDoctor writes the checks as an aligned table.
+func renderDoctor(w io.Writer, checks []check) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "CHECK\tSTATUS\tDETAIL")
+	for _, c := range checks {
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", c.Name, c.Status, c.Reason)
+	}
+	return tw.Flush()
+}
