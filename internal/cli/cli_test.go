@@ -66,7 +66,7 @@ func TestHelp_Golden(t *testing.T) {
 		{}, {"office"}, {"office", "key"}, {"office", "list"}, {"office", "show"}, {"office", "channel-kind"},
 		{"door"}, {"door", "set"}, {"sandbox"}, {"sandbox", "ls"}, {"sandbox", "status"}, {"sandbox", "stop"}, {"sandbox", "rm"},
 		{"sandbox", "boost"}, {"sandbox", "limits"}, {"sandbox", "settings"}, {"sandbox", "reconcile"}, {"vault"}, {"vault", "set"}, {"vault", "put-file"}, {"vault", "ls"}, {"vault", "rm"},
-		{"exec"}, {"modes"}, {"serve"}, {"mcp"}, {"doctor"},
+		{"exec"}, {"modes"}, {"serve"}, {"mcp"}, {"doctor"}, {"image"}, {"image", "build"},
 	}
 	for _, c := range commands {
 		name := "hutch"

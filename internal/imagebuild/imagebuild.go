@@ -1,0 +1,329 @@
+// Package imagebuild builds hutch's curated sandbox image through the
+// Engine API: it resolves the Debian base (local, pulled, or built here
+// with debootstrap and imported when no registry answers), then builds the
+// Dockerfile with the legacy builder from an in-memory tar context,
+// streaming the engine's progress as readable lines.
+package imagebuild
+
+import (
+	"archive/tar"
+	"bytes"
+	"context"
+	_ "embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/moby/moby/api/types/build"
+	"github.com/moby/moby/api/types/jsonstream"
+	"github.com/moby/moby/client"
+
+	"github.com/hutchsandbox/hutch/internal/engine"
+)
+
+// Dockerfile is the curated sandbox Dockerfile, a copy of
+// deploy/sandbox.Dockerfile (a test keeps the two identical).
+//
+//go:embed sandbox.Dockerfile
+var Dockerfile []byte
+
+const (
+	// DefaultBase is the base image the curated Dockerfile is built FROM.
+	DefaultBase = "debian:bookworm-slim"
+	// LocalBase is the base built here with debootstrap when no registry
+	// answers for DefaultBase.
+	LocalBase = "hutch-base:bookworm"
+	// DefaultTimeZone is the sandbox's time zone unless told otherwise.
+	DefaultTimeZone = "UTC"
+	// DefaultMirror is the Debian mirror used when apt names none.
+	DefaultMirror = "http://deb.debian.org/debian"
+	// suite is the Debian release of the base.
+	suite = "bookworm"
+)
+
+// PullTimeout bounds the attempt to pull the base image; without a
+// registry it fails, and the base is built locally instead.
+var PullTimeout = 90 * time.Second
+
+// Options says what to build.
+type Options struct {
+	// Tag names the image; default DefaultTag(Version).
+	Tag string
+	// Version is hutch's version, used in the default tag.
+	Version string
+	// Dockerfile is built; default the embedded curated Dockerfile.
+	Dockerfile []byte
+	// Base is the image passed as the BASE build argument; default
+	// DefaultBase.
+	Base string
+	// TimeZone is passed as the TZ build argument; default UTC.
+	TimeZone string
+	// Progress receives the engine's progress as lines; nil discards it.
+	Progress io.Writer
+	// Log receives debug records; nil discards them.
+	Log *slog.Logger
+}
+
+// DefaultTag is the curated image's name for a hutch version:
+// hutch-sandbox:<version>, with characters a tag cannot hold turned into
+// '-' ("dev" when version is empty).
+func DefaultTag(version string) string {
+	if version == "" {
+		version = "dev"
+	}
+	t := regexp.MustCompile(`[^A-Za-z0-9_.-]`).ReplaceAllString(version, "-")
+	if t[0] == '.' || t[0] == '-' {
+		t = "v" + t
+	}
+	if len(t) > 128 {
+		t = t[:128]
+	}
+	return "hutch-sandbox:" + t
+}
+
+// Build builds the image opts describes and returns its reference. A
+// failure names the step that failed and the engine's message.
+func Build(ctx context.Context, eng *engine.Engine, opts Options) (ref string, err error) {
+	if opts.Tag == "" {
+		opts.Tag = DefaultTag(opts.Version)
+	}
+	if opts.Dockerfile == nil {
+		opts.Dockerfile = Dockerfile
+	}
+	if opts.Base == "" {
+		opts.Base = DefaultBase
+	}
+	if opts.TimeZone == "" {
+		opts.TimeZone = DefaultTimeZone
+	}
+	if opts.Progress == nil {
+		opts.Progress = io.Discard
+	}
+	if opts.Log == nil {
+		opts.Log = slog.New(slog.DiscardHandler)
+	}
+	b := &builder{eng: eng, opts: opts, out: opts.Progress, log: opts.Log}
+	base, err := b.resolveBase(ctx)
+	if err != nil {
+		return "", err
+	}
+	if err := b.build(ctx, base); err != nil {
+		return "", err
+	}
+	if _, err := eng.Client.ImageInspect(ctx, opts.Tag); err != nil {
+		return "", fmt.Errorf("inspecting the built image %s: %w", opts.Tag, err)
+	}
+	return opts.Tag, nil
+}
+
+type builder struct {
+	eng  *engine.Engine
+	opts Options
+	out  io.Writer
+	log  *slog.Logger
+}
+
+func (b *builder) say(format string, args ...any) {
+	fmt.Fprintf(b.out, format+"\n", args...)
+}
+
+// hasImage reports whether the engine has ref.
+func (b *builder) hasImage(ctx context.Context, ref string) (bool, error) {
+	_, err := b.eng.Client.ImageInspect(ctx, ref)
+	switch {
+	case err == nil:
+		return true, nil
+	case engine.IsNotFound(err):
+		return false, nil
+	}
+	return false, fmt.Errorf("inspecting %s: %w", ref, err)
+}
+
+// resolveBase returns the image to build FROM: opts.Base when the engine
+// has it or can pull it; else, for a Debian bookworm base, LocalBase,
+// built with debootstrap when the engine does not have it yet.
+func (b *builder) resolveBase(ctx context.Context) (string, error) {
+	base := b.opts.Base
+	if ok, err := b.hasImage(ctx, base); err != nil {
+		return "", fmt.Errorf("resolving the base image: %w", err)
+	} else if ok {
+		b.say("Base image %s: found locally", base)
+		return base, nil
+	}
+	b.say("Base image %s: not found locally, pulling it", base)
+	pullErr := b.pull(ctx, base)
+	if pullErr == nil {
+		return base, nil
+	}
+	if ctx.Err() != nil {
+		return "", ctx.Err()
+	}
+	if !isBookworm(base) {
+		return "", fmt.Errorf("pulling the base image %s: %w", base, pullErr)
+	}
+	b.say("Pulling %s failed (%v); using a locally built Debian %s base, %s", base, pullErr, suite, LocalBase)
+	if ok, err := b.hasImage(ctx, LocalBase); err != nil {
+		return "", fmt.Errorf("resolving the base image: %w", err)
+	} else if ok {
+		b.say("Base image %s: found locally", LocalBase)
+		return LocalBase, nil
+	}
+	if err := b.buildLocalBase(ctx); err != nil {
+		return "", err
+	}
+	return LocalBase, nil
+}
+
+// isBookworm reports whether ref names a Debian bookworm image, which the
+// local debootstrap base can stand in for.
+func isBookworm(ref string) bool {
+	ref = strings.TrimPrefix(strings.TrimPrefix(ref, "docker.io/"), "library/")
+	return strings.HasPrefix(ref, "debian:bookworm")
+}
+
+// pull pulls ref within PullTimeout, printing its progress.
+func (b *builder) pull(ctx context.Context, ref string) error {
+	ctx, cancel := context.WithTimeout(ctx, PullTimeout)
+	defer cancel()
+	resp, err := b.eng.Client.ImagePull(ctx, ref, client.ImagePullOptions{})
+	if err != nil {
+		return err
+	}
+	defer resp.Close()
+	p := newPrinter(b.out)
+	for msg, err := range resp.JSONMessages(ctx) {
+		if err != nil {
+			return err
+		}
+		if msg.Error != nil {
+			return errors.New(msg.Error.Message)
+		}
+		p.print(msg)
+	}
+	return ctx.Err()
+}
+
+// build runs the legacy builder on a tar context holding only the
+// Dockerfile and streams its progress.
+func (b *builder) build(ctx context.Context, base string) error {
+	buildCtx, err := contextTar(b.opts.Dockerfile)
+	if err != nil {
+		return fmt.Errorf("making the build context: %w", err)
+	}
+	b.say("Building %s FROM %s (time zone %s)", b.opts.Tag, base, b.opts.TimeZone)
+	b.log.Debug("image build", "tag", b.opts.Tag, "base", base, "tz", b.opts.TimeZone)
+	res, err := b.eng.Client.ImageBuild(ctx, bytes.NewReader(buildCtx), client.ImageBuildOptions{
+		Tags:        []string{b.opts.Tag},
+		Dockerfile:  "Dockerfile",
+		Remove:      true,
+		ForceRemove: true,
+		Version:     build.BuilderV1,
+		BuildArgs:   map[string]*string{"BASE": &base, "TZ": &b.opts.TimeZone},
+	})
+	if err != nil {
+		return fmt.Errorf("starting the image build: %w", err)
+	}
+	defer res.Body.Close()
+	return streamBuild(res.Body, b.out)
+}
+
+// streamBuild copies a build's JSON message stream to out as lines and
+// returns an error naming the failed step and the engine's message.
+func streamBuild(r io.Reader, out io.Writer) error {
+	p := newPrinter(out)
+	step := ""
+	dec := json.NewDecoder(r)
+	for {
+		var msg jsonstream.Message
+		err := dec.Decode(&msg)
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("reading the build's progress: %w", err)
+		}
+		if s := stepOf(msg.Stream); s != "" {
+			step = s
+		}
+		if msg.Error != nil {
+			p.flush()
+			if step == "" {
+				return fmt.Errorf("image build failed: %s", msg.Error.Message)
+			}
+			return fmt.Errorf("image build failed at %s: %s", step, msg.Error.Message)
+		}
+		p.print(msg)
+	}
+}
+
+var stepRE = regexp.MustCompile(`(?m)^(Step \d+/\d+ : .*)$`)
+
+// stepOf returns the "Step N/M : INSTRUCTION" line in a build message, if
+// any (the legacy builder's; Podman prints "STEP N/M: ...").
+func stepOf(s string) string {
+	if m := stepRE.FindStringSubmatch(s); m != nil {
+		return strings.TrimSpace(m[1])
+	}
+	if m := regexp.MustCompile(`(?m)^(STEP \d+/\d+: .*)$`).FindStringSubmatch(s); m != nil {
+		return strings.TrimSpace(m[1])
+	}
+	return ""
+}
+
+// printer turns JSON messages into readable lines: build output as it
+// comes, status lines once per change (progress bars are left out).
+type printer struct {
+	out     io.Writer
+	last    map[string]string
+	partial bool // the last Stream text did not end in a newline
+}
+
+func newPrinter(out io.Writer) *printer { return &printer{out: out, last: map[string]string{}} }
+
+func (p *printer) print(m jsonstream.Message) {
+	switch {
+	case m.Stream != "":
+		io.WriteString(p.out, m.Stream)
+		p.partial = !strings.HasSuffix(m.Stream, "\n")
+	case m.Status != "":
+		if p.last[m.ID] == m.Status {
+			return
+		}
+		p.last[m.ID] = m.Status
+		p.flush()
+		if m.ID != "" {
+			fmt.Fprintf(p.out, "%s: %s\n", m.ID, m.Status)
+		} else {
+			fmt.Fprintln(p.out, m.Status)
+		}
+	}
+}
+
+// flush ends a partial line.
+func (p *printer) flush() {
+	if p.partial {
+		io.WriteString(p.out, "\n")
+		p.partial = false
+	}
+}
+
+// contextTar is a build context holding dockerfile as "Dockerfile".
+func contextTar(dockerfile []byte) ([]byte, error) {
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	if err := tw.WriteHeader(&tar.Header{Name: "Dockerfile", Mode: 0o644, Size: int64(len(dockerfile)), Typeflag: tar.TypeReg}); err != nil {
+		return nil, err
+	}
+	if _, err := tw.Write(dockerfile); err != nil {
+		return nil, err
+	}
+	if err := tw.Close(); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
