@@ -550,8 +550,7 @@ func shortHash(s string) string {
 // findNetwork returns the id of the oldest network of that exact name
 // this hutch owns ("" when none), by the smallest id among equals.
 func (r *Runtime) findNetwork(ctx context.Context, name string) (string, error) {
-	res, err := r.api.NetworkList(ctx, client.NetworkListOptions{Filters: make(client.Filters).
-		Add("name", name).Add("label", engine.LabelStateDir+"="+r.cfg.StateDir)})
+	res, err := r.api.NetworkList(ctx, client.NetworkListOptions{Filters: make(client.Filters).Add("name", name)})
 	if err != nil {
 		return "", engine.Classify(err, "list networks "+name)
 	}
@@ -559,6 +558,13 @@ func (r *Runtime) findNetwork(ctx context.Context, name string) (string, error) 
 	for _, n := range res.Items {
 		if n.Name != name {
 			continue // the name filter matches substrings
+		}
+		if n.Labels[engine.LabelStateDir] != r.cfg.StateDir {
+			// The engine resolves a container's network by name when it
+			// starts, so a twin made by someone else would break ours.
+			return "", errdefs.New(errdefs.ErrConflict, fmt.Sprintf(
+				"A network named %s exists that this hutch did not create (its state dir is %q, this one's is %q); remove it (docker network rm %s) or use another state dir",
+				name, n.Labels[engine.LabelStateDir], r.cfg.StateDir, name))
 		}
 		if best.ID == "" || n.Created.Before(best.Created) || (n.Created.Equal(best.Created) && n.ID < best.ID) {
 			best = n

@@ -630,3 +630,20 @@ func TestDockerdRestart(t *testing.T) {
 		t.Errorf("after a dockerd restart got %q", out)
 	}
 }
+
+// TestForeignNetworkRefused: a network of the office's name that another
+// hutch (state dir) made is a clear conflict, not an ambiguous start.
+func TestForeignNetworkRefused(t *testing.T) {
+	f := newFixture(t)
+	spec := f.office(t, testenv.Name(t))
+	other := filepath.Join(t.TempDir(), "other-state")
+	testenv.CleanupContainers(t, f.cli, engine.LabelStateDir+"="+other)
+	if _, err := f.cli.NetworkCreate(context.Background(), image.NetworkName(spec.OfficeKey), client.NetworkCreateOptions{
+		Driver: "bridge", Labels: map[string]string{engine.LabelManaged: "true", engine.LabelStateDir: other}}); err != nil {
+		t.Fatal(err)
+	}
+	_, err := f.rt.Exec(context.Background(), spec, sandbox.ExecRequest{Argv: []string{"true"}})
+	if err == nil || !strings.Contains(err.Error(), "exists that this hutch did not create") {
+		t.Errorf("Exec with a foreign network of the same name: %v", err)
+	}
+}
