@@ -25,6 +25,12 @@
 //  5. Memory: the agent's RSS inside idle containers (/proc/1/status, read
 //     through an exec) and this process's RSS, Go heap and goroutines
 //     before and after making many idle managed containers.
+//  6. API overhead: warm exec of `true` through a daemon (daemon.Run in
+//     this process, image mode, its own state dir) by internal/client over
+//     its unix socket vs image.Runtime.Exec in-process, interleaved; a
+//     diagnostic row runs service.Exec on the daemon's own service (policy,
+//     registry and vault, no HTTP). Target: API p50 / in-process p50 at
+//     most 1.3.
 //
 // Run it from the module root:
 //
@@ -32,7 +38,7 @@
 //	go run ./bench -quick          # smoke run: about a minute
 //	go run ./bench -warm 500 -idle 40 -cpuprofile warm.pprof
 //
-// Flags set counts (-warm, -cold, -small, -large, -convs, -cmds, -idle);
+// Flags set counts (-warm, -cold, -small, -large, -convs, -cmds, -idle, -api);
 // -quick lowers every count not given explicitly. The agent is a static
 // hutch built with CGO_ENABLED=0 (or -agent PATH); the image
 // hutch-test-busybox:1 is built by `go test -run TestBusyboxImage
@@ -78,19 +84,23 @@ import (
 	"github.com/moby/moby/client"
 
 	"github.com/hutchsandbox/hutch/internal/agentbin"
+	"github.com/hutchsandbox/hutch/internal/api"
+	hclient "github.com/hutchsandbox/hutch/internal/client"
+	"github.com/hutchsandbox/hutch/internal/daemon"
 	"github.com/hutchsandbox/hutch/internal/engine"
 	"github.com/hutchsandbox/hutch/internal/office"
 	"github.com/hutchsandbox/hutch/internal/sandbox"
 	"github.com/hutchsandbox/hutch/internal/sandbox/image"
+	"github.com/hutchsandbox/hutch/internal/service"
 )
 
 // busyboxRef is the test image internal/testenv builds.
 const busyboxRef = "hutch-test-busybox:1"
 
 type config struct {
-	warm, cold, small, large, convs, cmds, idle, parallel int
-	quick                                                 bool
-	image, agent, cpuprofile                              string
+	warm, cold, small, large, convs, cmds, idle, api, parallel int
+	quick                                                      bool
+	image, agent, cpuprofile                                   string
 }
 
 func main() { os.Exit(run()) }
@@ -104,6 +114,7 @@ func run() int {
 	flag.IntVar(&c.convs, "convs", 40, "conversations at once in the concurrency phase")
 	flag.IntVar(&c.cmds, "cmds", 25, "commands per conversation in the concurrency phase")
 	flag.IntVar(&c.idle, "idle", 100, "idle managed containers in the memory phase")
+	flag.IntVar(&c.api, "api", 200, "warm exec runs per path through the daemon's API and in-process")
 	flag.IntVar(&c.parallel, "parallel", 4, "containers created or removed at once in setup and cleanup")
 	flag.BoolVar(&c.quick, "quick", false, "smoke run: lower every count not set explicitly")
 	flag.StringVar(&c.image, "image", busyboxRef, "image of every container")
@@ -113,9 +124,9 @@ func run() int {
 	if c.quick {
 		set := map[string]bool{}
 		flag.Visit(func(f *flag.Flag) { set[f.Name] = true })
-		for name, p := range map[string]*int{"warm": &c.warm, "cold": &c.cold, "small": &c.small, "large": &c.large, "convs": &c.convs, "cmds": &c.cmds, "idle": &c.idle} {
+		for name, p := range map[string]*int{"warm": &c.warm, "cold": &c.cold, "small": &c.small, "large": &c.large, "convs": &c.convs, "cmds": &c.cmds, "idle": &c.idle, "api": &c.api} {
 			if !set[name] {
-				*p = map[string]int{"warm": 20, "cold": 2, "small": 10, "large": 2, "convs": 8, "cmds": 5, "idle": 10}[name]
+				*p = map[string]int{"warm": 20, "cold": 2, "small": 10, "large": 2, "convs": 8, "cmds": 5, "idle": 10, "api": 20}[name]
 			}
 		}
 	}
@@ -154,6 +165,7 @@ func run() int {
 		{"files", b.files},
 		{"concurrency", b.concurrency},
 		{"memory", b.memory},
+		{"API overhead", b.apiOverhead},
 	}
 	failed := false
 	for _, p := range phases {
@@ -190,19 +202,22 @@ func run() int {
 // bench holds one hutch installation (its own state, run and workspace
 // dirs) and the raw engine client the baselines use.
 type bench struct {
-	c       config
-	out     io.Writer
-	eng     *engine.Engine // hutch's engine connection
-	raw     *client.Client // the baselines' own client
-	agent   agentbin.Binary
-	state   string
-	runDir  string
-	ws      string
-	tmp     string // removed at the end; holds state, ws, the agent build
-	rt      *image.Runtime
-	docker  string // docker CLI, "" when missing
-	targets []target
-	log     *slog.Logger
+	c      config
+	out    io.Writer
+	eng    *engine.Engine // hutch's engine connection
+	raw    *client.Client // the baselines' own client
+	agent  agentbin.Binary
+	state  string
+	runDir string
+	ws     string
+	// apiState is the state dir of the API phase's daemon ("" until then);
+	// cleanup removes what carries its label too.
+	apiState string
+	tmp      string // removed at the end; holds state, ws, the agent build
+	rt       *image.Runtime
+	docker   string // docker CLI, "" when missing
+	targets  []target
+	log      *slog.Logger
 }
 
 type target struct {
@@ -324,7 +339,21 @@ func moduleRoot() (string, error) {
 func (b *bench) cleanup() {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	filters := make(client.Filters).Add("label", engine.LabelStateDir+"="+b.state)
+	for _, state := range []string{b.state, b.apiState} {
+		if state != "" {
+			b.cleanupState(ctx, state)
+		}
+	}
+	os.RemoveAll(b.runDir)
+	os.RemoveAll(b.tmp)
+	b.raw.Close()
+	b.eng.Close()
+}
+
+// cleanupState removes the containers, networks and snapshot images
+// labelled with one state dir.
+func (b *bench) cleanupState(ctx context.Context, state string) {
+	filters := make(client.Filters).Add("label", engine.LabelStateDir+"="+state)
 	for attempt := 0; attempt < 5; attempt++ {
 		list, err := b.raw.ContainerList(ctx, client.ContainerListOptions{All: true, Filters: filters})
 		if err != nil {
@@ -360,10 +389,6 @@ func (b *bench) cleanup() {
 			}
 		}
 	}
-	os.RemoveAll(b.runDir)
-	os.RemoveAll(b.tmp)
-	b.raw.Close()
-	b.eng.Close()
 }
 
 // parallel runs f(0..n-1) with at most k at once.
@@ -1360,6 +1385,113 @@ func (b *bench) memory(ctx context.Context) error {
 }
 
 // ---- summary ----
+
+// ---- 6. API overhead ----
+
+// apiOverhead starts a daemon in this process (image mode on the bench's
+// image and agent, a state dir of its own so its reconcile leaves the
+// other phases' containers alone) and measures warm exec of `true` through
+// its API against image.Runtime.Exec in-process, interleaved.
+func (b *bench) apiOverhead(ctx context.Context) error {
+	b.apiState = filepath.Join(b.tmp, "api-state")
+	runDir, err := os.MkdirTemp("", "hd-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(runDir)
+	layout, err := service.ResolveLayout(service.LayoutOptions{StateDir: b.apiState, Workspace: filepath.Join(b.tmp, "api-ws"),
+		Getenv: func(k string) string {
+			if k == "HUTCH_RUN_DIR" {
+				return runDir
+			}
+			return ""
+		}})
+	if err != nil {
+		return err
+	}
+	svc := service.New(layout, b.log)
+	svc.SetAgentBinary(b.agent.Path)
+	mode := sandbox.Mode{Kind: sandbox.KindImage, Target: b.c.image}
+	dctx, stop := context.WithCancel(ctx)
+	defer stop()
+	ready := make(chan string, 1)
+	done := make(chan error, 1)
+	go func() {
+		done <- daemon.Run(dctx, daemon.Options{Service: svc, Mode: mode, Grace: 10 * time.Second, Log: b.log,
+			Ready: func(sock string) { ready <- sock }})
+	}()
+	var sock string
+	select {
+	case sock = <-ready:
+	case err := <-done:
+		return fmt.Errorf("daemon: %w", err)
+	}
+	defer func() {
+		stop()
+		if err := <-done; err != nil {
+			progress("API overhead: daemon: %v", err)
+		}
+	}()
+	cl := &hclient.Client{Socket: sock}
+	conv := api.Conversation{Platform: "web", ConversationID: "bench-api"}
+	addr, err := office.NewAddress(conv.Platform, conv.ConversationID)
+	if err != nil {
+		return err
+	}
+	defer cl.Call(context.Background(), "/v1/sandbox/remove", api.LimitsRequest{Conversation: conv}, nil)
+	apiRun := func() error {
+		res, err := cl.Exec(ctx, api.ExecRequest{Conversation: conv, Command: "true"}, nil, nil)
+		if err == nil && res.ExitCode != 0 {
+			err = fmt.Errorf("exit %d %s", res.ExitCode, res.Message)
+		}
+		return err
+	}
+	if err := apiRun(); err != nil {
+		return fmt.Errorf("first command through the API: %w", err)
+	}
+	spec, err := b.office("bench-api-inproc")
+	if err != nil {
+		return err
+	}
+	if err := hutchRun(ctx, b.rt, spec, "true", nil, nil); err != nil {
+		return fmt.Errorf("first command in-process: %w", err)
+	}
+	ops := []op{
+		{s: &series{name: "hutch API: client.Exec over the unix socket (sh -c true)"}, run: apiRun},
+		{s: &series{name: "in-process: image.Runtime.Exec (sh -c true)"},
+			run: func() error { return hutchRun(ctx, b.rt, spec, "true", nil, nil) }},
+		{s: &series{name: "diag: service.Exec on the daemon's service, no HTTP"},
+			run: func() error {
+				res, err := svc.Exec(ctx, service.ExecOptions{Address: addr, Mode: mode, Argv: []string{"true"}, OutputLimit: 1 << 20,
+					Stdout: io.Discard, Stderr: io.Discard})
+				if err == nil && res.ExitCode != 0 {
+					err = fmt.Errorf("exit %d", res.ExitCode)
+				}
+				return err
+			}},
+	}
+	if err := warmUp(ctx, 5, "API overhead", ops); err != nil {
+		return err
+	}
+	if err := interleave(ctx, b.c.api, "API overhead", ops); err != nil {
+		return err
+	}
+	rows := seriesOf(ops)
+	base := rows[1]
+	fmt.Fprintf(b.out, "\n6. API overhead: warm exec, %d runs per path, interleaved round-robin, daemon in this process (image mode)\n", b.c.api)
+	tw := table(b.out)
+	fmt.Fprintln(tw, "path\tok\tfail\tp50\tp90\tp99\t÷in-process p50\t÷in-process p90")
+	for _, s := range rows {
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s\t%s\t%.3f\t%.3f\n", s.name, len(s.d), s.fail, ms(s.p50()), ms(s.pct(90)), ms(s.pct(99)),
+			ratio(s.p50(), base.p50()), ratio(s.pct(90), base.pct(90)))
+	}
+	tw.Flush()
+	fmt.Fprintf(b.out, "API/in-process = %.3f p50, %.3f p90 (target ≤ 1.3) · API − in-process p50 = %s\n",
+		ratio(rows[0].p50(), base.p50()), ratio(rows[0].pct(90), base.pct(90)), ms(rows[0].p50()-base.p50()))
+	b.reportFailures(rows)
+	b.addTarget("API overhead: API p50 / in-process p50", ratio(rows[0].p50(), base.p50()), 1.3)
+	return nil
+}
 
 func (b *bench) summary() {
 	if len(b.targets) == 0 {
