@@ -83,6 +83,7 @@ func (s *Server) Handler() http.Handler {
 		"GET /v1/sandbox/runtimes": s.runtimes,
 		"POST /v1/tools/{name}":    s.tool,
 		"POST /v1/chat":            s.chat,
+		"POST /v1/files/list":      s.listFiles,
 	}
 	for pattern, h := range routes {
 		mux.HandleFunc(pattern, s.wrap(h))

@@ -28,6 +28,16 @@ func TestTools_HostMode(t *testing.T) {
 		{"unknown_field", "read", `{"path":"x","evil":1}`, 400, `Malformed tool input`},
 		{"unknown_tool", "rm", `{}`, 404, `No such tool: rm`},
 	}
+	defer func() {
+		code, body := post(t, ts, "/v1/files/list", `{`+conv+`,"path":"notes"}`)
+		if code != 200 || !strings.Contains(body, `"name":"a.txt"`) {
+			t.Errorf("files/list: %d %s", code, body)
+		}
+		code, body = post(t, ts, "/v1/files/list", `{`+conv+`,"path":"/etc"}`)
+		if code != 412 {
+			t.Errorf("files/list outside: %d %s", code, body)
+		}
+	}()
 	for _, st := range steps {
 		t.Run(st.name, func(t *testing.T) {
 			code, body := post(t, ts, "/v1/tools/"+st.tool, `{`+conv+`,"input":`+st.input+`}`)

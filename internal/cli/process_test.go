@@ -30,6 +30,9 @@ func TestMain(m *testing.M) {
 func (e *env) hutchCmd(args ...string) *exec.Cmd {
 	cmd := exec.Command(os.Args[0], args...)
 	cmd.Env = append(os.Environ(), asHutch+"=1", "HUTCH_STATE_DIR="+e.state)
+	for k, v := range e.extra {
+		cmd.Env = append(cmd.Env, k+"="+v)
+	}
 	return cmd
 }
 

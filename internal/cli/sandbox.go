@@ -46,7 +46,7 @@ func newSandboxLsCmd(g *globals) *cobra.Command {
 				return err
 			}
 			defer svc.Close()
-			m, err := svc.Managed(cmd.Context())
+			m, err := g.managed(cmd.Context(), svc, nil)
 			if err != nil {
 				return err
 			}
@@ -139,7 +139,11 @@ func newSandboxStatusCmd(g *globals) *cobra.Command {
 				return err
 			}
 			defer svc.Close()
-			st, err := svc.SandboxStatus(cmd.Context(), addr)
+			m, err := g.managed(cmd.Context(), svc, &addr)
+			if err != nil {
+				return err
+			}
+			st, err := m.Status(cmd.Context(), string(addr.Key()))
 			if err != nil {
 				return err
 			}
@@ -166,7 +170,7 @@ stay; the next command starts it again. A boost or temporary limits end.`,
 				return err
 			}
 			defer svc.Close()
-			m, err := svc.Managed(cmd.Context())
+			m, err := g.managed(cmd.Context(), svc, &addr)
 			if err != nil {
 				return err
 			}
@@ -196,7 +200,7 @@ the next command creates a fresh runtime.`,
 				return err
 			}
 			defer svc.Close()
-			m, err := svc.Managed(cmd.Context())
+			m, err := g.managed(cmd.Context(), svc, &addr)
 			if err != nil {
 				return err
 			}
@@ -287,7 +291,7 @@ size instead (sandbox.boost.cpus and sandbox.boost.memory).`,
 			if err != nil {
 				return err
 			}
-			m, err := svc.Managed(cmd.Context())
+			m, err := g.managed(cmd.Context(), svc, &addr)
 			if err != nil {
 				return err
 			}
@@ -348,7 +352,7 @@ their next command, without being re-created.`,
 			if err != nil {
 				return err
 			}
-			m, err := svc.Managed(cmd.Context())
+			m, err := g.managed(cmd.Context(), svc, &addr)
 			if err != nil {
 				return err
 			}

@@ -133,3 +133,34 @@ func TestExec_UsesDaemon(t *testing.T) {
 		t.Errorf("exec in another mode: %v %s", err, out)
 	}
 }
+
+// TestSandboxCommands_UseDaemon: with an image-mode daemon answering,
+// hutch sandbox status sees the command the daemon is running.
+func TestSandboxCommands_UseDaemon(t *testing.T) {
+	e, mode := dockerEnv(t)
+	p := startServe(t, e, "--sandbox", mode)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		resp, err := p.client.Post("http://hutch/v1/exec", "application/json",
+			strings.NewReader(`{"conversation":{"platform":"web","conversationId":"busy"},"command":"sleep 3"}`))
+		if err == nil {
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+		}
+	}()
+	var out []byte
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		out, _ = e.hutchCmd("sandbox", "status", "web/busy").Output()
+		if strings.Contains(string(out), "Running:       1 commands") {
+			break
+		}
+	}
+	if !strings.Contains(string(out), "Running:       1 commands") {
+		t.Errorf("sandbox status did not see the daemon's running command:\n%s", out)
+	}
+	<-done
+	if out, err := e.hutchCmd("sandbox", "stop", "web/busy").CombinedOutput(); err != nil || !strings.Contains(string(out), "Stopped the runtime of web/busy") {
+		t.Errorf("sandbox stop via the daemon: %v %s", err, out)
+	}
+}

@@ -166,3 +166,8 @@ func (c *Client) Exec(ctx context.Context, req api.ExecRequest, stdout, stderr i
 	}
 	return api.ExecResult{}, errors.New("the hutch daemon ended the answer without a result")
 }
+
+// Get sends a GET and decodes a JSON answer.
+func (c *Client) Get(ctx context.Context, path string, out any) error {
+	return c.call(ctx, "GET", path, nil, out)
+}
