@@ -1,10 +1,15 @@
 package mcpserver_test
 
 import (
+	"context"
+	"net/http/httptest"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/hutchsandbox/hutch/internal/engine"
 	"github.com/hutchsandbox/hutch/internal/mcpserver"
@@ -18,6 +23,17 @@ import (
 // conversation's own, with the default isolated door policy), the sandbox
 // tool included.
 func TestTools_ImageMode(t *testing.T) {
+	svc, img := imageService(t)
+	addr, err := office.NewAddress("web", testenv.Name(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	imageSteps(t, svc, img, addr)
+}
+
+// imageService is a service whose image mode runs on the real engine.
+func imageService(t *testing.T) (*service.Service, string) {
+	t.Helper()
 	cli := testenv.Docker(t)
 	img := testenv.BusyboxImage(t, cli)
 	run, err := os.MkdirTemp("", "hm-")
@@ -41,10 +57,11 @@ func TestTools_ImageMode(t *testing.T) {
 	svc := service.New(layout, nil)
 	svc.SetAgentBinary(testenv.HutchBinary(t))
 	t.Cleanup(func() { svc.Close() })
-	addr, err := office.NewAddress("web", testenv.Name(t))
-	if err != nil {
-		t.Fatal(err)
-	}
+	return svc, img
+}
+
+func imageSteps(t *testing.T, svc *service.Service, img string, addr office.Address) {
+	t.Helper()
 	cs := connect(t, mcpserver.New(svc, sandbox.Mode{Kind: sandbox.KindImage, Target: img}, addr, "", nil))
 	office := "/workspace/" + string(addr.Key())
 
@@ -73,5 +90,35 @@ func TestTools_ImageMode(t *testing.T) {
 		}
 		got := strings.NewReplacer(office, "<office>", string(addr.Key()), "<office-key>").Replace(render(t, res))
 		golden(t, filepath.Join("testdata", "calls", st.name+".golden"), got)
+	}
+}
+
+// TestHTTPHandler_ImageMode drives the tools over streamable HTTP, as the
+// daemon serves them, against a managed container.
+func TestHTTPHandler_ImageMode(t *testing.T) {
+	svc, img := imageService(t)
+	ts := httptest.NewServer(mcpserver.HTTPHandler(svc, sandbox.Mode{Kind: sandbox.KindImage, Target: img}, nil))
+	t.Cleanup(ts.Close)
+	id := testenv.Name(t)
+	addr, err := office.NewAddress("web", id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := url.Values{"platform": {"web"}, "conversationId": {id}}
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil).
+		Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: ts.URL + "/mcp?" + q.Encode()}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	if res := call(t, cs, "write", map[string]any{"path": "a.txt", "content": "over http\n"}); res.IsError {
+		t.Fatalf("write: %s", textOf(t, res))
+	}
+	res := call(t, cs, "bash", map[string]any{"command": "pwd; cat a.txt"})
+	if want := "/workspace/" + string(addr.Key()) + "\nover http"; res.IsError || textOf(t, res) != want {
+		t.Errorf("bash over HTTP in the container: IsError=%v %q, want %q", res.IsError, textOf(t, res), want)
+	}
+	if res := call(t, cs, "read", map[string]any{"path": "/etc/passwd"}); !res.IsError {
+		t.Errorf("read outside the office over HTTP was not refused: %s", textOf(t, res))
 	}
 }
