@@ -65,6 +65,7 @@ type containerState struct {
 	labels      map[string]string
 	image       string
 	imageRef    string // the image id the container runs (a snapshot after a re-create)
+	networks    map[string]bool
 }
 
 func (r *Runtime) inspect(ctx context.Context, nameOrID string) (containerState, error) {
@@ -87,6 +88,12 @@ func (r *Runtime) inspect(ctx context.Context, nameOrID string) (containerState,
 		st.fingerprint = c.Config.Labels[engine.LabelFingerprint]
 		st.imageID = c.Config.Labels[engine.LabelImageID]
 		st.image = c.Config.Image
+	}
+	if ns := c.NetworkSettings; ns != nil {
+		st.networks = map[string]bool{}
+		for name := range ns.Networks {
+			st.networks[name] = true
+		}
 	}
 	if hc := c.HostConfig; hc != nil {
 		st.limits.CPUs = float64(hc.NanoCPUs) / 1e9
@@ -242,6 +249,17 @@ func (r *Runtime) ensureLocked(ctx context.Context, s *session, spec sandbox.Spe
 				r.dropSnapshot(ctx, spec.OfficeKey)
 			}
 		}
+		if !st.networks[NetworkName(spec.OfficeKey)] && r.cfg.Engine.Flavor != engine.FlavorPodman {
+			// A hutch died between starting the container and attaching
+			// it to its network: finish the job.
+			netID, err := r.ensureNetwork(ctx, spec)
+			if err != nil {
+				return nil, err
+			}
+			if err := r.attachNetwork(ctx, st.id, netID, spec.OfficeKey); err != nil {
+				return nil, err
+			}
+		}
 		if !st.running {
 			if err := r.start(ctx, s, st.id); err != nil {
 				return nil, err
@@ -264,20 +282,67 @@ func (r *Runtime) ensureLocked(ctx context.Context, s *session, spec sandbox.Spe
 }
 
 // createAndStart makes the office's network and container and waits for
-// its agent.
+// its agent. On Docker the container is created and started on no network
+// while its own network is made, then moved onto it before any command
+// runs: creating a bridge network costs about as much as starting a
+// container, so doing both at once takes a fifth off a first command.
+// Podman cannot move a container off "none", so there it goes in order.
 func (r *Runtime) createAndStart(ctx context.Context, s *session, spec sandbox.Spec, d desired, fp, from string) error {
-	netID, err := r.ensureNetwork(ctx, spec)
-	if err != nil {
-		return err
-	}
 	if err := prepareSocketDir(socketDir(r.cfg.RunDir, spec.OfficeKey)); err != nil {
 		return err
 	}
-	id, err := r.create(ctx, spec, d, fp, from, netID)
+	if r.cfg.Engine.Flavor == engine.FlavorPodman {
+		netID, err := r.ensureNetwork(ctx, spec)
+		if err != nil {
+			return err
+		}
+		id, err := r.create(ctx, spec, d, fp, from, netID)
+		if err != nil {
+			return err
+		}
+		return r.start(ctx, s, id)
+	}
+	type netResult struct {
+		id  string
+		err error
+	}
+	netc := make(chan netResult, 1)
+	go func() {
+		id, err := r.ensureNetwork(ctx, spec)
+		netc <- netResult{id, err}
+	}()
+	id, err := r.create(ctx, spec, d, fp, from, "none")
+	if err == nil {
+		if _, serr := r.api.ContainerStart(ctx, id, client.ContainerStartOptions{}); serr != nil {
+			err = engine.Classify(serr, "start container "+ContainerName(spec.OfficeKey))
+		}
+	}
+	net := <-netc
 	if err != nil {
 		return err
 	}
-	return r.start(ctx, s, id)
+	if net.err != nil {
+		return net.err
+	}
+	if err := r.attachNetwork(ctx, id, net.id, spec.OfficeKey); err != nil {
+		return err
+	}
+	r.event("started")
+	clearRuntimeState(r.cfg.StateDir, s.key)
+	return r.waitAgent(ctx, s, id)
+}
+
+// attachNetwork moves a container from "none" onto its office network.
+// It is also how ensure repairs a container whose hutch died between
+// starting it and attaching it.
+func (r *Runtime) attachNetwork(ctx context.Context, containerID, netID, key string) error {
+	if _, err := r.api.NetworkDisconnect(ctx, "none", client.NetworkDisconnectOptions{Container: containerID, Force: true}); err != nil && !engine.IsNotFound(err) && !strings.Contains(err.Error(), "not connected") {
+		return engine.Classify(err, "detach container "+ContainerName(key)+" from no network")
+	}
+	if _, err := r.api.NetworkConnect(ctx, netID, client.NetworkConnectOptions{Container: containerID}); err != nil && !strings.Contains(err.Error(), "already exists") {
+		return engine.Classify(err, "attach container "+ContainerName(key)+" to "+NetworkName(key))
+	}
+	return nil
 }
 
 func (r *Runtime) start(ctx context.Context, s *session, id string) error {

@@ -647,3 +647,21 @@ func TestForeignNetworkRefused(t *testing.T) {
 		t.Errorf("Exec with a foreign network of the same name: %v", err)
 	}
 }
+
+// TestNetworkReattached: a container left off its network (a hutch that
+// died between starting it and attaching it) is attached again by the
+// next command.
+func TestNetworkReattached(t *testing.T) {
+	f := newFixture(t)
+	spec := f.office(t, testenv.Name(t))
+	run(t, f.rt, spec, `true`, nil)
+	name := image.NetworkName(spec.OfficeKey)
+	if _, err := f.cli.NetworkDisconnect(context.Background(), name, client.NetworkDisconnectOptions{Container: image.ContainerName(spec.OfficeKey), Force: true}); err != nil {
+		t.Fatal(err)
+	}
+	// A new process (runtime) sees it first.
+	run(t, f.runtime(t), spec, `true`, nil)
+	if ins := f.inspect(t, spec); ins.Container.NetworkSettings.Networks[name] == nil {
+		t.Errorf("container not on %s after the next command; networks %v", name, ins.Container.NetworkSettings.Networks)
+	}
+}
