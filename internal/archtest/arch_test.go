@@ -63,6 +63,7 @@ var pure = []string{
 	"github.com/hutchsandbox/hutch/internal/projection",
 	"github.com/hutchsandbox/hutch/internal/sandbox",
 	"github.com/hutchsandbox/hutch/internal/errdefs",
+	"github.com/hutchsandbox/hutch/internal/migrate",
 }
 
 // Direct imports a pure package must not have (fmt itself imports os, so
