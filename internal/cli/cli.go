@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/hutchsandbox/hutch/internal/sandbox"
 	"github.com/hutchsandbox/hutch/internal/service"
 )
 
@@ -106,6 +107,18 @@ func (g *globals) env(key string) string {
 		return g.getenv(key)
 	}
 	return os.Getenv(key)
+}
+
+// sandboxMode is the mode a command runs in: the --sandbox flag, else
+// $HUTCH_SANDBOX, else the default (host).
+func (g *globals) sandboxMode(flag string) (sandbox.Mode, error) {
+	if flag == "" {
+		flag = g.env("HUTCH_SANDBOX")
+	}
+	if flag == "" {
+		return sandbox.DefaultMode, nil
+	}
+	return sandbox.ParseMode(flag)
 }
 
 // service resolves the layout from the flags and returns a Service.

@@ -65,13 +65,11 @@ policy (hutch door set <conversation> shared).`,
 				return &exitError{code: exitHutchFailed, msg: "--conversation <platform>/<conversation-id> is required"}
 			}
 			explicit := modeFlag
-			if modeFlag == "" {
-				modeFlag = g.env("HUTCH_SANDBOX")
+			mode, err := g.sandboxMode(modeFlag)
+			if err != nil {
+				return &exitError{code: exitHutchFailed, msg: err.Error()}
 			}
-			if modeFlag == "" {
-				modeFlag = sandbox.DefaultMode.String()
-			}
-			o, err := execOptions(modeFlag, conv, cwd, user, timeout, maxOutput)
+			o, err := execOptions(mode, conv, cwd, user, timeout, maxOutput)
 			if err != nil {
 				return &exitError{code: exitHutchFailed, msg: err.Error()}
 			}
@@ -128,11 +126,7 @@ policy (hutch door set <conversation> shared).`,
 	return cmd
 }
 
-func execOptions(modeFlag, conv, cwd, user, timeout, maxOutput string) (service.ExecOptions, error) {
-	mode, err := sandbox.ParseMode(modeFlag)
-	if err != nil {
-		return service.ExecOptions{}, err
-	}
+func execOptions(mode sandbox.Mode, conv, cwd, user, timeout, maxOutput string) (service.ExecOptions, error) {
 	addr, err := office.ParseAddress(conv)
 	if err != nil {
 		return service.ExecOptions{}, err

@@ -13,7 +13,6 @@ import (
 	"github.com/hutchsandbox/hutch/internal/errdefs"
 	"github.com/hutchsandbox/hutch/internal/mcpserver"
 	"github.com/hutchsandbox/hutch/internal/office"
-	"github.com/hutchsandbox/hutch/internal/sandbox"
 )
 
 func init() { mcpserver.Version = Version }
@@ -63,13 +62,7 @@ choosing the conversation per connection.`,
 			if err != nil {
 				return err
 			}
-			if modeFlag == "" {
-				modeFlag = g.env("HUTCH_SANDBOX")
-			}
-			if modeFlag == "" {
-				modeFlag = sandbox.DefaultMode.String()
-			}
-			mode, err := sandbox.ParseMode(modeFlag)
+			mode, err := g.sandboxMode(modeFlag)
 			if err != nil {
 				return err
 			}

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"context"
 	"os"
 	"strings"
 	"testing"
@@ -93,7 +92,6 @@ func TestImageMode_MissingImage(t *testing.T) {
 		!strings.HasSuffix(errOut, "Build or load it locally first (docker build, docker load or docker import).\n") {
 		t.Errorf("missing image: exit %d, %q", code, errOut)
 	}
-	_ = context.Background
 }
 
 func TestEngineUnreachable(t *testing.T) {

@@ -11,7 +11,6 @@ import (
 
 	"github.com/hutchsandbox/hutch/internal/daemon"
 	"github.com/hutchsandbox/hutch/internal/errdefs"
-	"github.com/hutchsandbox/hutch/internal/sandbox"
 )
 
 func newServeCmd(g *globals) *cobra.Command {
@@ -42,13 +41,7 @@ WORKSPACE, when given, is the workspace root (like --workspace).`,
 				}
 				g.workspace = args[0]
 			}
-			if modeFlag == "" {
-				modeFlag = g.env("HUTCH_SANDBOX")
-			}
-			if modeFlag == "" {
-				modeFlag = sandbox.DefaultMode.String()
-			}
-			mode, err := sandbox.ParseMode(modeFlag)
+			mode, err := g.sandboxMode(modeFlag)
 			if err != nil {
 				return err
 			}

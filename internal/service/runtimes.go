@@ -7,7 +7,6 @@ import (
 
 	"github.com/hutchsandbox/hutch/internal/agentbin"
 	"github.com/hutchsandbox/hutch/internal/engine"
-	"github.com/hutchsandbox/hutch/internal/office"
 	"github.com/hutchsandbox/hutch/internal/sandbox"
 	"github.com/hutchsandbox/hutch/internal/sandbox/container"
 	"github.com/hutchsandbox/hutch/internal/sandbox/host"
@@ -187,15 +186,6 @@ func (s *Service) ValidateMode(ctx context.Context, m sandbox.Mode) error {
 		return r.CheckImage(ctx)
 	}
 	return nil
-}
-
-// SandboxStatus describes a conversation's managed runtime.
-func (s *Service) SandboxStatus(ctx context.Context, addr office.Address) (sandbox.Status, error) {
-	m, err := s.Managed(ctx)
-	if err != nil {
-		return sandbox.Status{}, err
-	}
-	return m.Status(ctx, string(addr.Key()))
 }
 
 // Reconcile adopts the managed runtimes of registered offices and removes
