@@ -196,16 +196,30 @@ func (r *Runtime) ensureLocked(ctx context.Context, s *session, spec sandbox.Spe
 	}
 	fp := d.fingerprint()
 	name := ContainerName(spec.OfficeKey)
+	st, err := r.inspect(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	// The warm path: a running container this process has checked, built
+	// from what the office needs and on its network. Only its limits may
+	// need a live update; nothing is provisioned, so no lock is taken.
+	if st.running && st.fingerprint == fp && s.verified == st.id+"@"+st.startedAt &&
+		(st.networks[NetworkName(spec.OfficeKey)] || r.cfg.Engine.Flavor == engine.FlavorPodman) {
+		if err := r.applyLimits(ctx, spec, st); err != nil {
+			return nil, err
+		}
+		return r.clientLocked(s), nil
+	}
 	// Other hutch processes of this installation provision the same
 	// office under the same file lock, so two first commands arriving in
-	// two processes also create one container.
+	// two processes also create one container. What was seen before the
+	// lock may be stale: look again.
 	unlock, err := lockFile(filepath.Join(r.cfg.RunDir, "locks", "office-"+shortHash(spec.OfficeKey)+".lock"))
 	if err != nil {
 		return nil, err
 	}
 	defer unlock()
-	st, err := r.inspect(ctx, name)
-	if err != nil {
+	if st, err = r.inspect(ctx, name); err != nil {
 		return nil, err
 	}
 	switch {
