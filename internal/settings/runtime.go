@@ -3,7 +3,6 @@ package settings
 import (
 	"encoding/json"
 	"fmt"
-	"path/filepath"
 	"regexp"
 	"sort"
 	"strconv"
@@ -12,7 +11,6 @@ import (
 
 	"github.com/docker/go-units"
 
-	"github.com/hutchsandbox/hutch/internal/atomicfile"
 	"github.com/hutchsandbox/hutch/internal/errdefs"
 )
 
@@ -206,34 +204,16 @@ func SetRuntime(path, key, value string) error {
 			return err
 		}
 	}
-	data, exists, err := readFile(path)
+	d, err := loadDoc(path)
 	if err != nil {
 		return err
-	}
-	d := &doc{top: map[string]json.RawMessage{}}
-	if exists {
-		if d, err = parse(path, data); err != nil {
-			return err
-		}
 	}
 	sandbox := d.sandbox
 	if sandbox == nil {
 		sandbox = map[string]json.RawMessage{}
 	}
 	setPath(sandbox, k.path, value)
-	if len(sandbox) == 0 {
-		delete(d.top, "sandbox")
-	} else {
-		d.top["sandbox"] = mustMarshal(sandbox)
-	}
-	out, err := encode(d.top)
-	if err != nil {
-		return fmt.Errorf("encode settings %s: %w", path, err)
-	}
-	if err := ensureDir(filepath.Dir(path)); err != nil {
-		return err
-	}
-	return atomicfile.WriteFile(path, out, 0o600)
+	return saveDoc(path, d, sandbox)
 }
 
 // setPath sets or deletes a string at path inside m, dropping objects left empty.

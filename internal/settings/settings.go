@@ -70,15 +70,9 @@ func SetWorkspace(path string, s *projection.Setting) error {
 			return err
 		}
 	}
-	data, exists, err := readFile(path)
+	d, err := loadDoc(path)
 	if err != nil {
 		return err
-	}
-	d := &doc{top: map[string]json.RawMessage{}}
-	if exists {
-		if d, err = parse(path, data); err != nil {
-			return err
-		}
 	}
 	if s == nil && !d.hasWorkspace && !d.hasLegacy {
 		// Nothing to remove: leave the file (or its absence) alone.
@@ -102,12 +96,31 @@ func SetWorkspace(path string, s *projection.Setting) error {
 			sandbox["image"] = mustMarshal(d.image)
 		}
 	}
+	return saveDoc(path, d, sandbox)
+}
+
+// loadDoc reads the settings file at path for a rewrite: an empty
+// document when there is none, the same error LoadWorkspace gives when it
+// is malformed (a malformed file is never overwritten).
+func loadDoc(path string) (*doc, error) {
+	data, exists, err := readFile(path)
+	if err != nil {
+		return nil, err
+	}
+	if !exists {
+		return &doc{top: map[string]json.RawMessage{}}, nil
+	}
+	return parse(path, data)
+}
+
+// saveDoc stores sandbox as d's "sandbox" object (dropped when empty) and
+// writes d atomically, 0600, creating the parent directory 0700.
+func saveDoc(path string, d *doc, sandbox map[string]json.RawMessage) error {
 	if len(sandbox) == 0 {
 		delete(d.top, "sandbox")
 	} else {
 		d.top["sandbox"] = mustMarshal(sandbox)
 	}
-
 	out, err := encode(d.top)
 	if err != nil {
 		return fmt.Errorf("encode settings %s: %w", path, err)
