@@ -27,13 +27,34 @@ type Entry struct {
 // Records are the office registry's migration records; those whose
 // WorkspaceRoot is not WorkspaceRoot are ignored. Claims maps raw ids to
 // the platform an operator claimed them for.
+//
+// StateDir, when set, plans the two host-side moves as well: StateEntries
+// list <state>/conversations (raw-id host state directories move to the
+// office key) and VaultEntries list <state>/vaults (a vault under the
+// legacy per-conversation key moves to the office key). Offices are the
+// registry's offices; they settle the owner of a raw id seen only there.
 type Input struct {
 	WorkspaceRoot string
 	Entries       []Entry
 	Enabled       []office.Platform
 	Claims        map[string]office.Platform
 	Records       []office.MigrationRecord
+
+	StateDir     string
+	StateEntries []Entry
+	VaultEntries []Entry
+	Offices      []office.OfficeRecord
 }
+
+// Area is which tree a move or blocker is in.
+type Area string
+
+// The three trees a conversation has.
+const (
+	AreaWorkspace Area = "workspace"
+	AreaVault     Area = "vault"
+	AreaState     Area = "host state"
+)
 
 // Move is one raw-id directory to rename to its office directory.
 type Move struct {
@@ -70,8 +91,23 @@ type Skip struct {
 
 // Unowned is a conversation directory no single enabled platform owns.
 type Unowned struct {
+	Area   Area
 	RawID  string
 	Source string
+}
+
+// HostMove is the rename of a vault or host state directory from its
+// legacy name to the office key. These are not journaled: each is one
+// atomic rename decided by which of source and target exist, so a run
+// killed before or after it is resumed by planning again, and the journal
+// could record nothing the file system does not already say.
+type HostMove struct {
+	Area   Area
+	RawID  string
+	Owner  office.Platform
+	Key    office.Key
+	Source string
+	Target string
 }
 
 // Failure is a migration that failed, either recorded so in the registry
@@ -86,6 +122,7 @@ type Failure struct {
 // Conflict is a raw id whose legacy and office directories both exist.
 // Neither is touched; an operator merges them by hand.
 type Conflict struct {
+	Area   Area
 	RawID  string
 	Source string
 	Target string
@@ -97,6 +134,7 @@ type Conflict struct {
 type Plan struct {
 	Moves      []Move
 	Recoveries []Recovery
+	HostMoves  []HostMove
 	Skipped    []Skip
 	Unowned    []Unowned
 	Failed     []Failure
@@ -268,17 +306,22 @@ func Build(in Input) (Plan, error) {
 			owner, ok = OwnerOf(e.Name, enabled)
 		}
 		if !ok {
-			p.Unowned = append(p.Unowned, Unowned{RawID: e.Name, Source: path})
+			p.Unowned = append(p.Unowned, Unowned{Area: AreaWorkspace, RawID: e.Name, Source: path})
 			continue
 		}
 		m := newMove(root, e.Name, owner)
 		if exists[m.Target] {
-			p.Conflicts = append(p.Conflicts, Conflict{RawID: e.Name, Source: m.Source, Target: m.Target, Error: MsgTargetExists})
+			p.Conflicts = append(p.Conflicts, Conflict{Area: AreaWorkspace, RawID: e.Name, Source: m.Source, Target: m.Target, Error: MsgTargetExists})
 			continue
 		}
 		p.Moves = append(p.Moves, m)
 	}
+	if in.StateDir != "" {
+		p.planHost(in, enabled, records)
+	}
 	sort.Strings(p.Refused)
+	slices.SortFunc(p.Unowned, func(a, b Unowned) int { return strings.Compare(a.Source, b.Source) })
+	slices.SortFunc(p.Conflicts, func(a, b Conflict) int { return strings.Compare(a.Source, b.Source) })
 	return p, nil
 }
 
@@ -303,7 +346,7 @@ func (p *Plan) recover(r office.MigrationRecord, exists map[string]bool) {
 	src, dst := exists[m.Source], exists[m.Target]
 	switch {
 	case src && dst:
-		p.Conflicts = append(p.Conflicts, Conflict{RawID: id, Source: m.Source, Target: m.Target, Error: MsgBothExist})
+		p.Conflicts = append(p.Conflicts, Conflict{Area: AreaWorkspace, RawID: id, Source: m.Source, Target: m.Target, Error: MsgBothExist})
 	case !src && !dst:
 		p.Failed = append(p.Failed, Failure{RawID: id, Error: MsgNeitherExists, New: true})
 	case dst:
@@ -320,13 +363,13 @@ func (p Plan) Blockers() []string {
 	var out []string
 	out = append(out, p.Refused...)
 	for _, u := range p.Unowned {
-		out = append(out, "Unowned conversation directory: "+u.Source)
+		out = append(out, unownedText[u.Area]+u.Source)
 	}
 	for _, f := range p.Failed {
 		out = append(out, fmt.Sprintf("Failed office migration of %s: %s", f.RawID, f.Error))
 	}
 	for _, c := range p.Conflicts {
-		out = append(out, fmt.Sprintf("Conflicting office migration of %s: %s and %s (%s)", c.RawID, c.Source, c.Target, c.Error))
+		out = append(out, fmt.Sprintf("Conflicting %s migration of %s: %s and %s (%s)", conflictWord[c.Area], c.RawID, c.Source, c.Target, c.Error))
 	}
 	return out
 }
@@ -358,6 +401,7 @@ func (p Plan) Summary() string {
 		for _, f := range p.Failed {
 			fmt.Fprintf(&b, "  %s: %s\n", f.RawID, f.Error)
 		}
+		b.WriteString("  Fix: resolve the cause, then retry with `" + summaryClaimFixup + "`; if the conversation is gone, remove its record from office-registry.json.\n")
 	}
 	if len(p.Conflicts) > 0 {
 		b.WriteString("Conflicts (both directories exist and neither is touched: merge each pair by hand into the office directory and remove the legacy one):\n")
@@ -366,4 +410,25 @@ func (p Plan) Summary() string {
 		}
 	}
 	return strings.TrimSuffix(b.String(), "\n")
+}
+
+// Steps lists, one line each, what running the plan would change: every
+// recovery, workspace move and host-side move, in the order a run takes
+// them. Entries left alone are not listed.
+func (p Plan) Steps() []string {
+	var out []string
+	for _, r := range p.Recoveries {
+		if r.Action == RecoverCommit {
+			out = append(out, fmt.Sprintf("finish  %s: %s is in place (%s); record it", r.RawID, r.Target, r.Owner))
+		} else {
+			out = append(out, fmt.Sprintf("finish  %s: move %s -> %s (%s)", r.RawID, r.Source, r.Target, r.Owner))
+		}
+	}
+	for _, m := range p.Moves {
+		out = append(out, fmt.Sprintf("move    %s: %s -> %s (%s)", m.RawID, m.Source, m.Target, m.Owner))
+	}
+	for _, h := range p.HostMoves {
+		out = append(out, fmt.Sprintf("move    %s %s: %s -> %s (%s)", h.RawID, h.Area, h.Source, h.Target, h.Owner))
+	}
+	return out
 }

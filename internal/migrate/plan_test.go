@@ -11,6 +11,7 @@ import (
 	"github.com/hutchsandbox/hutch/internal/errdefs"
 	"github.com/hutchsandbox/hutch/internal/migrate"
 	"github.com/hutchsandbox/hutch/internal/office"
+	"github.com/hutchsandbox/hutch/internal/vault"
 )
 
 const root = "/ws"
@@ -100,7 +101,7 @@ func TestBuild(t *testing.T) {
 				Entries: []migrate.Entry{conv("C1"), conv("-42"), conv("777"), conv("mixedCase")}},
 			want: migrate.Plan{
 				Moves:   []migrate.Move{move(telegram, "-42"), move(slack, "C1")},
-				Unowned: []migrate.Unowned{{RawID: "777", Source: "/ws/777"}, {RawID: "mixedCase", Source: "/ws/mixedCase"}},
+				Unowned: []migrate.Unowned{{Area: migrate.AreaWorkspace, RawID: "777", Source: "/ws/777"}, {Area: migrate.AreaWorkspace, RawID: "mixedCase", Source: "/ws/mixedCase"}},
 			},
 			blockers: []string{"Unowned conversation directory: /ws/777", "Unowned conversation directory: /ws/mixedCase"},
 		},
@@ -182,7 +183,7 @@ func TestBuild(t *testing.T) {
 				Entries: []migrate.Entry{conv("C9"), conv(string(bothSlack))}},
 			want: migrate.Plan{
 				Skipped:   []migrate.Skip{{string(bothSlack), migrate.ReasonOfficeKey}},
-				Conflicts: []migrate.Conflict{{RawID: "C9", Source: "/ws/C9", Target: "/ws/" + string(bothSlack), Error: migrate.MsgTargetExists}},
+				Conflicts: []migrate.Conflict{{Area: migrate.AreaWorkspace, RawID: "C9", Source: "/ws/C9", Target: "/ws/" + string(bothSlack), Error: migrate.MsgTargetExists}},
 			},
 			blockers: []string{"Conflicting office migration of C9: /ws/C9 and /ws/" + string(bothSlack) + " (Target office directory already exists)"},
 		},
@@ -210,7 +211,7 @@ func TestBuild(t *testing.T) {
 				Records: []office.MigrationRecord{record("C9", slack, office.MigrationMoving, "")}},
 			want: migrate.Plan{
 				Skipped:   []migrate.Skip{{string(bothSlack), migrate.ReasonOfficeKey}},
-				Conflicts: []migrate.Conflict{{RawID: "C9", Source: "/ws/C9", Target: "/ws/" + string(bothSlack), Error: "Both legacy source and office target exist; merge them manually"}},
+				Conflicts: []migrate.Conflict{{Area: migrate.AreaWorkspace, RawID: "C9", Source: "/ws/C9", Target: "/ws/" + string(bothSlack), Error: "Both legacy source and office target exist; merge them manually"}},
 			},
 			blockers: []string{"Conflicting office migration of C9: /ws/C9 and /ws/" + string(bothSlack) + " (Both legacy source and office target exist; merge them manually)"},
 		},
@@ -303,6 +304,7 @@ func TestSummary(t *testing.T) {
 		"  Fix: with the daemon stopped, run `hutch office claim <conversationId> <platform>` for each; the next start performs the move.",
 		"Failed migrations (errors are recorded in office-registry.json; see `hutch office list`):",
 		"  C5: rename failed",
+		"  Fix: resolve the cause, then retry with `hutch office claim <conversationId> <platform>`; if the conversation is gone, remove its record from office-registry.json.",
 		"Conflicts (both directories exist and neither is touched: merge each pair by hand into the office directory and remove the legacy one):",
 		"  C9: merge /ws/C9 into /ws/" + string(k),
 	}, "\n")
@@ -311,5 +313,112 @@ func TestSummary(t *testing.T) {
 	}
 	if len(p.Moves) != 0 {
 		t.Errorf("moves got %v, want none", p.Moves)
+	}
+}
+
+func TestBuild_HostMoves(t *testing.T) {
+	const state = "/state"
+	dir := func(name string) migrate.Entry { return migrate.Entry{Name: name, IsDir: true} }
+	vaultOf := func(id string) string { return vault.ConversationKey(id) }
+	hostMove := func(area migrate.Area, p office.Platform, id string) migrate.HostMove {
+		k := key(p, id)
+		sub, from := "conversations", id
+		if area == migrate.AreaVault {
+			sub, from = "vaults", vaultOf(id)
+		}
+		return migrate.HostMove{Area: area, RawID: id, Owner: p, Key: k,
+			Source: filepath.Join(state, sub, from), Target: filepath.Join(state, sub, string(k))}
+	}
+	tests := []struct {
+		name     string
+		in       migrate.Input
+		want     migrate.Plan
+		blockers []string
+	}{
+		{
+			name: "moved_with_the_workspace",
+			in: migrate.Input{WorkspaceRoot: root, Enabled: []office.Platform{slack}, StateDir: state,
+				Entries:      []migrate.Entry{conv("C1")},
+				StateEntries: []migrate.Entry{dir("C1")},
+				VaultEntries: []migrate.Entry{dir(vaultOf("C1")), dir("shared"), dir(vault.UserKey("U1"))}},
+			want: migrate.Plan{
+				Moves:     []migrate.Move{move(slack, "C1")},
+				HostMoves: []migrate.HostMove{hostMove(migrate.AreaState, slack, "C1"), hostMove(migrate.AreaVault, slack, "C1")},
+			},
+		},
+		{
+			name: "owner_from_committed_record_after_workspace_moved",
+			in: migrate.Input{WorkspaceRoot: root, Enabled: []office.Platform{slack, discord}, StateDir: state,
+				Records:      []office.MigrationRecord{record("123", discord, office.MigrationCommitted, "")},
+				VaultEntries: []migrate.Entry{dir(vaultOf("123"))}},
+			want: migrate.Plan{HostMoves: []migrate.HostMove{hostMove(migrate.AreaVault, discord, "123")}},
+		},
+		{
+			name: "owner_from_the_registry_office",
+			in: migrate.Input{WorkspaceRoot: root, Enabled: []office.Platform{telegram, discord}, StateDir: state,
+				Offices:      []office.OfficeRecord{{Platform: telegram, ConversationID: "55"}},
+				StateEntries: []migrate.Entry{dir("55")}},
+			want: migrate.Plan{HostMoves: []migrate.HostMove{hostMove(migrate.AreaState, telegram, "55")}},
+		},
+		{
+			name: "registry_on_two_platforms_is_unowned",
+			in: migrate.Input{WorkspaceRoot: root, Enabled: []office.Platform{telegram, discord}, StateDir: state,
+				Offices:      []office.OfficeRecord{{Platform: telegram, ConversationID: "55"}, {Platform: discord, ConversationID: "55"}},
+				VaultEntries: []migrate.Entry{dir(vaultOf("55"))}},
+			want:     migrate.Plan{Unowned: []migrate.Unowned{{Area: migrate.AreaVault, RawID: "55", Source: "/state/vaults/" + vaultOf("55")}}},
+			blockers: []string{"Unowned conversation vault: /state/vaults/" + vaultOf("55")},
+		},
+		{
+			name: "state_dir_unowned_then_claimed",
+			in: migrate.Input{WorkspaceRoot: root, Enabled: []office.Platform{telegram, discord}, StateDir: state,
+				StateEntries: []migrate.Entry{dir("77"), dir("88")},
+				Claims:       map[string]office.Platform{"88": discord}},
+			want: migrate.Plan{
+				HostMoves: []migrate.HostMove{hostMove(migrate.AreaState, discord, "88")},
+				Unowned:   []migrate.Unowned{{Area: migrate.AreaState, RawID: "77", Source: "/state/conversations/77"}},
+			},
+			blockers: []string{"Unowned conversation state directory: /state/conversations/77"},
+		},
+		{
+			name: "both_present_conflicts_never_clobbered",
+			in: migrate.Input{WorkspaceRoot: root, Enabled: []office.Platform{slack}, StateDir: state,
+				Records:      []office.MigrationRecord{record("C1", slack, office.MigrationCommitted, "")},
+				StateEntries: []migrate.Entry{dir("C1"), dir(string(key(slack, "C1")))},
+				VaultEntries: []migrate.Entry{dir(vaultOf("C1")), dir(string(key(slack, "C1")))}},
+			want: migrate.Plan{Conflicts: []migrate.Conflict{
+				{Area: migrate.AreaState, RawID: "C1", Source: "/state/conversations/C1", Target: "/state/conversations/" + string(key(slack, "C1")), Error: migrate.MsgTargetExists},
+				{Area: migrate.AreaVault, RawID: "C1", Source: "/state/vaults/" + vaultOf("C1"), Target: "/state/vaults/" + string(key(slack, "C1")), Error: migrate.MsgTargetExists},
+			}},
+			blockers: []string{
+				"Conflicting host state migration of C1: /state/conversations/C1 and /state/conversations/" + string(key(slack, "C1")) + " (Target office directory already exists)",
+				"Conflicting vault migration of C1: /state/vaults/" + vaultOf("C1") + " and /state/vaults/" + string(key(slack, "C1")) + " (Target office directory already exists)",
+			},
+		},
+		{
+			name: "office_keys_dot_names_files_left_alone_symlink_refused",
+			in: migrate.Input{WorkspaceRoot: root, Enabled: []office.Platform{slack}, StateDir: state,
+				StateEntries: []migrate.Entry{dir(string(key(slack, "C1"))), dir(".tmp"), {Name: "notes"}, {Name: "C2", IsSymlink: true}}},
+			want:     migrate.Plan{Refused: []string{"Host state entry must not be a symlink: /state/conversations/C2"}},
+			blockers: []string{"Host state entry must not be a symlink: /state/conversations/C2"},
+		},
+		{
+			name: "no_state_dir_plans_nothing_host_side",
+			in: migrate.Input{WorkspaceRoot: root, Enabled: []office.Platform{slack},
+				StateEntries: []migrate.Entry{dir("C1")}},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := migrate.Build(tc.in)
+			if err != nil {
+				t.Fatalf("Build: %v", err)
+			}
+			if diff := cmp.Diff(tc.want, got, cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("plan mismatch (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tc.blockers, got.Blockers(), cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("blockers mismatch (-want +got):\n%s", diff)
+			}
+		})
 	}
 }

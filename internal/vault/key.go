@@ -22,6 +22,11 @@ func UserKey(user string) string { return identityKey("user", user) }
 // container:<name> mode.
 func ContainerKey(name string) string { return identityKey("container", name) }
 
+// ConversationKey is the vault key a conversation had before offices
+// (the raw-id layout). Only the migration uses it, to move such a vault
+// to its office key.
+func ConversationKey(rawID string) string { return identityKey("conversation", rawID) }
+
 // identityKey returns <readable>-<hash>. The algorithm matches the
 // reference system byte for byte so that vault directories created there
 // are found under the same names here.
