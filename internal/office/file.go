@@ -8,6 +8,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -200,6 +201,7 @@ func (f *File) validate(path string) error {
 		}
 		seen[a] = true
 	}
+	migrated := make(map[string]bool, len(f.Migrations))
 	for _, m := range f.Migrations {
 		if !slices.Contains(MigrationStatuses, m.Status) {
 			return fail("Unknown office migration status %q in %s", m.Status, path)
@@ -207,6 +209,26 @@ func (f *File) validate(path string) error {
 		if m.OwnerPlatform != "" && !m.OwnerPlatform.Valid() {
 			return fail("Unknown platform %q in office registry %s", m.OwnerPlatform, path)
 		}
+		if err := ValidateConversationID(m.RawConversationID); err != nil {
+			return fail("Invalid conversation id %q in office migration of %s: %v", m.RawConversationID, path, err)
+		}
+		if !filepath.IsAbs(m.WorkspaceRoot) || m.SourceDir != filepath.Join(m.WorkspaceRoot, m.RawConversationID) {
+			return fail("Office migration source of %q does not match its workspace root in %s", m.RawConversationID, path)
+		}
+		if m.Status == MigrationNeedsOwner && (m.OwnerPlatform != "" || m.TargetDir != "") {
+			return fail("Needs-owner migration cannot have an owner or target (%q in %s)", m.RawConversationID, path)
+		}
+		if m.OwnerPlatform != "" && m.TargetDir != Dir(m.WorkspaceRoot, Address{Platform: m.OwnerPlatform, ConversationID: m.RawConversationID}.Key()) {
+			return fail("Office migration target does not match its office address (%q in %s)", m.RawConversationID, path)
+		}
+		if m.Status == MigrationFailed && m.Error == "" {
+			return fail("Failed office migration is missing an error (%q in %s)", m.RawConversationID, path)
+		}
+		id := filepath.Join(m.WorkspaceRoot, m.RawConversationID)
+		if migrated[id] {
+			return fail("Duplicate office migration of %q in %s", m.RawConversationID, path)
+		}
+		migrated[id] = true
 	}
 	return nil
 }

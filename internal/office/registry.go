@@ -158,3 +158,60 @@ func (r *Registry) Lookup(k Key) (Address, bool, error) {
 	}
 	return Address{}, false, nil
 }
+
+// Journal is the registry held under its lock for a run of several
+// writes, as a migration needs: each step must be on disk before the file
+// system changes it describes, and no other process may write in between.
+type Journal struct {
+	r    *Registry
+	file *File
+	last []byte // the file as last read or written
+}
+
+// File is the registry as this journal holds it; change it, then Save.
+func (j *Journal) File() *File { return j.file }
+
+// Save checks the file and writes it atomically (fsynced, so the journal
+// is durable before whatever the caller does next). An unchanged file is
+// not rewritten.
+func (j *Journal) Save() error {
+	if err := j.file.validate(j.r.path); err != nil {
+		return err
+	}
+	data, err := j.file.encode()
+	if err != nil {
+		return fmt.Errorf("encode office registry %s: %w", j.r.path, err)
+	}
+	if j.last != nil && bytes.Equal(data, j.last) {
+		return nil
+	}
+	if err := atomicfile.WriteFile(j.r.path, data, 0o600); err != nil {
+		return err
+	}
+	j.last = data
+	return nil
+}
+
+// Hold takes the registry lock, loads the file and runs fn with a Journal
+// on it; the lock is released when fn returns. Nothing is written unless
+// fn calls Save.
+func (r *Registry) Hold(fn func(*Journal) error) (err error) {
+	timeout := r.LockTimeout
+	if timeout <= 0 {
+		timeout = DefaultLockTimeout
+	}
+	l, err := acquireLock(r.lockDir, timeout)
+	if err != nil {
+		return err
+	}
+	defer func() { err = errors.Join(err, l.release()) }()
+	f, raw, err := readFile(r.path)
+	if err != nil {
+		return err
+	}
+	return fn(&Journal{r: r, file: f, last: raw})
+}
+
+// Now is the registry's clock, second-precision UTC, for records a caller
+// adds through a Journal.
+func (r *Registry) Now() time.Time { return r.now().UTC().Truncate(time.Second) }

@@ -162,6 +162,12 @@ func TestRegistry_Load_Invalid(t *testing.T) {
 		{"unknown_owner_platform", `{"version": 1, "migrations": [` + migration("prepared", "irc") + `]}`, `Unknown platform "irc" in office registry %s`},
 		{"unknown_status", `{"version": 1, "migrations": [` + migration("done", "slack") + `]}`, `Unknown office migration status "done" in %s`},
 		{"bad_conversation_id", `{"version": 1, "offices": [{"platform": "slack", "conversationId": "a/b", "recordedAt": "2026-01-02T03:04:05Z"}]}`, `Invalid conversation id "a/b" in office registry %s: ` + msgSeparator},
+		{"needs_owner_with_owner", `{"version": 1, "migrations": [` + migration("needs-owner", "slack") + `]}`, `Needs-owner migration cannot have an owner or target ("C1" in %s)`},
+		{"target_of_another_office", `{"version": 1, "migrations": [` + migration("prepared", "slack") + `]}`, `Office migration target does not match its office address ("C1" in %s)`},
+		{"source_outside_root", `{"version": 1, "migrations": [{"rawConversationId": "C1", "sourceDir": "/elsewhere/C1", "workspaceRoot": "/ws", "status": "needs-owner", "updatedAt": "2026-01-02T03:04:05Z"}]}`, `Office migration source of "C1" does not match its workspace root in %s`},
+		{"failed_without_error", `{"version": 1, "migrations": [` + migration("failed", "") + `]}`, `Failed office migration is missing an error ("C1" in %s)`},
+		{"duplicate_migration", `{"version": 1, "migrations": [` + migration("needs-owner", "") + `,` + migration("needs-owner", "") + `]}`, `Duplicate office migration of "C1" in %s`},
+		{"migration_bad_id", `{"version": 1, "migrations": [{"rawConversationId": "..", "sourceDir": "/", "workspaceRoot": "/ws", "status": "needs-owner", "updatedAt": "2026-01-02T03:04:05Z"}]}`, `Invalid conversation id ".." in office migration of %s: Conversation id must be non-empty and not a path marker`},
 		{"malformed", `{"version": 1,`, "Malformed office registry %s: unexpected end of JSON input"},
 		{"trailing_garbage", `{"version": 1} x`, "Malformed office registry %s: invalid character 'x' after top-level value"},
 	}
@@ -239,7 +245,7 @@ func TestRegistry_Load_ReferenceFile(t *testing.T) {
   ],
   "migrations": [
     {"rawConversationId": "C1", "sourceDir": "/ws/C1", "workspaceRoot": "/ws", "ownerPlatform": "slack",
-     "targetDir": "/ws/v1-slack-c1-0000000000000000", "status": "committed", "updatedAt": "2026-01-02T03:04:05.000Z"},
+     "targetDir": "/ws/v1-slack-c1-4feb881cb4826d55", "status": "committed", "updatedAt": "2026-01-02T03:04:05.000Z"},
     {"rawConversationId": "odd", "sourceDir": "/ws/odd", "workspaceRoot": "/ws", "status": "needs-owner", "updatedAt": "2026-01-02T03:04:05.000Z"},
     {"rawConversationId": "bad", "sourceDir": "/ws/bad", "workspaceRoot": "/ws", "status": "failed", "error": "Target office directory already exists", "updatedAt": "2026-01-02T03:04:05.000Z"}
   ]
@@ -254,7 +260,7 @@ func TestRegistry_Load_ReferenceFile(t *testing.T) {
 	}
 	wantM := office.MigrationRecord{
 		RawConversationID: "C1", SourceDir: "/ws/C1", WorkspaceRoot: "/ws", OwnerPlatform: office.PlatformSlack,
-		TargetDir: "/ws/v1-slack-c1-0000000000000000", Status: office.MigrationCommitted,
+		TargetDir: "/ws/v1-slack-c1-4feb881cb4826d55", Status: office.MigrationCommitted,
 		UpdatedAt: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC),
 	}
 	if diff := cmp.Diff(wantM, f.Migrations[0]); diff != "" {
@@ -291,7 +297,7 @@ func TestRegistry_Load_ReferenceFile(t *testing.T) {
       "sourceDir": "/ws/C1",
       "workspaceRoot": "/ws",
       "ownerPlatform": "slack",
-      "targetDir": "/ws/v1-slack-c1-0000000000000000",
+      "targetDir": "/ws/v1-slack-c1-4feb881cb4826d55",
       "status": "committed",
       "updatedAt": "2026-01-02T03:04:05Z"
     },
