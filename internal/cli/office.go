@@ -7,10 +7,12 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/hutchsandbox/hutch/internal/errdefs"
 	"github.com/hutchsandbox/hutch/internal/office"
 	"github.com/hutchsandbox/hutch/internal/projection"
 	"github.com/hutchsandbox/hutch/internal/sandbox"
 	"github.com/hutchsandbox/hutch/internal/service"
+	"github.com/hutchsandbox/hutch/internal/settings"
 	"github.com/hutchsandbox/hutch/internal/vault"
 )
 
@@ -23,7 +25,8 @@ named by its office key v1-<platform>-<readable-id>-<digest>. The digest
 comes from the platform and the raw conversation id, so two ids that read
 alike (foo:bar, foo.bar) still get different offices.`,
 	}
-	cmd.AddCommand(newOfficeKeyCmd(g), newOfficeListCmd(g), newOfficeShowCmd(g), newOfficeChannelKindCmd(g))
+	cmd.AddCommand(newOfficeKeyCmd(g), newOfficeListCmd(g), newOfficeShowCmd(g), newOfficeChannelKindCmd(g),
+		newOfficeClaimCmd(g), newOfficePlatformsCmd(g))
 	return cmd
 }
 
@@ -55,7 +58,8 @@ func newOfficeListCmd(g *globals) *cobra.Command {
 		Long: `List every office recorded in the office registry
 (<state-dir>/office-registry.json). An office is recorded before its
 directory is ever created, so this is the full list of conversations hutch
-has worked for.`,
+has worked for. Migrations from the raw-id layout that are not finished
+(needs-owner, prepared, moving, failed) follow, with their errors.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			svc, err := g.service()
@@ -66,16 +70,36 @@ has worked for.`,
 			if err != nil {
 				return err
 			}
+			pending, err := svc.PendingMigrations()
+			if err != nil {
+				return err
+			}
 			if len(recs) == 0 {
 				fmt.Fprintf(g.stdout, "No offices registered in %s.\n", svc.Layout().StateDir)
+			} else {
+				fmt.Fprintf(g.stdout, "Offices (%d):\n", len(recs))
+				tw := tabwriter.NewWriter(g.stdout, 0, 4, 2, ' ', 0)
+				fmt.Fprintln(tw, "  PLATFORM\tCONVERSATION\tOFFICE KEY\tRECORDED")
+				for _, r := range recs {
+					addr := office.Address{Platform: r.Platform, ConversationID: r.ConversationID}
+					fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", r.Platform, r.ConversationID, addr.Key(), r.RecordedAt.UTC().Format("2006-01-02 15:04:05Z"))
+				}
+				if err := tw.Flush(); err != nil {
+					return err
+				}
+			}
+			if len(pending) == 0 {
 				return nil
 			}
-			fmt.Fprintf(g.stdout, "Offices (%d):\n", len(recs))
+			fmt.Fprintf(g.stdout, "Pending migrations (%d):\n", len(pending))
 			tw := tabwriter.NewWriter(g.stdout, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "  PLATFORM\tCONVERSATION\tOFFICE KEY\tRECORDED")
-			for _, r := range recs {
-				addr := office.Address{Platform: r.Platform, ConversationID: r.ConversationID}
-				fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", r.Platform, r.ConversationID, addr.Key(), r.RecordedAt.UTC().Format("2006-01-02 15:04:05Z"))
+			fmt.Fprintln(tw, "  STATUS\tCONVERSATION\tOWNER\tSOURCE\tERROR")
+			for _, m := range pending {
+				owner := string(m.OwnerPlatform)
+				if owner == "" {
+					owner = "-"
+				}
+				fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\n", m.Status, m.RawConversationID, owner, m.SourceDir, m.Error)
 			}
 			return tw.Flush()
 		},
@@ -210,4 +234,88 @@ trusted/shared-support/private, and im, external or no kind get isolated.`,
 			return nil
 		},
 	}
+}
+
+func newOfficeClaimCmd(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "claim <conversation-id> <platform>",
+		Short: "Name the platform of a raw-id conversation directory",
+		Long: `Name the platform that owns a conversation directory of the raw-id layout
+when its id does not tell (several platforms are enabled and none or more
+than one of their id formats match, as with a purely numeric id under
+telegram and discord). Run it with the daemon stopped; the next start (or
+hutch migrate) moves the directory to its office.
+
+The platform must be enabled (hutch office platforms). Claiming again
+replaces an earlier claim, and retries a migration that failed once its
+cause is fixed.`,
+		Example: "  hutch office claim 123456789 discord",
+		Args:    cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			svc, err := g.service()
+			if err != nil {
+				return err
+			}
+			owner, err := office.ParsePlatform(args[1])
+			if err != nil {
+				return err
+			}
+			if _, running := g.daemon(cmd.Context(), svc, ""); running {
+				return errdefs.New(errdefs.ErrFailedPrecondition, "A hutch daemon is serving this state dir; stop it, claim, then start it again (it migrates at start).")
+			}
+			if err := svc.Claim(args[0], owner); err != nil {
+				return err
+			}
+			fmt.Fprintf(g.stdout, "Claimed %s for %s; the next start (or hutch migrate) moves it to its office.\n", args[0], owner)
+			return nil
+		},
+	}
+}
+
+func newOfficePlatformsCmd(g *globals) *cobra.Command {
+	var clear bool
+	cmd := &cobra.Command{
+		Use:   "platforms [P,...]",
+		Short: "Show or set the enabled platforms",
+		Long: `Show or set the "platforms" setting: the platforms whose conversations this
+installation serves. Migration from the raw-id layout gives every raw-id
+directory to the single enabled platform, or with several to the one
+whose id format alone matches. hutch serve and hutch migrate take
+--platforms to override it for one run.`,
+		Example: "  hutch office platforms\n  hutch office platforms slack,telegram\n  hutch office platforms --clear",
+		Args:    cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			svc, err := g.service()
+			if err != nil {
+				return err
+			}
+			switch {
+			case clear && len(args) > 0:
+				return errdefs.New(errdefs.ErrInvalid, "Give platforms or --clear, not both")
+			case clear:
+				return svc.SetPlatforms(nil)
+			case len(args) == 1:
+				ps, err := settings.ParsePlatforms(args[0])
+				if err != nil {
+					return err
+				}
+				if len(ps) == 0 {
+					return errdefs.New(errdefs.ErrInvalid, "Name at least one platform, or use --clear")
+				}
+				return svc.SetPlatforms(ps)
+			}
+			ps, err := svc.Platforms()
+			if err != nil {
+				return err
+			}
+			if len(ps) == 0 {
+				fmt.Fprintln(g.stdout, "No platforms enabled.")
+				return nil
+			}
+			fmt.Fprintln(g.stdout, settings.FormatPlatforms(ps))
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&clear, "clear", false, "remove the setting")
+	return cmd
 }

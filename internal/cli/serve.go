@@ -11,12 +11,13 @@ import (
 
 	"github.com/hutchsandbox/hutch/internal/daemon"
 	"github.com/hutchsandbox/hutch/internal/errdefs"
+	"github.com/hutchsandbox/hutch/internal/service"
 )
 
 func newServeCmd(g *globals) *cobra.Command {
 	var (
-		modeFlag, tcp string
-		grace         time.Duration
+		modeFlag, tcp, platforms string
+		grace                    time.Duration
 	)
 	cmd := &cobra.Command{
 		Use:   "serve [--sandbox MODE] [--state-dir DIR] [WORKSPACE]",
@@ -27,6 +28,9 @@ token. At start it checks that its mode can work here (the engine answers,
 the image is present, the container exists and runs), adopts the managed
 runtimes of known offices and removes those nothing accounts for. While it
 runs it stops idle runtimes (sandbox.idleTimeout, default 10m).
+
+Before all that it migrates a workspace of the raw-id layout to offices
+(see hutch migrate) and refuses to start while anything blocks that.
 
 On SIGINT or SIGTERM it stops accepting work, lets running commands finish
 for --grace, kills what is left, and exits 0.
@@ -53,8 +57,17 @@ WORKSPACE, when given, is the workspace root (like --workspace).`,
 			if err != nil {
 				return err
 			}
+			ps, err := platformsFlag(platforms)
+			if err != nil {
+				return err
+			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
+			// Nothing is accepted before the workspace is on the office
+			// layout: a blocker stops the start with its instructions.
+			if err := runMigrate(ctx, g, svc, service.MigrateOptions{Platforms: ps}, false); err != nil {
+				return err
+			}
 			err = daemon.Run(ctx, daemon.Options{
 				Service: svc, Mode: mode, TCP: tcp, Token: g.env("HUTCH_API_TOKEN"), Grace: grace,
 				Version: Version, Out: g.stdout, Log: log,
@@ -68,6 +81,7 @@ WORKSPACE, when given, is the workspace root (like --workspace).`,
 	}
 	cmd.Flags().StringVar(&modeFlag, "sandbox", "", "where commands run (default $HUTCH_SANDBOX or host)")
 	cmd.Flags().StringVar(&tcp, "listen-tcp", "", "also serve the API on this TCP address; a bearer token is then required ($HUTCH_API_TOKEN, or one generated into <state-dir>/api-token)")
+	cmd.Flags().StringVar(&platforms, "platforms", "", "enabled platforms for the start-up migration, comma-separated (default: the platforms setting)")
 	cmd.Flags().DurationVar(&grace, "grace", 30*time.Second, "at shutdown, how long running commands may finish before they are killed")
 	return cmd
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/hutchsandbox/hutch/internal/sandbox/host"
 	"github.com/hutchsandbox/hutch/internal/sandbox/image"
 	"github.com/hutchsandbox/hutch/internal/settings"
+	"github.com/hutchsandbox/hutch/internal/vault"
 )
 
 // runtimes caches what is expensive to make: the engine connection and
@@ -202,6 +203,16 @@ func (s *Service) Reconcile(ctx context.Context) (image.ReconcileReport, error) 
 	known := map[string]bool{}
 	for _, r := range recs {
 		known[string(r.Address().Key())] = true
+	}
+	// A runtime of the raw-id layout is labelled with its conversation's
+	// legacy key. It is never removed here: migration brings it onto its
+	// office (keeping its files), and until that succeeds it is kept.
+	f, err := s.registry.Load()
+	if err != nil {
+		return image.ReconcileReport{}, err
+	}
+	for _, rec := range f.Migrations {
+		known[vault.ConversationKey(rec.RawConversationID)] = true
 	}
 	return m.Reconcile(ctx, func(k string) bool { return known[k] })
 }

@@ -1,0 +1,106 @@
+// Package legacytest builds workspaces of the raw-id layout and hashes
+// trees, for the migration's tests and benchmark.
+package legacytest
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+
+	"github.com/hutchsandbox/hutch/internal/vault"
+)
+
+// Conversation is one raw-id conversation to write.
+type Conversation struct {
+	RawID string
+	// Vault and State also write a legacy vault and host state directory.
+	Vault, State bool
+}
+
+// Populate writes convs in the raw-id layout: <ws>/<rawId> with a
+// log.jsonl, a sessions/ directory and nested files of a few sizes;
+// optionally <state>/vaults/<legacy key>/env and
+// <state>/conversations/<rawId>/settings.json.
+func Populate(ws, state string, convs []Conversation) error {
+	for i, c := range convs {
+		dir := filepath.Join(ws, c.RawID)
+		files := map[string]string{
+			"log.jsonl":                   fmt.Sprintf("{\"n\":%d,\"id\":%q}\n", i, c.RawID),
+			"sessions/s1.jsonl":           fmt.Sprintf("{\"session\":%d}\n", i),
+			"attachments/a/b/report.txt":  fmt.Sprintf("report %d\n%s", i, make([]byte, i%97)),
+			"MEMORY.md":                   "# memory of " + c.RawID + "\n",
+			".hutch/bash-output/last.log": "ok\n",
+		}
+		for name, content := range files {
+			if err := write(filepath.Join(dir, name), content, 0o600); err != nil {
+				return err
+			}
+		}
+		if c.Vault {
+			if err := write(filepath.Join(state, "vaults", vault.ConversationKey(c.RawID), "env"), "TOKEN=secret-"+c.RawID+"\n", 0o600); err != nil {
+				return err
+			}
+		}
+		if c.State {
+			if err := write(filepath.Join(state, "conversations", c.RawID, "settings.json"), "{}\n", 0o600); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func write(path, content string, mode os.FileMode) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return err
+	}
+	return os.WriteFile(path, []byte(content), mode)
+}
+
+// HashTree hashes a directory tree: every relative path, its type and
+// permission bits, and every file's content. Two trees hash alike when
+// they hold the same files byte for byte, wherever they sit.
+func HashTree(root string) (string, error) {
+	type item struct{ rel, line string }
+	var items []item
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(root, path)
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		line := fmt.Sprintf("%s %v", rel, info.Mode())
+		if d.Type().IsRegular() {
+			f, err := os.Open(path)
+			if err != nil {
+				return err
+			}
+			h := sha256.New()
+			_, err = io.Copy(h, f)
+			f.Close()
+			if err != nil {
+				return err
+			}
+			line += " " + hex.EncodeToString(h.Sum(nil))
+		}
+		items = append(items, item{rel, line})
+		return nil
+	})
+	if err != nil {
+		return "", err
+	}
+	sort.Slice(items, func(i, j int) bool { return items[i].rel < items[j].rel })
+	h := sha256.New()
+	for _, it := range items {
+		fmt.Fprintln(h, it.line)
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}

@@ -1,0 +1,188 @@
+package service_test
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/moby/moby/api/pkg/stdcopy"
+	"github.com/moby/moby/api/types/container"
+	"github.com/moby/moby/api/types/mount"
+	"github.com/moby/moby/client"
+
+	"github.com/hutchsandbox/hutch/internal/engine"
+	"github.com/hutchsandbox/hutch/internal/migrate/legacytest"
+	"github.com/hutchsandbox/hutch/internal/office"
+	"github.com/hutchsandbox/hutch/internal/sandbox"
+	"github.com/hutchsandbox/hutch/internal/sandbox/image"
+	"github.com/hutchsandbox/hutch/internal/service"
+	"github.com/hutchsandbox/hutch/internal/testenv"
+	"github.com/hutchsandbox/hutch/internal/vault"
+)
+
+// TestMigrate_ManagedContainerSurvives migrates a workspace whose
+// conversation has a managed container of the raw-id layout, with a file
+// written under /opt inside it: after the migration the container runs on
+// the office paths with the file, the daemon's reconcile keeps it, and a
+// command of the conversation sees both the file and the office.
+func TestMigrate_ManagedContainerSurvives(t *testing.T) {
+	cli := testenv.Docker(t)
+	img := testenv.BusyboxImage(t, cli)
+	ctx := context.Background()
+	run, err := os.MkdirTemp("", "hr-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(run) })
+	root := t.TempDir()
+	layout, err := service.ResolveLayout(service.LayoutOptions{StateDir: filepath.Join(root, "state"), Workspace: filepath.Join(root, "ws"),
+		Getenv: func(k string) string {
+			if k == "HUTCH_RUN_DIR" {
+				return run
+			}
+			return ""
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rawID := "C" + strings.ToUpper(strings.ReplaceAll(testenv.Name(t), "-", ""))
+	if len(rawID) > 40 {
+		rawID = rawID[:40]
+	}
+	addr := office.Address{Platform: office.PlatformSlack, ConversationID: rawID}
+	key := string(addr.Key())
+	// Registered first so that it runs after the containers are gone: the
+	// snapshots of the re-creates (untagged by then) go too.
+	t.Cleanup(func() {
+		imgs, err := cli.ImageList(context.Background(), client.ImageListOptions{All: true,
+			Filters: make(client.Filters).Add("label", engine.LabelSnapshotOf+"="+image.ContainerName(key))})
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		for _, im := range imgs.Items {
+			if _, err := cli.ImageRemove(context.Background(), im.ID, client.ImageRemoveOptions{Force: true, PruneChildren: true}); err != nil && !engine.IsNotFound(err) {
+				t.Errorf("remove snapshot %s: %v", im.ID, err)
+			}
+		}
+	})
+	testenv.CleanupContainers(t, cli, engine.LabelStateDir+"="+layout.StateDir)
+	if err := legacytest.Populate(layout.Workspace, layout.StateDir, []legacytest.Conversation{{RawID: rawID, Vault: true, State: true}}); err != nil {
+		t.Fatal(err)
+	}
+	legacyKey := vault.ConversationKey(rawID)
+	ins, err := cli.ImageInspect(ctx, img)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := 1
+	res, err := cli.ContainerCreate(ctx, client.ContainerCreateOptions{
+		Name: image.ContainerName(legacyKey),
+		Config: &container.Config{
+			Image: img, Entrypoint: []string{"/bin/sleep"}, Cmd: []string{"3600"}, WorkingDir: "/workspace/" + rawID, StopTimeout: &stop,
+			Labels: map[string]string{
+				engine.LabelManaged: "true", engine.LabelMode: string(sandbox.KindImage), engine.LabelStateDir: layout.StateDir,
+				engine.LabelOffice: legacyKey, engine.LabelConversation: rawID, engine.LabelImageID: ins.ID, engine.LabelImage: img,
+				engine.LabelFingerprint: "raw-id-layout",
+			},
+		},
+		HostConfig: &container.HostConfig{Mounts: []mount.Mount{
+			{Type: mount.TypeBind, Source: filepath.Join(layout.Workspace, rawID), Target: "/workspace/" + rawID},
+			{Type: mount.TypeBind, Source: filepath.Join(layout.StateDir, "vaults", legacyKey, "env"), Target: "/root/.env", ReadOnly: true},
+		}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cli.ContainerStart(ctx, res.ID, client.ContainerStartOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if out, code := dockerExec(t, cli, res.ID, "sh", "-c", "mkdir -p /opt && echo kept > /opt/keep"); code != 0 {
+		t.Fatalf("write /opt/keep: %d %s", code, out)
+	}
+
+	svc := service.New(layout, nil)
+	svc.SetAgentBinary(testenv.HutchBinary(t))
+	t.Cleanup(func() { svc.Close() })
+	rep, err := svc.Migrate(ctx, service.MigrateOptions{Platforms: []office.Platform{office.PlatformSlack}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Moved != 1 || rep.HostMoved != 2 || rep.RelayoutError != nil || !slices.Equal(rep.Containers.Migrated, []string{image.ContainerName(key)}) {
+		t.Fatalf("report %+v (containers %+v)", rep.Report, rep.Containers)
+	}
+	got, err := cli.ContainerInspect(ctx, image.ContainerName(key), client.ContainerInspectOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !got.Container.State.Running {
+		t.Error("the migrated container is not running")
+	}
+	wantMounts := map[string]string{
+		"/workspace/" + key: filepath.Join(layout.Workspace, key),
+		"/root/.env":        filepath.Join(layout.StateDir, "vaults", key, "env"),
+	}
+	for _, m := range got.Container.Mounts {
+		if want, ok := wantMounts[m.Destination]; !ok || m.Source != want {
+			t.Errorf("mount %s <- %s; want the office paths %v", m.Destination, m.Source, wantMounts)
+		}
+	}
+	if out, code := dockerExec(t, cli, got.Container.ID, "cat", "/opt/keep", "/workspace/"+key+"/log.jsonl"); code != 0 || !strings.HasPrefix(out, "kept\n{") {
+		t.Errorf("inside the migrated container: %d %q", code, out)
+	}
+
+	// What hutch serve does next: reconcile keeps it, the first command
+	// of the conversation runs there (re-created on the runtime's own
+	// terms, files kept).
+	if rr, err := svc.Reconcile(ctx); err != nil || len(rr.Removed) != 0 {
+		t.Fatalf("reconcile: %+v %v", rr, err)
+	}
+	var out bytes.Buffer
+	r, err := svc.Exec(ctx, service.ExecOptions{Address: addr, Mode: sandbox.Mode{Kind: sandbox.KindImage, Target: img},
+		Argv: []string{"cat /opt/keep; cat log.jsonl; pwd"}, Stdout: &out, Stderr: &out, Timeout: time.Minute})
+	if err != nil || r.ExitCode != 0 {
+		t.Fatalf("exec: %v %+v %s", err, r, out.String())
+	}
+	if want := "kept\n{"; !strings.HasPrefix(out.String(), want) || !strings.HasSuffix(out.String(), "/workspace/"+key+"\n") {
+		t.Errorf("exec output %q", out.String())
+	}
+
+	rep, err = svc.Migrate(ctx, service.MigrateOptions{Platforms: []office.Platform{office.PlatformSlack}})
+	if err != nil || rep.Moved+rep.HostMoved+len(rep.Containers.Migrated)+len(rep.Containers.Resumed) != 0 {
+		t.Errorf("second migration: %+v %+v %v", rep.Report, rep.Containers, err)
+	}
+}
+
+func dockerExec(t *testing.T, cli *client.Client, id string, argv ...string) (string, int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	ex, err := cli.ExecCreate(ctx, id, client.ExecCreateOptions{Cmd: argv, AttachStdout: true, AttachStderr: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	att, err := cli.ExecAttach(ctx, ex.ID, client.ExecAttachOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer att.Close()
+	var out bytes.Buffer
+	if _, err := stdcopy.StdCopy(&out, &out, att.Reader); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		in, err := cli.ExecInspect(ctx, ex.ID, client.ExecInspectOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !in.Running {
+			return out.String(), in.ExitCode
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
