@@ -49,7 +49,7 @@ func TestPlatforms_Invalid(t *testing.T) {
 		t.Errorf("ParsePlatforms = %v, %v", ps, err)
 	}
 	for content, want := range map[string]string{
-		`{"platforms": "slack"}`:         `"platforms" must be an array of platform names`,
+		`{"platforms": "slack"}`:          `"platforms" must be an array of platform names`,
 		`{"platforms": ["slack", "irc"]}`: `"platforms": Unsupported platform: "irc"`,
 	} {
 		path := filepath.Join(t.TempDir(), "settings.json")
