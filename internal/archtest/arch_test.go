@@ -64,6 +64,8 @@ var pure = []string{
 	"github.com/hutchsandbox/hutch/internal/sandbox",
 	"github.com/hutchsandbox/hutch/internal/errdefs",
 	"github.com/hutchsandbox/hutch/internal/migrate",
+	"github.com/hutchsandbox/hutch/internal/devcontainer",
+	"github.com/hutchsandbox/hutch/internal/project",
 }
 
 // Direct imports a pure package must not have (fmt itself imports os, so

