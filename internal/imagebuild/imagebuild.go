@@ -121,6 +121,29 @@ func Build(ctx context.Context, eng *engine.Engine, opts Options) (ref string, e
 	return opts.Tag, nil
 }
 
+// ResolveBase returns the image to build FROM when base is asked for:
+// base itself when the engine has it or can pull it; for a Debian
+// bookworm base that cannot be pulled (no registry), LocalBase, built
+// with debootstrap the first time. Progress lines go to progress.
+func ResolveBase(ctx context.Context, eng *engine.Engine, base string, progress io.Writer) (string, error) {
+	if progress == nil {
+		progress = io.Discard
+	}
+	b := &builder{eng: eng, opts: Options{Base: base}, out: progress, log: slog.New(slog.DiscardHandler)}
+	return b.resolveBase(ctx)
+}
+
+// BuildDockerfile builds dockerfile, with no context besides it, as tag,
+// streaming the build's step lines to progress. A failure names the step
+// and carries the engine's last error.
+func BuildDockerfile(ctx context.Context, eng *engine.Engine, dockerfile []byte, tag string, progress io.Writer) error {
+	if progress == nil {
+		progress = io.Discard
+	}
+	b := &builder{eng: eng, opts: Options{Tag: tag, Dockerfile: dockerfile}, out: progress, log: slog.New(slog.DiscardHandler)}
+	return b.build(ctx, "")
+}
+
 type builder struct {
 	eng  *engine.Engine
 	opts Options
@@ -215,7 +238,13 @@ func (b *builder) build(ctx context.Context, base string) error {
 	if err != nil {
 		return fmt.Errorf("making the build context: %w", err)
 	}
-	b.say("Building %s FROM %s (time zone %s)", b.opts.Tag, base, b.opts.TimeZone)
+	var args map[string]*string
+	if base != "" {
+		b.say("Building %s FROM %s (time zone %s)", b.opts.Tag, base, b.opts.TimeZone)
+		args = map[string]*string{"BASE": &base, "TZ": &b.opts.TimeZone}
+	} else {
+		b.say("Building %s", b.opts.Tag)
+	}
 	b.log.Debug("image build", "tag", b.opts.Tag, "base", base, "tz", b.opts.TimeZone)
 	res, err := b.eng.Client.ImageBuild(ctx, bytes.NewReader(buildCtx), client.ImageBuildOptions{
 		Tags:        []string{b.opts.Tag},
@@ -223,7 +252,7 @@ func (b *builder) build(ctx context.Context, base string) error {
 		Remove:      true,
 		ForceRemove: true,
 		Version:     build.BuilderV1,
-		BuildArgs:   map[string]*string{"BASE": &base, "TZ": &b.opts.TimeZone},
+		BuildArgs:   args,
 	})
 	if err != nil {
 		return fmt.Errorf("starting the image build: %w", err)

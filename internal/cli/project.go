@@ -1,0 +1,677 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/moby/moby/client"
+	"github.com/spf13/cobra"
+	"golang.org/x/sys/unix"
+	"golang.org/x/term"
+
+	"github.com/hutchsandbox/hutch/internal/agentbin"
+	"github.com/hutchsandbox/hutch/internal/devcontainer"
+	"github.com/hutchsandbox/hutch/internal/engine"
+	"github.com/hutchsandbox/hutch/internal/errdefs"
+	"github.com/hutchsandbox/hutch/internal/project"
+	"github.com/hutchsandbox/hutch/internal/project/box"
+)
+
+func newProjectCmd(g *globals) *cobra.Command {
+	var dir string
+	cmd := &cobra.Command{
+		Use:   "project",
+		Short: "One shared sandbox container per checkout, for you and your agents",
+		Long: `A team of coding agents and you share one container per project: the
+checkout is mounted at its own path (so git worktrees work from both sides),
+only the credentials you mount are there, and processes, memory and CPUs are
+capped. The project is the nearest directory at or above the current one
+holding .git; /, top-level directories and your home directory are refused.
+
+The container is named hutch-sbx-<slug>-<hash> and labelled so that editors
+find it too; an editor's running container for the project is entered
+instead and never stopped or removed. Its home (/sandbox/home) is a named
+volume that survives rebuilds. The image is generated from a recipe (base,
+packages, agent CLIs, setup lines) unless sandbox-image names one, and a
+project's devcontainer.json is honoured once you approve it
+(hutch project trust).
+
+Settings live in <config-dir>/hutch/settings.json ($HUTCH_CONFIG_DIR), never
+in the project: see hutch project settings.`,
+	}
+	cmd.PersistentFlags().StringVarP(&dir, "dir", "C", "", "act on the project holding this directory (default: the current directory)")
+	p := &projectCmd{g: g, dir: &dir}
+	cmd.AddCommand(p.upCmd(), p.shellCmd(), p.execCmd(), p.statusCmd(), p.stopCmd(), p.rebuildCmd(), p.downCmd(),
+		p.settingsCmd(), p.trustCmd(), p.worktreeCmd())
+	return cmd
+}
+
+type projectCmd struct {
+	g   *globals
+	dir *string
+}
+
+// loaded is one project with everything its commands need.
+type loaded struct {
+	dir      string
+	settings project.Resolved
+	notes    []string
+	eng      *engine.Engine
+	box      *box.Box
+	dcPath   string
+	dcData   []byte
+	trust    *box.Trust
+}
+
+func (p *projectCmd) configDir() (string, error) {
+	if d := p.g.env("HUTCH_CONFIG_DIR"); d != "" {
+		return d, nil
+	}
+	d, err := os.UserConfigDir()
+	if err != nil {
+		return "", fmt.Errorf("no config dir: %w (set HUTCH_CONFIG_DIR)", err)
+	}
+	return filepath.Join(d, "hutch"), nil
+}
+
+// home is the user's home directory with its symlinks resolved, as the
+// project and every mount are judged against it.
+func (p *projectCmd) home() string {
+	h := p.g.env("HOME")
+	if h == "" {
+		h, _ = os.UserHomeDir()
+	}
+	if real, err := filepath.EvalSymlinks(h); err == nil {
+		return real
+	}
+	return h
+}
+
+// settings reads the settings file and the project's devcontainer.json
+// (applied only once trusted) and resolves the project's settings.
+func (p *projectCmd) settings() (*loaded, error) {
+	start := *p.dir
+	if start == "" {
+		var err error
+		if start, err = os.Getwd(); err != nil {
+			return nil, err
+		}
+	}
+	home := p.home()
+	dir, err := box.FindProject(start, home)
+	if err != nil {
+		return nil, err
+	}
+	cfg, err := p.configDir()
+	if err != nil {
+		return nil, err
+	}
+	l := &loaded{dir: dir, trust: box.NewTrust(filepath.Join(cfg, "trusted-devcontainers.json"))}
+	path := filepath.Join(cfg, "settings.json")
+	data, err := os.ReadFile(path)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, err
+	}
+	var s project.Settings
+	if data != nil {
+		var notes []string
+		if s, notes, err = project.ParseSettings(path, data); err != nil {
+			return nil, err
+		}
+		l.notes = append(l.notes, notes...)
+	}
+	l.settings = project.Effective(s, dir)
+	if rel, ok := devcontainer.Find(func(rel string) bool {
+		fi, err := os.Stat(filepath.Join(dir, rel))
+		return err == nil && fi.Mode().IsRegular()
+	}); ok {
+		l.dcPath = filepath.Join(dir, rel)
+		if l.dcData, err = os.ReadFile(l.dcPath); err != nil {
+			return nil, err
+		}
+	}
+	return l, nil
+}
+
+// devcontainer returns the parsed devcontainer.json when it applies.
+func (p *projectCmd) devcontainer(l *loaded) (*devcontainer.Config, error) {
+	if l.dcPath == "" {
+		return nil, nil
+	}
+	if !l.settings.Devcontainer {
+		l.notes = append(l.notes, fmt.Sprintf("%s is not read: sandbox-devcontainer is off.", l.dcPath))
+		return nil, nil
+	}
+	ok, err := l.trust.Trusted(l.dir, l.dcData)
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		l.notes = append(l.notes, fmt.Sprintf("%s is new or changed since you last approved it, so it is not applied (agents can edit the project). Read it, then run `hutch project trust` to apply it.", l.dcPath))
+		return nil, nil
+	}
+	dc, err := devcontainer.Parse(l.dcPath, l.dcData, devcontainer.Vars{LocalWorkspaceFolder: l.dir, Getenv: func(k string) (string, bool) {
+		v := p.g.env(k)
+		return v, v != ""
+	}})
+	if err != nil {
+		l.notes = append(l.notes, err.Error())
+		return nil, nil
+	}
+	return dc, nil
+}
+
+// load resolves the project fully and connects to the engine.
+func (p *projectCmd) load(ctx context.Context) (*loaded, error) {
+	l, err := p.settings()
+	if err != nil {
+		return nil, err
+	}
+	dc, err := p.devcontainer(l)
+	if err != nil {
+		return nil, err
+	}
+	svc, err := p.g.service()
+	if err != nil {
+		return nil, err
+	}
+	eng, err := engine.Connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	l.eng = eng
+	name := project.ContainerName(l.dir)
+	layout := svc.Layout()
+	spec, err := project.Resolve(project.Input{
+		Project: l.dir, Home: p.home(), HostUID: os.Getuid(), HostGID: os.Getgid(),
+		Settings: l.settings, Devcontainer: dc, Flavor: string(eng.Flavor), Rootless: rootless(ctx, eng),
+		RelayDir: box.RelayDir(layout.StateDir, name),
+	})
+	if err != nil {
+		eng.Close()
+		return nil, err
+	}
+	spec.Notes = append(l.notes, spec.Notes...)
+	l.box = box.New(p.boxOptions(eng, layout.StateDir, layout.RunDir), l.dir, spec)
+	return l, nil
+}
+
+func (p *projectCmd) boxOptions(eng *engine.Engine, stateDir, runDir string) box.Options {
+	return box.Options{Engine: eng, StateDir: stateDir, RunDir: runDir, Progress: p.g.stderr, Home: p.home(),
+		Agent: func() (agentbin.Binary, error) { return agentbin.Locate(p.g.env("HUTCH_AGENT_BINARY")) }}
+}
+
+// attach is the warm path of a command: when hutch's own container of
+// the project is running, its agent answers on the socket and nothing
+// else is needed, not even the engine. The spec is resolved as for
+// Docker without rootless; what that leaves out (extra hosts, user
+// namespaces, the spec hash) shapes creating the container, never a
+// command in it.
+func (p *projectCmd) attach(ctx context.Context, l *loaded) *box.Target {
+	dc, err := p.devcontainer(l)
+	if err != nil {
+		return nil
+	}
+	svc, err := p.g.service()
+	if err != nil {
+		return nil
+	}
+	layout := svc.Layout()
+	name := project.ContainerName(l.dir)
+	spec, err := project.Resolve(project.Input{
+		Project: l.dir, Home: p.home(), HostUID: os.Getuid(), HostGID: os.Getgid(),
+		Settings: l.settings, Devcontainer: dc, Flavor: project.FlavorDocker, RelayDir: box.RelayDir(layout.StateDir, name),
+	})
+	if err != nil {
+		return nil
+	}
+	l.box = box.New(p.boxOptions(nil, layout.StateDir, layout.RunDir), l.dir, spec)
+	return l.box.Attach(ctx)
+}
+
+// rootless reports whether the engine runs without root (Docker lists
+// "name=rootless" in its security options; so does Podman's compat API).
+func rootless(ctx context.Context, eng *engine.Engine) bool {
+	info, err := eng.Client.Info(ctx, client.InfoOptions{})
+	if err != nil {
+		return false
+	}
+	for _, o := range info.Info.SecurityOptions {
+		if strings.Contains(o, "rootless") {
+			return true
+		}
+	}
+	return false
+}
+
+func (p *projectCmd) printNotes(notes []string) {
+	for _, n := range notes {
+		fmt.Fprintf(p.g.stderr, "hutch: note: %s\n", n)
+	}
+}
+
+// up brings the sandbox up, reusing a running own container without a
+// round trip to the engine when its agent answers.
+func (p *projectCmd) up(ctx context.Context, l *loaded, fast bool) (*box.Target, error) {
+	if fast {
+		if t := l.box.Attach(ctx); t != nil {
+			return t, nil
+		}
+	}
+	t, err := l.box.Up(ctx)
+	if err != nil {
+		return nil, err
+	}
+	p.printNotes(t.Notes)
+	return t, nil
+}
+
+// leave detaches a session; when it was the last and sandbox-persist is
+// off, hutch's own container stops. Counting and stopping happen under
+// the lifecycle lock that joining and bringing up take too.
+func (p *projectCmd) leave(ctx context.Context, l *loaded, t *box.Target, sessions *box.Sessions, leave func()) {
+	unlock, err := sessions.Lock()
+	if err != nil {
+		leave()
+		fmt.Fprintf(p.g.stderr, "hutch: %v\n", err)
+		return
+	}
+	defer unlock()
+	leave()
+	if l.settings.Persist || t.Foreign {
+		return
+	}
+	if n, err := sessions.Count(); err != nil || n > 0 {
+		return
+	}
+	if l.eng == nil {
+		eng, err := engine.Connect(ctx)
+		if err != nil {
+			fmt.Fprintf(p.g.stderr, "hutch: could not stop the sandbox after the last session: %v\n", err)
+			return
+		}
+		defer eng.Close()
+		l.box.SetEngine(eng)
+	}
+	if _, err := l.box.Stop(context.WithoutCancel(ctx)); err != nil {
+		fmt.Fprintf(p.g.stderr, "hutch: could not stop the sandbox after the last session: %v\n", err)
+	}
+}
+
+// workdir maps the current directory into the container: the same path
+// when it is inside the project (identity mount), else the workdir.
+func (p *projectCmd) workdir(l *loaded, t *box.Target) string {
+	cwd, err := os.Getwd()
+	if *p.dir != "" {
+		cwd, err = filepath.Abs(*p.dir)
+	}
+	if err != nil {
+		return ""
+	}
+	if real, err := filepath.EvalSymlinks(cwd); err == nil {
+		cwd = real
+	}
+	rel, err := filepath.Rel(l.dir, cwd)
+	if err != nil || rel == ".." || strings.HasPrefix(rel, "../") {
+		return ""
+	}
+	return filepath.Join(t.Workdir, rel)
+}
+
+func (p *projectCmd) upCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "up",
+		Short: "Bring the project's sandbox up (build, create or start as needed)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			l, err := p.load(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer l.eng.Close()
+			t, err := p.up(cmd.Context(), l, false)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(p.g.stdout, "Sandbox %s is up for %s.\n", t.Name, l.dir)
+			return nil
+		},
+	}
+}
+
+func (p *projectCmd) shellCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "shell",
+		Short: "Open an interactive login shell in the project's sandbox",
+		Long: `Open an interactive login shell (bash when the image has it, else sh) in the
+project's sandbox, in the current directory when it is inside the project.
+It needs a terminal. The shell counts as one user of the container.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			in, ok := p.g.stdin.(*os.File)
+			if !ok || !term.IsTerminal(int(in.Fd())) {
+				return errdefs.New(errdefs.ErrInvalid, "hutch project shell needs a terminal; to run a command, use hutch project exec -- CMD")
+			}
+			return p.run(cmd.Context(), nil, "", true)
+		},
+	}
+}
+
+func (p *projectCmd) execCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "exec -- CMD [ARG...]",
+		Short: "Run a command (an agent CLI, a build, ...) in the project's sandbox",
+		Long: `Run a command in the project's sandbox, in the current directory when it is
+inside the project, through a login shell so the image's PATH applies.
+Arguments reach the command exactly as given. With a terminal on stdin the
+command gets a TTY; otherwise its output streams are kept apart. The exit
+code is the command's. The command counts as one user of the container.`,
+		Example: "  hutch project exec -- make test\n  hutch project exec -- claude",
+		Args:    cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return p.run(cmd.Context(), args, "", false)
+		},
+	}
+}
+
+// run runs argv (a login shell when argv is nil) in dir ("" = the
+// current directory mapped into the container).
+func (p *projectCmd) run(ctx context.Context, argv []string, dir string, shell bool) error {
+	in, isFile := p.g.stdin.(*os.File)
+	tty := isFile && term.IsTerminal(int(in.Fd()))
+	l, err := p.settings()
+	if err != nil {
+		return err
+	}
+	svc, err := p.g.service()
+	if err != nil {
+		return err
+	}
+	// The session joins before the sandbox is brought up, under the
+	// lifecycle lock, so a last session leaving in another process never
+	// stops the container under this one.
+	sessions := box.NewSessions(box.SessionDir(svc.Layout().StateDir, project.ContainerName(l.dir)))
+	unlock, err := sessions.Lock()
+	if err != nil {
+		return err
+	}
+	leave, err := sessions.Join()
+	if err != nil {
+		unlock()
+		return err
+	}
+	var t *box.Target
+	if !tty {
+		t = p.attach(ctx, l)
+	}
+	if t == nil {
+		var full *loaded
+		if full, err = p.load(ctx); err == nil {
+			l = full
+			defer l.eng.Close()
+			t, err = p.up(ctx, l, false)
+		}
+	}
+	unlock()
+	if err != nil {
+		leave()
+		return err
+	}
+	defer p.leave(ctx, l, t, sessions, leave)
+	if dir == "" {
+		dir = p.workdir(l, t)
+	}
+	code := 0
+	if tty {
+		if code, err = l.box.ExecTTY(ctx, t, argv, dir, in, p.g.stdout); err != nil {
+			return err
+		}
+	} else {
+		res, err := t.Exec(ctx, argv, dir, box.IO{Stdin: p.g.stdin, Stdout: p.g.stdout, Stderr: p.g.stderr})
+		if err != nil {
+			return err
+		}
+		code = res.ExitCode
+		if res.Signal != "" {
+			code = 128 + int(unix.SignalNum(res.Signal))
+		}
+	}
+	if code != 0 {
+		return &exitError{code: code}
+	}
+	return nil
+}
+
+func (p *projectCmd) statusCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "status",
+		Short: "Show the project's sandbox: engine, container, owner, users, image, limits, notes",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			l, err := p.load(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer l.eng.Close()
+			s, err := l.box.Status(cmd.Context())
+			if err != nil {
+				return err
+			}
+			tw := tabwriter.NewWriter(p.g.stdout, 0, 4, 2, ' ', 0)
+			owner := s.Owner
+			if owner == "" {
+				owner = "-"
+			}
+			fmt.Fprintf(tw, "Project\t%s\n", l.dir)
+			fmt.Fprintf(tw, "Engine\t%s\n", s.Engine)
+			fmt.Fprintf(tw, "Container\t%s (%s)\n", s.Name, s.State)
+			fmt.Fprintf(tw, "Owner\t%s\n", owner)
+			fmt.Fprintf(tw, "Users\t%d attached\n", s.Sessions)
+			fmt.Fprintf(tw, "Image\t%s\n", s.Image)
+			fmt.Fprintf(tw, "Limits\t%s\n", s.Limits)
+			fmt.Fprintf(tw, "Persist\t%v (keep the container when the last user leaves)\n", l.settings.Persist)
+			if err := tw.Flush(); err != nil {
+				return err
+			}
+			if len(s.Notes) > 0 {
+				fmt.Fprintln(p.g.stdout, "Notes:")
+				for _, n := range s.Notes {
+					fmt.Fprintln(p.g.stdout, "  "+n)
+				}
+			}
+			return nil
+		},
+	}
+}
+
+func (p *projectCmd) stopCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "stop",
+		Short: "Stop hutch's sandbox of the project (an editor's container is left alone)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			l, err := p.load(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer l.eng.Close()
+			stopped, err := l.box.Stop(cmd.Context())
+			if err != nil {
+				return err
+			}
+			if stopped {
+				fmt.Fprintf(p.g.stdout, "Stopped %s.\n", l.box.Spec().Name)
+			} else {
+				fmt.Fprintf(p.g.stdout, "%s is not running.\n", l.box.Spec().Name)
+			}
+			return nil
+		},
+	}
+}
+
+func (p *projectCmd) rebuildCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "rebuild",
+		Short: "Re-create hutch's sandbox of the project from the current settings",
+		Long: `Remove hutch's container of the project and create it again from the
+current settings and devcontainer.json, building the image when its recipe
+changed. The home volume (logins, history) is kept. An editor's container is
+left alone.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			l, err := p.load(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer l.eng.Close()
+			t, err := l.box.Rebuild(cmd.Context())
+			if err != nil {
+				return err
+			}
+			p.printNotes(t.Notes)
+			fmt.Fprintf(p.g.stdout, "Rebuilt %s.\n", t.Name)
+			return nil
+		},
+	}
+}
+
+func (p *projectCmd) downCmd() *cobra.Command {
+	var volumes bool
+	cmd := &cobra.Command{
+		Use:   "down",
+		Short: "Remove hutch's sandbox of the project (the home volume stays)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			l, err := p.load(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer l.eng.Close()
+			removed, err := l.box.Down(cmd.Context(), volumes)
+			if err != nil {
+				return err
+			}
+			switch {
+			case removed && volumes:
+				fmt.Fprintf(p.g.stdout, "Removed %s and its home volume.\n", l.box.Spec().Name)
+			case removed:
+				fmt.Fprintf(p.g.stdout, "Removed %s; its home volume %s stays (--volumes removes it).\n", l.box.Spec().Name, project.HomeVolume(l.box.Spec().Name))
+			default:
+				fmt.Fprintf(p.g.stdout, "%s does not exist.\n", l.box.Spec().Name)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&volumes, "volumes", false, "also remove the home volume (logins, shell history)")
+	return cmd
+}
+
+func (p *projectCmd) settingsCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "settings",
+		Short: "Show the project's effective sandbox settings and where each came from",
+		Long: `Show every sandbox-* setting of the project: its effective value and where
+it came from (the default, the settings file, or the file's override for
+this project under "projects"). Entries that could not be used are listed
+as notes; they never stop the sandbox.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			l, err := p.settings()
+			if err != nil {
+				return err
+			}
+			cfg, _ := p.configDir()
+			fmt.Fprintf(p.g.stdout, "Project %s (settings: %s)\n", l.dir, filepath.Join(cfg, "settings.json"))
+			tw := tabwriter.NewWriter(p.g.stdout, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "KEY\tVALUE\tFROM")
+			for _, row := range l.settings.Table() {
+				fmt.Fprintf(tw, "%s\t%s\t%s\n", row[0], row[1], row[2])
+			}
+			if err := tw.Flush(); err != nil {
+				return err
+			}
+			if _, err := p.devcontainer(l); err != nil {
+				return err
+			}
+			if len(l.notes) > 0 {
+				fmt.Fprintln(p.g.stdout, "Notes:")
+				for _, n := range l.notes {
+					fmt.Fprintln(p.g.stdout, "  "+n)
+				}
+			}
+			return nil
+		},
+	}
+}
+
+func (p *projectCmd) trustCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "trust",
+		Short: "Approve the project's devcontainer.json as it is now",
+		Long: `Approve the project's devcontainer.json as it is now. Agents can edit the
+project, and a devcontainer.json decides mounts, environment and the user
+the container runs as, so hutch applies only content you approved: after
+any change, it is ignored (with a note) until you run this again. Read the
+file first.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			l, err := p.settings()
+			if err != nil {
+				return err
+			}
+			if l.dcPath == "" {
+				return errdefs.New(errdefs.ErrNotFound, fmt.Sprintf("%s has no devcontainer.json (looked for %s)", l.dir, strings.Join(devcontainer.Candidates, ", ")))
+			}
+			if err := l.trust.Approve(l.dir, l.dcData); err != nil {
+				return err
+			}
+			fmt.Fprintf(p.g.stdout, "Approved %s (sha256 %s); run `hutch project rebuild` to apply it to a running sandbox.\n", l.dcPath, box.Digest(l.dcData)[:12])
+			return nil
+		},
+	}
+}
+
+func (p *projectCmd) worktreeCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "worktree <member> [-- CMD [ARG...]]",
+		Short: "Give a team member a git worktree under the project and run there",
+		Long: `Make sure <member> has a git worktree at .worktrees/<member> (on branch
+<member>, made from HEAD the first time), created inside the sandbox, then
+run CMD there, or a login shell without one. The project is mounted at its
+own path, so the worktree works with git from the host as well.`,
+		Example: "  hutch project worktree reviewer -- git status\n  hutch project worktree alice",
+		Args:    cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			l, err := p.load(ctx)
+			if err != nil {
+				return err
+			}
+			t, err := p.up(ctx, l, true)
+			if err != nil {
+				l.eng.Close()
+				return err
+			}
+			dir, err := l.box.Worktree(ctx, t, args[0])
+			l.eng.Close()
+			if err != nil {
+				return err
+			}
+			if len(args) == 1 {
+				in, ok := p.g.stdin.(*os.File)
+				if !ok || !term.IsTerminal(int(in.Fd())) {
+					fmt.Fprintf(p.g.stdout, "Worktree %s is ready.\n", dir)
+					return nil
+				}
+				return p.run(ctx, nil, dir, true)
+			}
+			return p.run(ctx, args[1:], dir, false)
+		},
+	}
+}

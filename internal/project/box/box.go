@@ -1,0 +1,697 @@
+package box
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/moby/moby/api/types/container"
+	"github.com/moby/moby/api/types/mount"
+	"github.com/moby/moby/client"
+
+	"github.com/hutchsandbox/hutch/internal/agent"
+	"github.com/hutchsandbox/hutch/internal/agentbin"
+	"github.com/hutchsandbox/hutch/internal/engine"
+	"github.com/hutchsandbox/hutch/internal/errdefs"
+	"github.com/hutchsandbox/hutch/internal/imagebuild"
+	"github.com/hutchsandbox/hutch/internal/project"
+	sbxcontainer "github.com/hutchsandbox/hutch/internal/sandbox/container"
+)
+
+// Paths inside hutch's own project container.
+const (
+	agentPath  = "/hutch/bin/hutch"
+	runPath    = "/hutch/run"
+	socketName = "agent.sock"
+	homePath   = "/sandbox/home"
+	relayPath  = "/sandbox/relay"
+)
+
+// Options say where a Box keeps its state and how it reaches the engine.
+type Options struct {
+	Engine *engine.Engine
+	// StateDir holds per-project state: <state>/projects/<name>/ with the
+	// session files and the relay directory.
+	StateDir string
+	// RunDir holds one socket directory per project container.
+	RunDir string
+	// Agent locates the static hutch binary that is the container's init
+	// (and is copied into an adopted container). It is called only when
+	// one is needed: hashing the binary costs more than a warm command.
+	Agent func() (agentbin.Binary, error)
+	// Home is the user's home directory (symlink-resolved), against which
+	// mounts are judged.
+	Home string
+	// Progress receives stage lines and build progress; nil discards.
+	Progress io.Writer
+	Log      *slog.Logger
+}
+
+// Box is one project's sandbox.
+type Box struct {
+	opts    Options
+	project string
+	spec    project.Spec
+}
+
+// New returns the sandbox of project as spec describes it.
+func New(opts Options, projectDir string, spec project.Spec) *Box {
+	if opts.Progress == nil {
+		opts.Progress = io.Discard
+	}
+	if opts.Log == nil {
+		opts.Log = slog.New(slog.DiscardHandler)
+	}
+	return &Box{opts: opts, project: projectDir, spec: spec}
+}
+
+// SetEngine gives a box made for the warm path (no engine) its engine.
+func (b *Box) SetEngine(eng *engine.Engine) { b.opts.Engine = eng }
+
+// Spec is the spec the box was made with.
+func (b *Box) Spec() project.Spec { return b.spec }
+
+// ProjectDir is the project's path.
+func (b *Box) ProjectDir() string { return b.project }
+
+// SessionDir is where the sessions of a project container are counted.
+func SessionDir(stateDir, name string) string {
+	return filepath.Join(stateDir, "projects", name, "sessions")
+}
+
+// RelayDir is the host directory a project container mounts read-only at
+// /sandbox/relay.
+func RelayDir(stateDir, name string) string {
+	return filepath.Join(stateDir, "projects", name, "relay")
+}
+
+// Sessions returns the project container's session set.
+func (b *Box) Sessions() *Sessions { return NewSessions(SessionDir(b.opts.StateDir, b.spec.Name)) }
+
+// Target is the container commands of a project run in.
+type Target struct {
+	Name, ID string
+	// Foreign: the container was not created by hutch (an editor's); hutch
+	// enters it but never stops or removes it.
+	Foreign bool
+	// Workdir is the project as the container sees it.
+	Workdir string
+	// Env and User apply to every command (none for a foreign container:
+	// it keeps its own).
+	Env  []string
+	User string
+	// Notes are advisories to show the user.
+	Notes []string
+	agent *agent.Client
+}
+
+// Agent returns the client of the agent in the target.
+func (t *Target) Agent() *agent.Client { return t.agent }
+
+// containerState is what hutch needs to know of one container.
+type containerState struct {
+	exists, running bool
+	id, image       string
+	labels          map[string]string
+	mounts          []container.MountPoint
+}
+
+func (b *Box) inspect(ctx context.Context, nameOrID string) (containerState, error) {
+	res, err := b.opts.Engine.Client.ContainerInspect(ctx, nameOrID, client.ContainerInspectOptions{})
+	if engine.IsNotFound(err) {
+		return containerState{}, nil
+	}
+	if err != nil {
+		return containerState{}, engine.Classify(err, "inspect container "+nameOrID)
+	}
+	c := res.Container
+	st := containerState{exists: true, id: c.ID, mounts: c.Mounts}
+	if c.State != nil {
+		st.running = c.State.Running
+	}
+	if c.Config != nil {
+		st.labels = c.Config.Labels
+		st.image = c.Config.Image
+	}
+	return st, nil
+}
+
+// ownedBy reports whether labels say hutch created the container for
+// this project. Labels are read from inspect's JSON map on both engines,
+// so neither Podman's map rendering nor a value holding commas can
+// confuse it.
+func ownedBy(labels map[string]string, projectDir string) bool {
+	return labels[project.LabelOwner] == "hutch" && labels[project.LabelProject] == projectDir
+}
+
+// Up brings the sandbox up: an editor's running container labelled for
+// the project is adopted; otherwise hutch's own is started if stopped,
+// or created (its image built first when the recipe's tag is missing).
+func (b *Box) Up(ctx context.Context) (*Target, error) {
+	b.stage("Looking for the sandbox…")
+	if t, err := b.adoptForeign(ctx); err != nil || t != nil {
+		return t, err
+	}
+	st, err := b.inspect(ctx, b.spec.Name)
+	if err != nil {
+		return nil, err
+	}
+	notes := append([]string(nil), b.spec.Notes...)
+	switch {
+	case st.exists && !ownedBy(st.labels, b.project):
+		return nil, errdefs.New(errdefs.ErrConflict, fmt.Sprintf(
+			"A container named %s exists that hutch did not create for %s; hutch leaves it alone. Rename or remove it, then try again.", b.spec.Name, b.project))
+	case st.exists && st.labels[project.LabelSpec] != b.spec.Hash:
+		notes = append(notes, "The sandbox runs with older settings or an older devcontainer.json; run `hutch project rebuild` to apply the current ones.")
+	}
+	created := false
+	if !st.exists {
+		if err := b.create(ctx); err != nil {
+			return nil, err
+		}
+		if st, err = b.created(ctx); err != nil {
+			return nil, err
+		}
+		created = true
+	}
+	if !st.running {
+		b.stage("Starting the sandbox…")
+		if err := prepareSocketDir(b.socketDir()); err != nil {
+			return nil, err
+		}
+		if _, err := b.opts.Engine.Client.ContainerStart(ctx, st.id, client.ContainerStartOptions{}); err != nil {
+			return nil, engine.Classify(err, "start the sandbox "+b.spec.Name)
+		}
+	}
+	t := &Target{Name: b.spec.Name, ID: st.id, Workdir: b.spec.Workdir, Env: b.env(), User: b.spec.User, Notes: notes, agent: b.agentClient()}
+	if err := b.waitAgent(ctx, t); err != nil {
+		return nil, err
+	}
+	if created {
+		if err := b.openHome(ctx, st.id); err != nil {
+			return nil, err
+		}
+	}
+	b.stage("Sandbox ready")
+	return t, nil
+}
+
+// created inspects the container create just made, or that another
+// hutch process made at the same moment: the engine answers the loser's
+// create with a conflict as soon as the name is reserved, a moment before
+// an inspect finds the container, so it is looked up until it appears.
+// One that appears without hutch's labels for the project is refused, as
+// Up refuses any such container.
+func (b *Box) created(ctx context.Context) (containerState, error) {
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		st, err := b.inspect(ctx, b.spec.Name)
+		switch {
+		case err != nil:
+			return st, err
+		case st.exists && !ownedBy(st.labels, b.project):
+			return st, errdefs.New(errdefs.ErrConflict, fmt.Sprintf(
+				"A container named %s exists that hutch did not create for %s; hutch leaves it alone. Rename or remove it, then try again.", b.spec.Name, b.project))
+		case st.exists:
+			return st, nil
+		case time.Now().After(deadline):
+			return st, errdefs.New(errdefs.ErrUnavailable, fmt.Sprintf("The sandbox %s was created, but the engine does not list it.", b.spec.Name))
+		}
+		select {
+		case <-ctx.Done():
+			return st, ctx.Err()
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+func (b *Box) stage(s string) { fmt.Fprintln(b.opts.Progress, s) }
+
+// env is the environment of every command: the spec's, with HOME.
+func (b *Box) env() []string {
+	out := make([]string, 0, len(b.spec.Env)+1)
+	for _, kv := range b.spec.Env {
+		out = append(out, kv.Name+"="+kv.Value)
+	}
+	return out
+}
+
+// adoptForeign finds a running container labelled for the project that
+// hutch did not create (an editor's) and enters it.
+func (b *Box) adoptForeign(ctx context.Context) (*Target, error) {
+	res, err := b.opts.Engine.Client.ContainerList(ctx, client.ContainerListOptions{
+		All:     true,
+		Filters: make(client.Filters).Add("label", project.LabelLocalFolder+"="+b.project),
+	})
+	if err != nil {
+		return nil, engine.Classify(err, "list containers")
+	}
+	for _, c := range res.Items {
+		st, err := b.inspect(ctx, c.ID)
+		if err != nil || !st.exists || !st.running || ownedBy(st.labels, b.project) {
+			continue
+		}
+		// Label values are compared exactly: a filter match on a prefix
+		// or another engine's rendering must not adopt a stranger.
+		if st.labels[project.LabelLocalFolder] != b.project {
+			continue
+		}
+		name := strings.TrimPrefix(firstName(c.Names), "/")
+		workdir, identity := projectInside(st.mounts, b.project)
+		notes := []string{fmt.Sprintf("Attached to %s, a container hutch did not create. It is never stopped or removed from here.", name)}
+		if !identity {
+			notes = append(notes, fmt.Sprintf("%s mounts the project at %s, not at its own path: git worktrees made on one side will not work on the other.", name, workdir))
+		}
+		bin, err := b.opts.Agent()
+		if err != nil {
+			return nil, err
+		}
+		rt, err := sbxcontainer.New(sbxcontainer.Config{Engine: b.opts.Engine, Name: c.ID, Agent: bin, Log: b.opts.Log})
+		if err != nil {
+			return nil, err
+		}
+		cl, err := rt.Agent(ctx)
+		if err != nil {
+			return nil, err
+		}
+		b.stage("Sandbox ready")
+		return &Target{Name: name, ID: st.id, Foreign: true, Workdir: workdir, Notes: notes, agent: cl}, nil
+	}
+	return nil, nil
+}
+
+func firstName(names []string) string {
+	if len(names) == 0 {
+		return ""
+	}
+	return names[0]
+}
+
+// projectInside returns where a container mounts the project and whether
+// that is the project's own path.
+func projectInside(mounts []container.MountPoint, projectDir string) (string, bool) {
+	for _, m := range mounts {
+		if filepath.Clean(m.Source) == projectDir {
+			return m.Destination, m.Destination == projectDir
+		}
+	}
+	return projectDir, true
+}
+
+// create builds the image if needed and creates hutch's own container.
+func (b *Box) create(ctx context.Context) error {
+	img := b.spec.Image
+	if b.spec.Recipe != nil {
+		var err error
+		if img, err = b.ensureImage(ctx, *b.spec.Recipe); err != nil {
+			return err
+		}
+	}
+	if err := checkResolvedMounts(b.spec.Mounts, b.opts.Home); err != nil {
+		return err
+	}
+	b.stage("Creating the sandbox…")
+	if err := prepareSocketDir(b.socketDir()); err != nil {
+		return err
+	}
+	bin, err := b.opts.Agent()
+	if err != nil {
+		return err
+	}
+	// The staged copy never changes under the container, even when the
+	// hutch binary on the host is rebuilt.
+	staged, err := bin.Stage(filepath.Join(b.opts.RunDir, "bin"))
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(RelayDir(b.opts.StateDir, b.spec.Name), 0o755); err != nil {
+		return fmt.Errorf("relay dir: %w", err)
+	}
+	mounts := []mount.Mount{
+		{Type: mount.TypeBind, Source: staged, Target: agentPath, ReadOnly: true},
+		{Type: mount.TypeBind, Source: b.socketDir(), Target: runPath},
+	}
+	for _, m := range b.spec.Mounts {
+		mt := mount.Mount{Type: mount.TypeBind, Source: m.Source, Target: m.Target, ReadOnly: m.ReadOnly}
+		if m.Type == "volume" {
+			mt.Type = mount.TypeVolume
+		} else if _, err := os.Stat(m.Source); err != nil {
+			// An engine would create a missing bind source as an empty
+			// root-owned directory; say what is missing instead.
+			return errdefs.New(errdefs.ErrInvalid, fmt.Sprintf("Mount source %s does not exist (mount at %s); create it or remove the mount from the settings.", m.Source, m.Target))
+		}
+		mounts = append(mounts, mt)
+	}
+	pids := b.spec.PidsLimit
+	hc := &container.HostConfig{
+		Mounts:     mounts,
+		ExtraHosts: b.spec.ExtraHosts,
+		Resources: container.Resources{
+			Memory:    b.spec.MemoryBytes,
+			NanoCPUs:  b.spec.NanoCPUs,
+			PidsLimit: &pids,
+		},
+		RestartPolicy: container.RestartPolicy{Name: container.RestartPolicyDisabled},
+	}
+	if b.spec.MemoryBytes > 0 {
+		hc.Resources.MemorySwap = b.spec.MemoryBytes
+	}
+	switch b.spec.Network {
+	case "host", "none":
+		hc.NetworkMode = container.NetworkMode(b.spec.Network)
+	}
+	if b.spec.UsernsKeepID {
+		hc.UsernsMode = "keep-id"
+	}
+	cfg := &container.Config{
+		Image:      img,
+		Entrypoint: []string{agentPath, "agent", "--init", "--listen", runPath + "/" + socketName},
+		Cmd:        []string{},
+		WorkingDir: b.spec.Workdir,
+		Env:        b.env(),
+		User:       b.spec.User,
+		Labels:     b.spec.Labels,
+	}
+	_, err = b.opts.Engine.Client.ContainerCreate(ctx, client.ContainerCreateOptions{Name: b.spec.Name, Config: cfg, HostConfig: hc})
+	if err != nil && !engine.IsConflict(err) {
+		return engine.Classify(err, "create the sandbox "+b.spec.Name)
+	}
+	return nil
+}
+
+// openHome makes /sandbox/home writable by any uid. A generated image
+// ships it 0777 and a fresh volume copies that; an image used as-is may
+// not have it, and the engine then makes the volume root-owned 0755,
+// which a non-root user cannot write its logins to.
+func (b *Box) openHome(ctx context.Context, id string) error {
+	if b.spec.Recipe != nil {
+		return nil
+	}
+	api := b.opts.Engine.Client
+	ex, err := api.ExecCreate(ctx, id, client.ExecCreateOptions{User: "0", Cmd: []string{"/bin/sh", "-c", "chmod 0777 " + homePath}})
+	if err != nil {
+		return engine.Classify(err, "prepare "+homePath)
+	}
+	if _, err := api.ExecStart(ctx, ex.ID, client.ExecStartOptions{}); err != nil {
+		return engine.Classify(err, "prepare "+homePath)
+	}
+	code, err := execExitCode(ctx, api, ex.ID)
+	if err != nil {
+		return err
+	}
+	if code != 0 {
+		b.opts.Log.Warn("could not make the sandbox home writable by every user", "container", b.spec.Name, "exit_code", code)
+	}
+	return nil
+}
+
+// ensureImage builds the recipe's image unless its tag is present: an
+// unchanged recipe is an instant hit.
+func (b *Box) ensureImage(ctx context.Context, r project.Recipe) (string, error) {
+	tag := r.Tag()
+	if _, err := b.opts.Engine.Client.ImageInspect(ctx, tag); err == nil {
+		return tag, nil
+	} else if !engine.IsNotFound(err) {
+		return "", engine.Classify(err, "inspect image "+tag)
+	}
+	want := strings.TrimSpace(r.Base)
+	if want == "" {
+		want = project.DefaultBase
+	}
+	if local, ok, err := b.builtOnLocalBase(ctx, r, want); err != nil || ok {
+		return local, err
+	}
+	b.stage("Building the sandbox image " + tag + "…")
+	base, err := imagebuild.ResolveBase(ctx, b.opts.Engine, want, b.opts.Progress)
+	if err != nil {
+		return "", fmt.Errorf("could not build the sandbox image: %w", err)
+	}
+	if base != want {
+		// Built on a local stand-in for the base (no registry): the
+		// recipe names it, so its tag says what it was built from.
+		r.Base = base
+		tag = r.Tag()
+		if _, err := b.opts.Engine.Client.ImageInspect(ctx, tag); err == nil {
+			return tag, nil
+		}
+	}
+	if err := imagebuild.BuildDockerfile(ctx, b.opts.Engine, []byte(r.Dockerfile()), tag, b.opts.Progress); err != nil {
+		return "", fmt.Errorf("could not build the sandbox image: %w", err)
+	}
+	return tag, nil
+}
+
+// builtOnLocalBase finds the image of a recipe on Debian bookworm that
+// an earlier run built on imagebuild.LocalBase, the stand-in for a base
+// no registry served (tagged after it, see ensureImage). Without it, an
+// unchanged recipe would try the registry again on every create, which
+// can take up to imagebuild.PullTimeout, before finding its image. When
+// the engine has the base itself, ResolveBase builds on it, so no
+// stand-in's image is used.
+func (b *Box) builtOnLocalBase(ctx context.Context, r project.Recipe, want string) (string, bool, error) {
+	ref := strings.TrimPrefix(strings.TrimPrefix(want, "docker.io/"), "library/")
+	if !strings.HasPrefix(ref, "debian:bookworm") { // as imagebuild.ResolveBase decides
+		return "", false, nil
+	}
+	api := b.opts.Engine.Client
+	if _, err := api.ImageInspect(ctx, want); err == nil {
+		return "", false, nil
+	} else if !engine.IsNotFound(err) {
+		return "", false, engine.Classify(err, "inspect image "+want)
+	}
+	r.Base = imagebuild.LocalBase
+	tag := r.Tag()
+	if _, err := api.ImageInspect(ctx, tag); err == nil {
+		return tag, true, nil
+	} else if !engine.IsNotFound(err) {
+		return "", false, engine.Classify(err, "inspect image "+tag)
+	}
+	return "", false, nil
+}
+
+// socketDir is the host directory mounted at /hutch/run, named by a
+// digest so the socket path stays short.
+func (b *Box) socketDir() string {
+	sum := sha256.Sum256([]byte("project\x00" + b.spec.Name))
+	return filepath.Join(b.opts.RunDir, "prj", hex.EncodeToString(sum[:8]))
+}
+
+// prepareSocketDir makes the socket directory. It is open to every uid
+// (the container may run as any user) inside the run dir, which is
+// private to hutch's user.
+func prepareSocketDir(dir string) error {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("sandbox socket dir: %w", err)
+	}
+	return os.Chmod(dir, 0o777)
+}
+
+func (b *Box) agentClient() *agent.Client {
+	sock := filepath.Join(b.socketDir(), socketName)
+	return agent.NewClient(func(ctx context.Context) (net.Conn, error) {
+		var d net.Dialer
+		return d.DialContext(ctx, "unix", sock)
+	}, b.opts.Log)
+}
+
+// Attach returns the target of a sandbox that is up, without starting
+// or creating anything: the fast path of a warm command. It returns nil
+// when hutch's own container is not running (the caller then calls Up).
+func (b *Box) Attach(ctx context.Context) *Target {
+	t := &Target{Name: b.spec.Name, Workdir: b.spec.Workdir, Env: b.env(), User: b.spec.User, agent: b.agentClient()}
+	pctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	if _, err := t.agent.Ping(pctx); err != nil {
+		t.agent.Close()
+		return nil
+	}
+	return t
+}
+
+// waitAgent waits for a started container's agent to answer.
+func (b *Box) waitAgent(ctx context.Context, t *Target) error {
+	deadline := time.Now().Add(30 * time.Second)
+	delay := 2 * time.Millisecond
+	for i := 0; ; i++ {
+		pctx, cancel := context.WithTimeout(ctx, time.Second)
+		_, err := t.agent.Ping(pctx)
+		cancel()
+		if err == nil {
+			return nil
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if i%20 == 19 {
+			if st, ierr := b.inspect(ctx, t.ID); ierr == nil && !st.running {
+				return errdefs.New(errdefs.ErrUnavailable, fmt.Sprintf("The sandbox %s exited before its agent answered; see `docker logs %s`.", b.spec.Name, b.spec.Name))
+			}
+		}
+		if time.Now().After(deadline) {
+			return errdefs.New(errdefs.ErrUnavailable, fmt.Sprintf("The agent in the sandbox %s did not answer within 30 s: %v", b.spec.Name, err))
+		}
+		time.Sleep(delay)
+		delay = min(delay*2, 50*time.Millisecond)
+	}
+}
+
+// mayRemove checks, right before a stop or remove, that the container is
+// hutch's own for this project.
+func (b *Box) mayRemove(ctx context.Context) (containerState, error) {
+	st, err := b.inspect(ctx, b.spec.Name)
+	if err != nil {
+		return st, err
+	}
+	if st.exists && !ownedBy(st.labels, b.project) {
+		return st, errdefs.New(errdefs.ErrFailedPrecondition, fmt.Sprintf("%s was not created by hutch for this project, so it is left alone.", b.spec.Name))
+	}
+	return st, nil
+}
+
+// errForeign refuses to stop, remove or rebuild an adopted container.
+func (b *Box) errForeign(name string) error {
+	return errdefs.New(errdefs.ErrFailedPrecondition, fmt.Sprintf("%s was not created by hutch, so it is left alone (an editor is likely attached to it).", name))
+}
+
+// Stop stops hutch's own container. An adopted one is refused.
+func (b *Box) Stop(ctx context.Context) (bool, error) {
+	if t, err := b.foreignRunning(ctx); err != nil || t != "" {
+		if err == nil {
+			err = b.errForeign(t)
+		}
+		return false, err
+	}
+	st, err := b.mayRemove(ctx)
+	if err != nil || !st.exists || !st.running {
+		return false, err
+	}
+	if _, err := b.opts.Engine.Client.ContainerStop(ctx, st.id, client.ContainerStopOptions{}); err != nil && !engine.IsNotFound(err) {
+		return false, engine.Classify(err, "stop the sandbox "+b.spec.Name)
+	}
+	return true, nil
+}
+
+// Down removes hutch's own container; its home volume stays (it holds
+// logins and history) unless volumes is set.
+func (b *Box) Down(ctx context.Context, volumes bool) (bool, error) {
+	if t, err := b.foreignRunning(ctx); err != nil || t != "" {
+		if err == nil {
+			err = b.errForeign(t)
+		}
+		return false, err
+	}
+	st, err := b.mayRemove(ctx)
+	if err != nil {
+		return false, err
+	}
+	if st.exists {
+		if _, err := b.opts.Engine.Client.ContainerRemove(ctx, st.id, client.ContainerRemoveOptions{Force: true}); err != nil && !engine.IsNotFound(err) {
+			return false, engine.Classify(err, "remove the sandbox "+b.spec.Name)
+		}
+	}
+	if volumes {
+		if _, err := b.opts.Engine.Client.VolumeRemove(ctx, project.HomeVolume(b.spec.Name), client.VolumeRemoveOptions{}); err != nil && !engine.IsNotFound(err) {
+			return st.exists, engine.Classify(err, "remove the volume "+project.HomeVolume(b.spec.Name))
+		}
+	}
+	return st.exists, nil
+}
+
+// Rebuild removes hutch's own container, builds the image again when the
+// recipe changed (an unchanged one is reused) and brings it up.
+func (b *Box) Rebuild(ctx context.Context) (*Target, error) {
+	if _, err := b.Down(ctx, false); err != nil {
+		return nil, err
+	}
+	return b.Up(ctx)
+}
+
+func (b *Box) foreignRunning(ctx context.Context) (string, error) {
+	res, err := b.opts.Engine.Client.ContainerList(ctx, client.ContainerListOptions{
+		Filters: make(client.Filters).Add("label", project.LabelLocalFolder+"="+b.project),
+	})
+	if err != nil {
+		return "", engine.Classify(err, "list containers")
+	}
+	for _, c := range res.Items {
+		if c.Labels[project.LabelLocalFolder] == b.project && !ownedBy(c.Labels, b.project) {
+			return strings.TrimPrefix(firstName(c.Names), "/"), nil
+		}
+	}
+	return "", nil
+}
+
+// Status is what `hutch project status` prints.
+type Status struct {
+	Engine    string
+	Name      string
+	State     string // running, stopped, missing
+	Owner     string // hutch, external, ""
+	Sessions  int
+	Image     string
+	Limits    string
+	Notes     []string
+	Persisted bool
+}
+
+// Status reports the sandbox without changing anything.
+func (b *Box) Status(ctx context.Context) (Status, error) {
+	s := Status{Engine: string(b.opts.Engine.Flavor) + " " + b.opts.Engine.ServerVersion, Name: b.spec.Name, State: "missing", Notes: b.spec.Notes}
+	if name, err := b.foreignRunning(ctx); err != nil {
+		return s, err
+	} else if name != "" {
+		s.Name, s.State, s.Owner = name, "running", "external (never stopped or removed by hutch)"
+	} else {
+		st, err := b.inspect(ctx, b.spec.Name)
+		if err != nil {
+			return s, err
+		}
+		if st.exists {
+			s.State, s.Image = "stopped", st.image
+			if st.running {
+				s.State = "running"
+			}
+			s.Owner = "hutch"
+			if !ownedBy(st.labels, b.project) {
+				s.Owner = "unknown (not created by hutch for this project)"
+			} else if st.labels[project.LabelSpec] != b.spec.Hash {
+				s.Notes = append(s.Notes, "The sandbox runs with older settings or an older devcontainer.json; run `hutch project rebuild` to apply the current ones.")
+			}
+		}
+	}
+	n, err := b.Sessions().Count()
+	if err != nil {
+		return s, err
+	}
+	s.Sessions = n
+	if s.Image == "" {
+		s.Image = b.spec.Image
+		if b.spec.Recipe != nil {
+			s.Image = b.spec.Recipe.Tag() + " (generated)"
+		}
+	}
+	s.Limits = limitsText(b.spec)
+	return s, nil
+}
+
+func limitsText(s project.Spec) string {
+	mem, cpus := "unlimited", "unlimited"
+	if s.MemoryBytes > 0 {
+		mem = fmt.Sprintf("%d MiB", s.MemoryBytes>>20)
+	}
+	if s.NanoCPUs > 0 {
+		cpus = fmt.Sprintf("%g", float64(s.NanoCPUs)/1e9)
+	}
+	return fmt.Sprintf("memory %s, CPUs %s, processes %d", mem, cpus, s.PidsLimit)
+}
+
+var errNotUp = errors.New("sandbox not up")

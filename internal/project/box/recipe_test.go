@@ -1,0 +1,154 @@
+package box_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/moby/moby/client"
+
+	"github.com/hutchsandbox/hutch/internal/engine"
+	"github.com/hutchsandbox/hutch/internal/project"
+	"github.com/hutchsandbox/hutch/internal/testenv"
+)
+
+// TestBox_RecipeBuild builds the generated image through the Engine API,
+// on the local Debian base when no registry answers: the build's step
+// lines reach the Progress writer, the packages asked for are there, an
+// unchanged recipe is a cache hit (no build, no base resolution, same
+// image), and changed packages make another tag.
+//
+// Slow: two image builds with apt-get from a Debian mirror (the base
+// tools include node and npm), a few minutes; the local base is built
+// with debootstrap first when the engine has neither it nor
+// debian:bookworm-slim.
+func TestBox_RecipeBuild(t *testing.T) {
+	slow(t)
+	t.Parallel()
+	// A setup line of the test's own makes the tags this run's alone, so
+	// removing them cannot disturb anyone else.
+	own := "echo " + testenv.Name(t)
+	settings := func(packages ...string) map[string]any {
+		return map[string]any{
+			project.KeyImage:    "",
+			project.KeyBase:     project.DefaultBase,
+			project.KeyAgents:   []string{},
+			project.KeyPackages: packages,
+			project.KeySetup:    []string{own},
+			project.KeyUser:     "host",
+		}
+	}
+	f := newFixture(t, settings("jq"))
+	ctx := context.Background()
+	var tags []string
+	t.Cleanup(func() {
+		// Before the fixture's own cleanup: the container uses the image.
+		if _, err := f.cli.ContainerRemove(context.Background(), f.name, client.ContainerRemoveOptions{Force: true}); err != nil && !engine.IsNotFound(err) {
+			t.Errorf("removing %s: %v", f.name, err)
+		}
+		for _, tag := range tags {
+			if _, err := f.cli.ImageRemove(context.Background(), tag, client.ImageRemoveOptions{Force: true, PruneChildren: true}); err != nil && !engine.IsNotFound(err) {
+				t.Errorf("removing the image %s: %v", tag, err)
+			}
+		}
+	})
+	// The base, resolved before the clock starts.
+	if _, err := f.debianBase(ctx, testWriter{t}); err != nil {
+		t.Fatal(err)
+	}
+
+	b := f.box(t)
+	if b.Spec().Recipe == nil || !strings.HasPrefix(b.Spec().Image, project.ImageRepo+":") {
+		t.Fatalf("spec: image %q, recipe %v; want a generated image", b.Spec().Image, b.Spec().Recipe)
+	}
+	tags = append(tags, b.Spec().Image)
+	start := time.Now()
+	tg := up(t, b)
+	t.Logf("first Up (build): %s", time.Since(start).Round(time.Millisecond))
+	built := f.inspect(t, f.name).Container.Config.Image
+	tags = append(tags, built)
+	if !strings.HasPrefix(built, project.ImageRepo+":") {
+		t.Fatalf("the container runs %q, not a generated image", built)
+	}
+	progress := f.progress.String()
+	for _, want := range []string{"Building the sandbox image", "Step 1/", "apt-get install", "Successfully tagged " + built, "Sandbox ready"} {
+		if !strings.Contains(progress, want) {
+			t.Errorf("build progress lacks %q:\n%s", want, progress)
+		}
+	}
+	if out := mustRun(t, tg, "", "sh", "-c", `echo '{"a":{"b":42}}' | jq .a.b`); out != "42\n" {
+		t.Errorf("jq in the sandbox: %q", out)
+	}
+	// The generated image opens /sandbox/home to any uid itself.
+	if out := mustRun(t, tg, "", "sh", "-c", "stat -c %a /sandbox/home; echo $HOME; git --version >/dev/null && echo git"); out != "777\n/sandbox/home\ngit\n" {
+		t.Errorf("the generated image's home and tools: %q", out)
+	}
+	id := imageID(t, f, built)
+
+	// The same recipe again: the image is found, nothing is built.
+	if _, err := b.Down(ctx, false); err != nil {
+		t.Fatal(err)
+	}
+	f.progress = syncBuffer{}
+	start = time.Now()
+	b = f.box(t)
+	tg = up(t, b)
+	t.Logf("second Up (same recipe): %s", time.Since(start).Round(time.Millisecond))
+	if again := f.inspect(t, f.name).Container.Config.Image; again != built || imageID(t, f, again) != id {
+		t.Errorf("the second Up runs %s (%s), want %s (%s)", again, imageID(t, f, again), built, id)
+	}
+	for _, unwanted := range []string{"Building", "Step ", "pulling", "Base image"} {
+		if strings.Contains(f.progress.String(), unwanted) {
+			t.Errorf("the second Up with an unchanged recipe did more than find the image (%q):\n%s", unwanted, f.progress.String())
+		}
+	}
+
+	// Other packages: another tag, built by a rebuild.
+	f.writeSettings(t, settings("jq", "tree"))
+	b2 := f.box(t)
+	if b2.Spec().Image == b.Spec().Image {
+		t.Fatalf("changing the packages kept the tag %s", b2.Spec().Image)
+	}
+	tags = append(tags, b2.Spec().Image)
+	s, err := b2.Status(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !containsNote(s.Notes, "older settings") {
+		t.Errorf("status after changing the packages lacks the rebuild note: %q", s.Notes)
+	}
+	f.progress = syncBuffer{}
+	start = time.Now()
+	tg, err = b2.Rebuild(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { tg.Agent().Close() })
+	t.Logf("rebuild with other packages: %s", time.Since(start).Round(time.Millisecond))
+	rebuilt := f.inspect(t, f.name).Container.Config.Image
+	tags = append(tags, rebuilt)
+	if rebuilt == built || !strings.Contains(f.progress.String(), "Step 1/") {
+		t.Errorf("the rebuild runs %s (first %s); progress:\n%s", rebuilt, built, f.progress.String())
+	}
+	if out := mustRun(t, tg, "", "sh", "-c", "command -v jq && command -v tree"); out != "/usr/bin/jq\n/usr/bin/tree\n" {
+		t.Errorf("packages after the rebuild: %q", out)
+	}
+}
+
+func imageID(t *testing.T, f *fixture, ref string) string {
+	t.Helper()
+	img, err := f.cli.ImageInspect(context.Background(), ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return img.ID
+}
+
+// testWriter logs what is written to it.
+type testWriter struct{ t *testing.T }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimRight(string(p), "\n"))
+	return len(p), nil
+}

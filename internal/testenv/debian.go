@@ -1,0 +1,175 @@
+package testenv
+
+import (
+	"archive/tar"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/moby/moby/api/types/build"
+	"github.com/moby/moby/client"
+)
+
+// DebianGitRef is the Debian image with git DebianGitImage builds. Bump its
+// tag whenever debianGitDockerfile changes, so a stale image is not reused.
+const DebianGitRef = "hutch-test-debian-git:1"
+
+// debianBuildTimeout bounds making the image: the base with debootstrap
+// (about 75 s the first time) and apt-get from a Debian mirror.
+const debianBuildTimeout = 10 * time.Minute
+
+// debianGitDockerfile is built FROM the base BASE names.
+const debianGitDockerfile = `ARG BASE
+FROM ${BASE}
+ENV DEBIAN_FRONTEND=noninteractive
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends git ca-certificates bash \
+ && rm -rf /var/lib/apt/lists/*
+`
+
+// DebianBase returns a local Debian bookworm image to build on, writing
+// its progress to w. Tests pass a function calling imagebuild.ResolveBase,
+// which answers with debian:bookworm-slim when the engine has it or can
+// pull it, else with hutch-base:bookworm, built with debootstrap the first
+// time. (testenv cannot call it itself: imagebuild's own tests import
+// testenv.)
+type DebianBase func(ctx context.Context, w io.Writer) (string, error)
+
+// DebianGitImage returns DebianGitRef, building it first when the engine
+// does not have it: base (see DebianBase) with sh, bash, git, coreutils and
+// ca-certificates, for tests that run git inside a container. No registry
+// is needed, only a Debian mirror for apt-get. Builds are serialised across
+// test processes by a lock file and an image another process built is
+// reused; progress is logged with t.Logf. base is called only when the
+// image is missing.
+//
+// A slow helper: the first build takes a minute or two.
+func DebianGitImage(t testing.TB, cli *client.Client, base DebianBase) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), debianBuildTimeout)
+	defer cancel()
+	if err := ensureDebianGitImage(ctx, t, cli, base); err != nil {
+		t.Fatalf("test image %s: %v", DebianGitRef, err)
+	}
+	return DebianGitRef
+}
+
+func ensureDebianGitImage(ctx context.Context, t testing.TB, cli *client.Client, base DebianBase) error {
+	if ok, err := hasImage(ctx, cli, DebianGitRef); err != nil || ok {
+		return err
+	}
+	buildMu.Lock()
+	defer buildMu.Unlock()
+	unlock, err := lockFile(ctx, filepath.Join(os.TempDir(), "hutch-testenv-debian.lock"))
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	// Another test or process may have built it while we waited.
+	if ok, err := hasImage(ctx, cli, DebianGitRef); err != nil || ok {
+		return err
+	}
+	start := time.Now()
+	w := &logWriter{t: t, prefix: DebianGitRef + ": "}
+	defer w.Flush()
+	from, err := base(ctx, w)
+	if err != nil {
+		return fmt.Errorf("the Debian base: %w", err)
+	}
+	t.Logf("building %s FROM %s", DebianGitRef, from)
+	if err := buildImage(ctx, cli, []byte(debianGitDockerfile), DebianGitRef, map[string]*string{"BASE": &from}, w); err != nil {
+		return err
+	}
+	t.Logf("built %s in %s", DebianGitRef, time.Since(start).Round(time.Second))
+	return nil
+}
+
+// buildImage builds dockerfile, with no other context, as tag with the
+// classic builder, writing the build's output to w, and returns the
+// error the build stream reports, if any.
+func buildImage(ctx context.Context, cli *client.Client, dockerfile []byte, tag string, args map[string]*string, w io.Writer) error {
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	if err := tw.WriteHeader(&tar.Header{Name: "Dockerfile", Mode: 0o644, Size: int64(len(dockerfile)), ModTime: time.Unix(0, 0)}); err != nil {
+		return err
+	}
+	if _, err := tw.Write(dockerfile); err != nil {
+		return err
+	}
+	if err := tw.Close(); err != nil {
+		return err
+	}
+	res, err := cli.ImageBuild(ctx, &buf, client.ImageBuildOptions{
+		Tags:        []string{tag},
+		Dockerfile:  "Dockerfile",
+		Remove:      true,
+		ForceRemove: true,
+		Version:     build.BuilderV1,
+		BuildArgs:   args,
+	})
+	if err != nil {
+		return fmt.Errorf("starting the build: %w", err)
+	}
+	defer res.Body.Close()
+	dec := json.NewDecoder(res.Body)
+	for {
+		var msg struct {
+			Stream      string `json:"stream"`
+			Error       string `json:"error"`
+			ErrorDetail struct {
+				Message string `json:"message"`
+			} `json:"errorDetail"`
+		}
+		err := dec.Decode(&msg)
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("reading the build's output: %w", err)
+		}
+		if msg.ErrorDetail.Message != "" {
+			return fmt.Errorf("build: %s", msg.ErrorDetail.Message)
+		}
+		if msg.Error != "" {
+			return fmt.Errorf("build: %s", msg.Error)
+		}
+		io.WriteString(w, msg.Stream)
+	}
+}
+
+// logWriter passes what is written to it to t.Logf, a line at a time.
+type logWriter struct {
+	t      testing.TB
+	prefix string
+	buf    []byte
+}
+
+func (w *logWriter) Write(p []byte) (int, error) {
+	w.buf = append(w.buf, p...)
+	for {
+		i := bytes.IndexByte(w.buf, '\n')
+		if i < 0 {
+			return len(p), nil
+		}
+		if line := strings.TrimRight(string(w.buf[:i]), "\r "); line != "" {
+			w.t.Logf("%s%s", w.prefix, line)
+		}
+		w.buf = w.buf[i+1:]
+	}
+}
+
+// Flush logs what is left of an unterminated last line.
+func (w *logWriter) Flush() {
+	if line := strings.TrimSpace(string(w.buf)); line != "" {
+		w.t.Logf("%s%s", w.prefix, line)
+	}
+	w.buf = nil
+}
