@@ -397,13 +397,19 @@ func (b *Box) openHome(ctx context.Context, id string) error {
 		return nil
 	}
 	api := b.opts.Engine.Client
-	ex, err := api.ExecCreate(ctx, id, client.ExecCreateOptions{User: "0", Cmd: []string{"/bin/sh", "-c", "chmod 0777 " + homePath}})
+	// Attached, not detached: Podman refuses an exec with no stream, and
+	// reading the stream to its end is how the exec is waited for.
+	ex, err := api.ExecCreate(ctx, id, client.ExecCreateOptions{User: "0", AttachStdout: true, AttachStderr: true,
+		Cmd: []string{"/bin/sh", "-c", "chmod 0777 " + homePath}})
 	if err != nil {
 		return engine.Classify(err, "prepare "+homePath)
 	}
-	if _, err := api.ExecStart(ctx, ex.ID, client.ExecStartOptions{}); err != nil {
+	att, err := api.ExecAttach(ctx, ex.ID, client.ExecAttachOptions{})
+	if err != nil {
 		return engine.Classify(err, "prepare "+homePath)
 	}
+	_, _ = io.Copy(io.Discard, att.Reader)
+	att.Close()
 	code, err := execExitCode(ctx, api, ex.ID)
 	if err != nil {
 		return err
@@ -656,7 +662,8 @@ func (b *Box) Status(ctx context.Context) (Status, error) {
 			return s, err
 		}
 		if st.exists {
-			s.State, s.Image = "stopped", st.image
+			// Podman reports short names fully qualified.
+			s.State, s.Image = "stopped", strings.TrimPrefix(st.image, "docker.io/library/")
 			if st.running {
 				s.State = "running"
 			}

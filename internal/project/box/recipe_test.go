@@ -66,13 +66,15 @@ func TestBox_RecipeBuild(t *testing.T) {
 	start := time.Now()
 	tg := up(t, b)
 	t.Logf("first Up (build): %s", time.Since(start).Round(time.Millisecond))
-	built := f.inspect(t, f.name).Container.Config.Image
+	// Podman reports short names fully qualified.
+	built := strings.TrimPrefix(f.inspect(t, f.name).Container.Config.Image, "docker.io/library/")
 	tags = append(tags, built)
 	if !strings.HasPrefix(built, project.ImageRepo+":") {
 		t.Fatalf("the container runs %q, not a generated image", built)
 	}
-	progress := f.progress.String()
-	for _, want := range []string{"Building the sandbox image", "Step 1/", "apt-get install", "Successfully tagged " + built, "Sandbox ready"} {
+	// Docker's builder says "Step 1/9", Podman's "STEP 1/9".
+	progress := strings.ReplaceAll(f.progress.String(), "STEP ", "Step ")
+	for _, want := range []string{"Building the sandbox image", "Step 1/", "apt-get install", "Successfully tagged ", built, "Sandbox ready"} {
 		if !strings.Contains(progress, want) {
 			t.Errorf("build progress lacks %q:\n%s", want, progress)
 		}
@@ -95,11 +97,11 @@ func TestBox_RecipeBuild(t *testing.T) {
 	b = f.box(t)
 	tg = up(t, b)
 	t.Logf("second Up (same recipe): %s", time.Since(start).Round(time.Millisecond))
-	if again := f.inspect(t, f.name).Container.Config.Image; again != built || imageID(t, f, again) != id {
+	if again := strings.TrimPrefix(f.inspect(t, f.name).Container.Config.Image, "docker.io/library/"); again != built || imageID(t, f, again) != id {
 		t.Errorf("the second Up runs %s (%s), want %s (%s)", again, imageID(t, f, again), built, id)
 	}
-	for _, unwanted := range []string{"Building", "Step ", "pulling", "Base image"} {
-		if strings.Contains(f.progress.String(), unwanted) {
+	for _, unwanted := range []string{"Building", "step ", "pulling", "Base image"} {
+		if strings.Contains(strings.ToLower(f.progress.String()), strings.ToLower(unwanted)) {
 			t.Errorf("the second Up with an unchanged recipe did more than find the image (%q):\n%s", unwanted, f.progress.String())
 		}
 	}
@@ -126,9 +128,9 @@ func TestBox_RecipeBuild(t *testing.T) {
 	}
 	t.Cleanup(func() { tg.Agent().Close() })
 	t.Logf("rebuild with other packages: %s", time.Since(start).Round(time.Millisecond))
-	rebuilt := f.inspect(t, f.name).Container.Config.Image
+	rebuilt := strings.TrimPrefix(f.inspect(t, f.name).Container.Config.Image, "docker.io/library/")
 	tags = append(tags, rebuilt)
-	if rebuilt == built || !strings.Contains(f.progress.String(), "Step 1/") {
+	if rebuilt == built || !strings.Contains(strings.ToLower(f.progress.String()), "step 1/") {
 		t.Errorf("the rebuild runs %s (first %s); progress:\n%s", rebuilt, built, f.progress.String())
 	}
 	if out := mustRun(t, tg, "", "sh", "-c", "command -v jq && command -v tree"); out != "/usr/bin/jq\n/usr/bin/tree\n" {
