@@ -165,7 +165,7 @@ func setup(ctx context.Context, root, image string) (*bench, error) {
 		return b, err
 	}
 	b.name = project.ContainerName(b.project)
-	settings := fmt.Sprintf("{%q: %q}\n", project.KeyImage, image)
+	settings := fmt.Sprintf("{%q: true, %q: %q}\n", project.KeyEnabled, project.KeyImage, image)
 	if err := os.WriteFile(filepath.Join(config, "settings.json"), []byte(settings), 0o644); err != nil {
 		return b, err
 	}

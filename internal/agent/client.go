@@ -11,10 +11,12 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/moby/moby/api/pkg/stdcopy"
 	"golang.org/x/net/http2"
@@ -199,12 +201,19 @@ func (c *Client) Exec(ctx context.Context, req sandbox.ExecRequest) (sandbox.Exe
 	if ctx.Err() != nil {
 		return aborted, nil // the caller gave up before anything ran
 	}
-	head, err := json.Marshal(execRequest{
+	er := execRequest{
 		Argv:      req.Argv,
 		Dir:       req.Dir,
 		Env:       req.Env,
 		TimeoutMs: ceilMillis(req.Timeout),
-	})
+	}
+	if slices.ContainsFunc(req.Argv, func(a string) bool { return !utf8.ValidString(a) }) {
+		er.ArgvBytes = make([][]byte, len(req.Argv))
+		for i, a := range req.Argv {
+			er.ArgvBytes[i] = []byte(a)
+		}
+	}
+	head, err := json.Marshal(er)
 	if err != nil {
 		return sandbox.ExecResult{}, errdefs.New(errdefs.ErrInvalid, "Exec request cannot be encoded: "+err.Error())
 	}

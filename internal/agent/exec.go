@@ -67,6 +67,12 @@ func (s *Server) handleExec(w http.ResponseWriter, r *http.Request) {
 // resolve checks an exec request and turns it into a command.
 func resolve(req execRequest) (*command, error) {
 	argv := req.Argv
+	if len(req.ArgvBytes) > 0 {
+		argv = make([]string, len(req.ArgvBytes))
+		for i, a := range req.ArgvBytes {
+			argv[i] = string(a)
+		}
+	}
 	if len(argv) == 0 || (len(argv) == 1 && strings.TrimSpace(argv[0]) == "") {
 		return nil, errdefs.New(errdefs.ErrInvalid, "Command is empty")
 	}

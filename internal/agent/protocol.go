@@ -52,7 +52,11 @@ type Info struct {
 // execRequest is the JSON object that opens a POST /v1/exec body; the
 // command's stdin follows it.
 type execRequest struct {
-	Argv      []string          `json:"argv"`
+	Argv []string `json:"argv"`
+	// ArgvBytes carries argv when an argument is not valid UTF-8, which
+	// JSON strings cannot hold (they would arrive with U+FFFD in place of
+	// the bytes): base64 per argument. When set it wins over Argv.
+	ArgvBytes [][]byte          `json:"argvBytes,omitempty"`
 	Dir       string            `json:"dir,omitempty"`
 	Env       map[string]string `json:"env,omitempty"`
 	TimeoutMs int64             `json:"timeoutMs,omitempty"`

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"text/tabwriter"
 
@@ -16,6 +17,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/hutchsandbox/hutch/internal/agentbin"
+	"github.com/hutchsandbox/hutch/internal/atomicfile"
 	"github.com/hutchsandbox/hutch/internal/devcontainer"
 	"github.com/hutchsandbox/hutch/internal/engine"
 	"github.com/hutchsandbox/hutch/internal/errdefs"
@@ -48,7 +50,7 @@ in the project: see hutch project settings.`,
 	cmd.PersistentFlags().StringVarP(&dir, "dir", "C", "", "act on the project holding this directory (default: the current directory)")
 	p := &projectCmd{g: g, dir: &dir}
 	cmd.AddCommand(p.upCmd(), p.shellCmd(), p.execCmd(), p.statusCmd(), p.stopCmd(), p.rebuildCmd(), p.downCmd(),
-		p.settingsCmd(), p.trustCmd(), p.worktreeCmd())
+		p.settingsCmd(), p.trustCmd(), p.worktreeCmd(), p.mcpCmd(), p.enableCmd(true), p.enableCmd(false))
 	return cmd
 }
 
@@ -335,6 +337,9 @@ func (p *projectCmd) upCmd() *cobra.Command {
 				return err
 			}
 			defer l.eng.Close()
+			if !l.settings.Enabled {
+				return p.errDisabled(l)
+			}
 			t, err := p.up(cmd.Context(), l, false)
 			if err != nil {
 				return err
@@ -364,30 +369,70 @@ It needs a terminal. The shell counts as one user of the container.`,
 }
 
 func (p *projectCmd) execCmd() *cobra.Command {
-	return &cobra.Command{
-		Use:   "exec -- CMD [ARG...]",
+	var a agentLaunch
+	cmd := &cobra.Command{
+		Use:   "exec [--agent NAME [--mcp-config FILE] [--env KEY=URL]...] -- CMD [ARG...]",
 		Short: "Run a command (an agent CLI, a build, ...) in the project's sandbox",
 		Long: `Run a command in the project's sandbox, in the current directory when it is
 inside the project, through a login shell so the image's PATH applies.
 Arguments reach the command exactly as given. With a terminal on stdin the
 command gets a TTY; otherwise its output streams are kept apart. The exit
-code is the command's. The command counts as one user of the container.`,
-		Example: "  hutch project exec -- make test\n  hutch project exec -- claude",
-		Args:    cobra.MinimumNArgs(1),
+code is the command's. The command counts as one user of the container.
+
+With --agent, CMD is an agent CLI launched as it would be on the host, only
+running in the sandbox. Inside a bridged container 127.0.0.1 is the
+container itself, so every URL whose host is 127.0.0.1, localhost, ::1 or
+0.0.0.0 in --env values and in the --mcp-config file is rewritten to the
+engine's gateway host (host.docker.internal, or host.containers.internal on
+Podman); other hosts are left alone, and nothing is rewritten under
+sandbox-network host. The MCP config is written to hutch's state dir, into
+the directory the container mounts read-only at /sandbox/relay, and the
+agent gets its path there: in $HUTCH_MCP_CONFIG, and in place of any
+argument that named the host file. A host service that listens only on
+127.0.0.1 cannot be reached from the bridge: hutch warns and says how to
+bind it.`,
+		Example: "  hutch project exec -- make test\n" +
+			"  hutch project exec --agent alice --mcp-config ./relay.mcp.json -- claude --mcp-config ./relay.mcp.json\n" +
+			"  hutch project exec --agent bob --env RELAY_URL=http://127.0.0.1:7777 -- codex",
+		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return p.run(cmd.Context(), args, "", false)
+			return p.runAgent(cmd.Context(), args, "", false, a)
 		},
 	}
+	cmd.Flags().StringVar(&a.name, "agent", "", "launch an agent CLI under this name (its MCP config becomes /sandbox/relay/NAME.mcp.json)")
+	cmd.Flags().StringVar(&a.mcpConfig, "mcp-config", "", "the agent's MCP config on the host; loopback URLs in it are rewritten")
+	cmd.Flags().StringArrayVar(&a.env, "env", nil, "KEY=VALUE for the agent; a loopback URL value is rewritten (repeatable)")
+	return cmd
 }
 
 // run runs argv (a login shell when argv is nil) in dir ("" = the
 // current directory mapped into the container).
 func (p *projectCmd) run(ctx context.Context, argv []string, dir string, shell bool) error {
+	return p.runAgent(ctx, argv, dir, shell, agentLaunch{})
+}
+
+// errDisabled is what commands that run things in a disabled project say.
+func (p *projectCmd) errDisabled(l *loaded) error {
+	cfg, _ := p.configDir()
+	return errdefs.New(errdefs.ErrFailedPrecondition, fmt.Sprintf(
+		"The sandbox is off for %s. Turn it on with `hutch project enable` (it sets sandbox-enabled for this project in %s).", l.dir, filepath.Join(cfg, "settings.json")))
+}
+
+// runAgent is run with an agent launch (see exec --agent).
+func (p *projectCmd) runAgent(ctx context.Context, argv []string, dir string, shell bool, a agentLaunch) error {
+	if a.set() {
+		if err := a.validate(); err != nil {
+			return err
+		}
+	}
 	in, isFile := p.g.stdin.(*os.File)
 	tty := isFile && term.IsTerminal(int(in.Fd()))
 	l, err := p.settings()
 	if err != nil {
 		return err
+	}
+	if !l.settings.Enabled {
+		return p.errDisabled(l)
 	}
 	svc, err := p.g.service()
 	if err != nil {
@@ -407,7 +452,7 @@ func (p *projectCmd) run(ctx context.Context, argv []string, dir string, shell b
 		return err
 	}
 	var t *box.Target
-	if !tty {
+	if !tty && !a.set() {
 		t = p.attach(ctx, l)
 	}
 	if t == nil {
@@ -426,6 +471,15 @@ func (p *projectCmd) run(ctx context.Context, argv []string, dir string, shell b
 	defer p.leave(ctx, l, t, sessions, leave)
 	if dir == "" {
 		dir = p.workdir(l, t)
+	}
+	if a.set() {
+		var extra []string
+		if argv, extra, err = p.prepareAgent(ctx, l, t, a, argv); err != nil {
+			return err
+		}
+		withEnv := *t
+		withEnv.Env = append(slices.Clone(t.Env), extra...)
+		t = &withEnv
 	}
 	code := 0
 	if tty {
@@ -475,6 +529,11 @@ func (p *projectCmd) statusCmd() *cobra.Command {
 			fmt.Fprintf(tw, "Users\t%d attached\n", s.Sessions)
 			fmt.Fprintf(tw, "Image\t%s\n", s.Image)
 			fmt.Fprintf(tw, "Limits\t%s\n", s.Limits)
+			enabled := "yes"
+			if !l.settings.Enabled {
+				enabled = "no (hutch project enable turns it on)"
+			}
+			fmt.Fprintf(tw, "Enabled\t%s\n", enabled)
 			fmt.Fprintf(tw, "Persist\t%v (keep the container when the last user leaves)\n", l.settings.Persist)
 			if err := tw.Flush(); err != nil {
 				return err
@@ -530,6 +589,9 @@ left alone.`,
 				return err
 			}
 			defer l.eng.Close()
+			if !l.settings.Enabled {
+				return p.errDisabled(l)
+			}
 			t, err := l.box.Rebuild(cmd.Context())
 			if err != nil {
 				return err
@@ -653,6 +715,10 @@ own path, so the worktree works with git from the host as well.`,
 			if err != nil {
 				return err
 			}
+			if !l.settings.Enabled {
+				l.eng.Close()
+				return p.errDisabled(l)
+			}
 			t, err := p.up(ctx, l, true)
 			if err != nil {
 				l.eng.Close()
@@ -672,6 +738,56 @@ own path, so the worktree works with git from the host as well.`,
 				return p.run(ctx, nil, dir, true)
 			}
 			return p.run(ctx, args[1:], dir, false)
+		},
+	}
+}
+
+// enableCmd is `hutch project enable` (on) or `disable`: sandbox-enabled
+// for this project, written to the user's settings file, never into the
+// project.
+func (p *projectCmd) enableCmd(on bool) *cobra.Command {
+	use, short := "enable", "Turn the sandbox on for this project"
+	if !on {
+		use, short = "disable", "Turn the sandbox off for this project (the container is left as it is)"
+	}
+	return &cobra.Command{
+		Use:   use,
+		Short: short,
+		Long: short + `. This sets sandbox-enabled in the project's override
+("projects" in <config-dir>/hutch/settings.json); nothing is written inside
+the project. While it is off, up, shell, exec, worktree and rebuild refuse
+and say how to turn it on.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			l, err := p.settings()
+			if err != nil {
+				return err
+			}
+			cfg, err := p.configDir()
+			if err != nil {
+				return err
+			}
+			path := filepath.Join(cfg, "settings.json")
+			data, err := os.ReadFile(path)
+			if err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return err
+			}
+			out, err := project.SetOverride(data, l.dir, project.KeyEnabled, on)
+			if err != nil {
+				return fmt.Errorf("%s: %w", path, err)
+			}
+			if err := os.MkdirAll(cfg, 0o700); err != nil {
+				return err
+			}
+			if err := atomicfile.WriteFile(path, out, 0o600); err != nil {
+				return err
+			}
+			state := "on"
+			if !on {
+				state = "off"
+			}
+			fmt.Fprintf(p.g.stdout, "The sandbox is %s for %s (sandbox-enabled in %s).\n", state, l.dir, path)
+			return nil
 		},
 	}
 }

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -104,4 +105,48 @@ func TestProject_ShellNeedsATerminal(t *testing.T) {
 	if code == 0 || !strings.Contains(errOut, "hutch project shell needs a terminal; to run a command, use hutch project exec -- CMD") {
 		t.Errorf("shell without a terminal: exit %d %s", code, errOut)
 	}
+}
+
+func TestProject_EnableDisable(t *testing.T) {
+	e, proj, cfg := projectEnv(t)
+	before := hashDir(t, proj)
+	_, errOut, code := e.run("", "project", "-C", proj, "exec", "--", "true")
+	if code == 0 || !strings.Contains(errOut, "The sandbox is off for "+proj+". Turn it on with `hutch project enable`") {
+		t.Fatalf("exec on a disabled project: exit %d %s", code, errOut)
+	}
+	out := e.ok("project", "-C", proj, "enable")
+	file := filepath.Join(cfg, "settings.json")
+	if want := "The sandbox is on for " + proj + " (sandbox-enabled in " + file + ").\n"; out != want {
+		t.Errorf("enable printed %q, want %q", out, want)
+	}
+	if out := e.ok("project", "-C", filepath.Join(proj, "pkg"), "settings"); !strings.Contains(strings.Join(strings.Fields(out), " "), "sandbox-enabled true "+file+" (project override)") {
+		t.Errorf("settings after enable:\n%s", out)
+	}
+	if out := e.ok("project", "-C", proj, "disable"); !strings.HasPrefix(out, "The sandbox is off for "+proj) {
+		t.Errorf("disable printed %q", out)
+	}
+	if out := e.ok("project", "-C", proj, "settings"); !strings.Contains(strings.Join(strings.Fields(out), " "), "sandbox-enabled false "+file+" (project override)") {
+		t.Errorf("settings after disable:\n%s", out)
+	}
+	if hashDir(t, proj) != before {
+		t.Error("enable or disable wrote inside the project")
+	}
+}
+
+// hashDir lists every path under dir with its size, enough to see that
+// nothing was added or changed.
+func hashDir(t *testing.T, dir string) string {
+	t.Helper()
+	var b strings.Builder
+	err := filepath.Walk(dir, func(p string, fi os.FileInfo, err error) error {
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(&b, "%s %d %v\n", p, fi.Size(), fi.ModTime().UnixNano())
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b.String()
 }

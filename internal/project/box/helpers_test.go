@@ -85,7 +85,7 @@ func newFixture(t *testing.T, settings map[string]any) *fixture {
 	testenv.CleanupContainers(t, cli, project.LabelLocalFolder+"="+f.project)
 	f.removeVolume(t)
 
-	s := map[string]any{project.KeyImage: f.busybox, project.KeyUser: "root"}
+	s := map[string]any{project.KeyEnabled: true, project.KeyImage: f.busybox, project.KeyUser: "root"}
 	maps.Copy(s, settings)
 	f.writeSettings(t, s)
 	return f
