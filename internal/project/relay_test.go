@@ -87,7 +87,9 @@ func TestRewriteMCPConfig(t *testing.T) {
 
 func TestListenerAdvice(t *testing.T) {
 	ep := project.Endpoint{Original: "http://127.0.0.1:7777/mcp", Rewritten: "http://host.docker.internal:7777/mcp", Port: 7777}
-	l := func(a string, port int) project.Listener { return project.Listener{Addr: netip.MustParseAddr(a), Port: port} }
+	l := func(a string, port int) project.Listener {
+		return project.Listener{Addr: netip.MustParseAddr(a), Port: port}
+	}
 	const gw = "172.17.0.1"
 	tests := []struct {
 		name      string

@@ -35,7 +35,6 @@ func TestParseProcNetTCP(t *testing.T) {
 	}
 }
 
-
 func TestHostListenersSeesALiveSocket(t *testing.T) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
