@@ -753,10 +753,12 @@ func (p *projectCmd) enableCmd(on bool) *cobra.Command {
 	return &cobra.Command{
 		Use:   use,
 		Short: short,
-		Long: short + `. This sets sandbox-enabled in the project's override
-("projects" in <config-dir>/hutch/settings.json); nothing is written inside
-the project. While it is off, up, shell, exec, worktree and rebuild refuse
-and say how to turn it on.`,
+		Long: short + `.
+
+This sets sandbox-enabled in the project's override ("projects" in
+<config-dir>/hutch/settings.json); nothing is written inside the project.
+While it is off, up, shell, exec, worktree and rebuild refuse and say how
+to turn it on.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			l, err := p.settings()
