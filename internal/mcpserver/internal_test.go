@@ -1,11 +1,7 @@
 package mcpserver
 
 import (
-	"context"
-	"errors"
-	"sync"
 	"testing"
-	"time"
 
 	"github.com/hutchsandbox/hutch/internal/sandbox"
 )
@@ -32,62 +28,5 @@ func TestDescribe(t *testing.T) {
 				t.Errorf("describe got\n%s\nwant\n%s", got, tt.want)
 			}
 		})
-	}
-}
-
-func TestKeyedLock(t *testing.T) {
-	l := &keyedLock{held: map[string]*turn{}}
-	ctx := context.Background()
-
-	// One holder per key at a time.
-	var mu sync.Mutex
-	inside, most := 0, 0
-	var wg sync.WaitGroup
-	for range 20 {
-		wg.Go(func() {
-			unlock, err := l.lock(ctx, "a")
-			if err != nil {
-				t.Error(err)
-				return
-			}
-			mu.Lock()
-			inside++
-			most = max(most, inside)
-			mu.Unlock()
-			time.Sleep(time.Millisecond)
-			mu.Lock()
-			inside--
-			mu.Unlock()
-			unlock()
-		})
-	}
-	wg.Wait()
-	if most != 1 {
-		t.Errorf("%d holders of one key at once", most)
-	}
-
-	// Other keys do not wait; a waiter gives up with its context.
-	unlockA, err := l.lock(ctx, "a")
-	if err != nil {
-		t.Fatal(err)
-	}
-	unlockB, err := l.lock(ctx, "b")
-	if err != nil {
-		t.Fatal(err)
-	}
-	unlockB()
-	short, cancel := context.WithTimeout(ctx, 10*time.Millisecond)
-	defer cancel()
-	if _, err := l.lock(short, "a"); !errors.Is(err, context.DeadlineExceeded) {
-		t.Errorf("waiting on a held key: %v, want the context's deadline", err)
-	}
-	unlockA()
-
-	// Entries go once nobody holds or waits.
-	l.mu.Lock()
-	n := len(l.held)
-	l.mu.Unlock()
-	if n != 0 {
-		t.Errorf("%d entries left", n)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/hutchsandbox/hutch/internal/errdefs"
+	"github.com/hutchsandbox/hutch/internal/keyedlock"
 	"github.com/hutchsandbox/hutch/internal/office"
 	"github.com/hutchsandbox/hutch/internal/sandbox"
 	"github.com/hutchsandbox/hutch/internal/service"
@@ -106,6 +107,11 @@ func New(svc *service.Service, mode sandbox.Mode, conv office.Address, user stri
 	}, h.sandbox)
 	return s
 }
+
+// conversations serialises the file-changing tools of each conversation
+// across every server of this process (the HTTP handler makes one per
+// session, and two sessions may share a conversation).
+var conversations keyedlock.Lock
 
 // handlers are the tools of one conversation.
 type handlers struct {
@@ -220,7 +226,7 @@ func (h *handlers) sandboxOf(ctx context.Context) (tools.Sandbox, error) {
 
 // lock waits for the conversation's turn at the file-changing tools.
 func (h *handlers) lock(ctx context.Context) (func(), error) {
-	return conversations.lock(ctx, string(h.conv.Key()))
+	return conversations.Lock(ctx, string(h.conv.Key()))
 }
 
 // fail is a call that could not be served, as a tool error with the

@@ -20,6 +20,21 @@ import (
 // host.containers.internal, resolves there on a bridge). It is "" for a
 // container on the host's network, where loopback is the host's.
 func (b *Box) GatewayIP(ctx context.Context, t *Target) (string, error) {
+	res, err := b.opts.Engine.Client.ContainerInspect(ctx, t.ID, client.ContainerInspectOptions{})
+	if err != nil {
+		return "", engine.Classify(err, "inspect the sandbox "+t.Name)
+	}
+	c := res.Container
+	if c.HostConfig != nil && c.HostConfig.NetworkMode == "host" {
+		return "", nil
+	}
+	noNetwork := c.NetworkSettings == nil || len(c.NetworkSettings.Networks) == 0 || (c.HostConfig != nil && c.HostConfig.NetworkMode == "none")
+	if !noNetwork {
+		_, noNetwork = c.NetworkSettings.Networks["none"]
+	}
+	if noNetwork {
+		return "", errdefs.New(errdefs.ErrFailedPrecondition, fmt.Sprintf("The sandbox %s has no network (sandbox-network is none): nothing on the host can be reached from it.", t.Name))
+	}
 	// Where the gateway host name resolves inside is the truth (Podman
 	// may point it at another of the host's addresses than the bridge's
 	// gateway); the network's gateway is the fallback.
@@ -30,17 +45,6 @@ func (b *Box) GatewayIP(ctx context.Context, t *Target) (string, error) {
 				return ip, nil
 			}
 		}
-	}
-	res, err := b.opts.Engine.Client.ContainerInspect(ctx, t.ID, client.ContainerInspectOptions{})
-	if err != nil {
-		return "", engine.Classify(err, "inspect the sandbox "+t.Name)
-	}
-	c := res.Container
-	if c.HostConfig != nil && c.HostConfig.NetworkMode == "host" {
-		return "", nil
-	}
-	if c.NetworkSettings == nil || len(c.NetworkSettings.Networks) == 0 {
-		return "", errdefs.New(errdefs.ErrFailedPrecondition, fmt.Sprintf("The sandbox %s has no network (sandbox-network is none): nothing on the host can be reached from it.", t.Name))
 	}
 	names := make([]string, 0, len(c.NetworkSettings.Networks))
 	for n := range c.NetworkSettings.Networks {

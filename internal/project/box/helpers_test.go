@@ -102,6 +102,11 @@ func (f *fixture) removeVolume(t *testing.T) {
 // writeSettings writes the user's settings file.
 func (f *fixture) writeSettings(t *testing.T, settings map[string]any) {
 	t.Helper()
+	// The sandbox is on for every test project unless a test says not.
+	if _, ok := settings[project.KeyEnabled]; !ok {
+		settings = maps.Clone(settings)
+		settings[project.KeyEnabled] = true
+	}
 	data, err := json.MarshalIndent(settings, "", "  ")
 	if err != nil {
 		t.Fatal(err)

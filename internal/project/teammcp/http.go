@@ -1,0 +1,156 @@
+package teammcp
+
+import (
+	"crypto/rand"
+	"crypto/subtle"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Files of `hutch project mcp`.
+const (
+	// TokenName is the project's bearer token, in
+	// <state-dir>/projects/<container name>/.
+	TokenName = "mcp-token"
+	// ConfigName is the MCP client config, in the project's relay
+	// directory (/sandbox/relay inside the container).
+	ConfigName = "hutch.mcp.json"
+)
+
+// Handler serves the servers newServer returns over streamable HTTP,
+// stateless and answering in JSON: a client POSTs one JSON-RPC message
+// (a tools/call needs no initialize first) and reads one JSON answer, so
+// a shell script with busybox wget is a client. newServer may return the
+// same server every time.
+//
+// Every request must carry "Authorization: Bearer <token>"; any other is
+// answered 401 with a JSON body {"error": ..., "code": "unauthorized"}
+// before the MCP layer sees it. An empty token admits nobody.
+func Handler(newServer func(*http.Request) *mcp.Server, token string) http.Handler {
+	mh := mcp.NewStreamableHTTPHandler(newServer, &mcp.StreamableHTTPOptions{Stateless: true, JSONResponse: true})
+	want := []byte(token)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		if !ok || len(want) == 0 || subtle.ConstantTimeCompare([]byte(got), want) != 1 {
+			w.Header().Set("Content-Type", "application/json")
+			w.Header().Set("WWW-Authenticate", `Bearer realm="hutch project mcp"`)
+			w.WriteHeader(http.StatusUnauthorized)
+			enc := json.NewEncoder(w)
+			enc.SetEscapeHTML(false)
+			_ = enc.Encode(errorBody{
+				Error: "Missing or wrong bearer token: use the Authorization header of " + ConfigName + " (in /sandbox/relay inside the sandbox)",
+				Code:  "unauthorized",
+			})
+			return
+		}
+		mh.ServeHTTP(w, r)
+	})
+}
+
+// errorBody is the body of a refused request, as hutch's HTTP API has it.
+type errorBody struct {
+	Error string `json:"error"`
+	Code  string `json:"code"`
+}
+
+// ClientConfig is the MCP client config naming the server at url with
+// its token: {"mcpServers": {"hutch": {"type": "http", "url": ...,
+// "headers": {"Authorization": "Bearer ..."}}}}, indented, ending in a
+// newline.
+func ClientConfig(url, token string) []byte {
+	type server struct {
+		Type    string            `json:"type"`
+		URL     string            `json:"url"`
+		Headers map[string]string `json:"headers"`
+	}
+	cfg := struct {
+		MCPServers map[string]server `json:"mcpServers"`
+	}{map[string]server{"hutch": {Type: "http", URL: url, Headers: map[string]string{"Authorization": "Bearer " + token}}}}
+	data, err := json.MarshalIndent(cfg, "", "  ")
+	if err != nil {
+		panic(err) // not reached: strings and maps of strings always marshal
+	}
+	return append(data, '\n')
+}
+
+var tokenForm = regexp.MustCompile(`^[0-9a-f]{64}$`)
+
+// LoadOrMakeToken returns the token kept at path, making it the first
+// time: 32 random bytes in hex, in a file of mode 0600. The file is made
+// with a hard link from a complete temporary file, so two processes making
+// it at once agree on one token, and a reader never sees half of one. A
+// file that holds no token is replaced.
+func LoadOrMakeToken(path string) (string, error) {
+	switch tok, err := readToken(path); {
+	case err == nil:
+		return tok, nil
+	case !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, errNoToken):
+		return "", err
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return "", err
+	}
+	b := make([]byte, 32)
+	_, _ = rand.Read(b) // crypto/rand.Read never fails
+	tok := hex.EncodeToString(b)
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return "", err
+	}
+	defer os.Remove(tmp.Name())
+	if err := tmp.Chmod(0o600); err != nil {
+		tmp.Close()
+		return "", err
+	}
+	if _, err := tmp.WriteString(tok + "\n"); err != nil {
+		tmp.Close()
+		return "", err
+	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return "", err
+	}
+	if err := tmp.Close(); err != nil {
+		return "", err
+	}
+	switch err := os.Link(tmp.Name(), path); {
+	case err == nil:
+		return tok, nil
+	case errors.Is(err, fs.ErrExist):
+		// Another process made it first, or it holds no token.
+		if tok, err := readToken(path); !errors.Is(err, errNoToken) {
+			return tok, err
+		}
+		if err := os.Rename(tmp.Name(), path); err != nil {
+			return "", err
+		}
+		return tok, nil
+	default:
+		return "", err
+	}
+}
+
+var errNoToken = errors.New("no token")
+
+// readToken reads the token at path: errNoToken when the file holds none.
+func readToken(path string) (string, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return "", err
+	}
+	tok := strings.TrimSpace(string(data))
+	if !tokenForm.MatchString(tok) {
+		return "", fmt.Errorf("%s: %w", path, errNoToken)
+	}
+	return tok, nil
+}

@@ -1,0 +1,299 @@
+package teammcp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"path"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/hutchsandbox/hutch/internal/errdefs"
+	"github.com/hutchsandbox/hutch/internal/keyedlock"
+	"github.com/hutchsandbox/hutch/internal/project/box"
+	"github.com/hutchsandbox/hutch/internal/tools"
+)
+
+// turns serialises the file-changing tools of each member across every
+// server of this process (a handler may make a server per request).
+var turns keyedlock.Lock
+
+// Options are what a server works on.
+type Options struct {
+	// Box is the project's sandbox and Target its container, up; the
+	// target's agent runs every command and file operation.
+	Box    *box.Box
+	Target *box.Target
+	// Version is the version the server announces.
+	Version string
+	// Log receives the failures hutch did not foresee (and, at debug
+	// level, the refusals); nil discards.
+	Log *slog.Logger
+}
+
+// schemas caches the schemas inferred from the input and output structs,
+// for callers that make a server per request.
+var schemas = mcp.NewSchemaCache()
+
+// The inputs of the tools: those of package tools, with the member.
+
+// BashInput is the bash tool's input.
+type BashInput struct {
+	Member  string `json:"member,omitempty" jsonschema:"The team member to act as: the call runs in the member's git worktree .worktrees/<member> (branch <member>), created from HEAD by the first call naming it. 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit. Empty: the project root"`
+	Command string `json:"command" jsonschema:"The shell command to run with sh -c in the member's worktree (or the project root)"`
+	Timeout int    `json:"timeout,omitempty" jsonschema:"Seconds before the command and all its processes are killed (default 120, at most 600)"`
+}
+
+// ReadInput is the read tool's input.
+type ReadInput struct {
+	Member     string `json:"member,omitempty" jsonschema:"The team member to act as: the call runs in the member's git worktree .worktrees/<member> (branch <member>), created from HEAD by the first call naming it. 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit. Empty: the project root"`
+	Path       string `json:"path" jsonschema:"The file to read, relative to the member's worktree (or the project root) or absolute inside the project"`
+	Offset     int    `json:"offset,omitempty" jsonschema:"The line to start at, counting from 1 (default 1)"`
+	Limit      int    `json:"limit,omitempty" jsonschema:"The most lines to return (default and maximum 2000)"`
+	ByteOffset int64  `json:"byteOffset,omitempty" jsonschema:"For a line too long to show at once: the byte within the line (at offset) to start at, counting from 0"`
+}
+
+// WriteInput is the write tool's input.
+type WriteInput struct {
+	Member  string `json:"member,omitempty" jsonschema:"The team member to act as: the call runs in the member's git worktree .worktrees/<member> (branch <member>), created from HEAD by the first call naming it. 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit. Empty: the project root"`
+	Path    string `json:"path" jsonschema:"The file to write, relative to the member's worktree (or the project root) or absolute inside the project; missing parent directories are created"`
+	Content string `json:"content" jsonschema:"The file's whole new content"`
+}
+
+// EditInput is the edit tool's input.
+type EditInput struct {
+	Member  string `json:"member,omitempty" jsonschema:"The team member to act as: the call runs in the member's git worktree .worktrees/<member> (branch <member>), created from HEAD by the first call naming it. 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit. Empty: the project root"`
+	Path    string `json:"path" jsonschema:"The file to edit, relative to the member's worktree (or the project root) or absolute inside the project"`
+	OldText string `json:"oldText" jsonschema:"The exact text to replace, including whitespace and line breaks; it must occur exactly once in the file"`
+	NewText string `json:"newText" jsonschema:"The text to put in its place"`
+}
+
+// MembersInput is the members tool's input: nothing.
+type MembersInput struct{}
+
+// BashOutput is the bash tool's structured result.
+type BashOutput struct {
+	Text       string `json:"text" jsonschema:"Standard output then standard error, possibly truncated to its tail"`
+	ExitCode   int    `json:"exitCode" jsonschema:"Exit status of the command, -1 when it was killed"`
+	FullOutput string `json:"fullOutput,omitempty" jsonschema:"Path, relative to where the command ran, of the file holding the whole output, when it was truncated"`
+}
+
+// ReadOutput is the read tool's structured result. An image's bytes are
+// in the result's image content only, not repeated here.
+type ReadOutput struct {
+	Text     string `json:"text" jsonschema:"The lines read, followed by a notice when more remains"`
+	MIMEType string `json:"mimeType,omitempty" jsonschema:"The image's media type, when the file is an image (its bytes are the result's image content)"`
+}
+
+// New returns a server whose tools run in opts.Target, the container of
+// opts.Box's project. Servers of one project made by New share the
+// per-member turns (they are this process's), so a handler may make one
+// per request or share one.
+func New(opts Options) *mcp.Server {
+	if opts.Log == nil {
+		opts.Log = slog.New(slog.DiscardHandler)
+	}
+	if opts.Version == "" {
+		opts.Version = "dev"
+	}
+	h := &handlers{Options: opts, project: opts.Target.Workdir}
+	s := mcp.NewServer(&mcp.Implementation{Name: "hutch-project", Title: "hutch project team", Version: opts.Version},
+		&mcp.ServerOptions{Logger: opts.Log, SchemaCache: schemas, Instructions: instructions(h.project)})
+	mcp.AddTool(s, &mcp.Tool{
+		Name:        "bash",
+		Title:       "Run a command",
+		Description: bashDescription(h.project),
+		Annotations: &mcp.ToolAnnotations{Title: "Run a command"},
+	}, h.bash)
+	mcp.AddTool(s, &mcp.Tool{
+		Name:        "read",
+		Title:       "Read a file",
+		Description: readDescription(h.project),
+		Annotations: &mcp.ToolAnnotations{Title: "Read a file", ReadOnlyHint: true, IdempotentHint: true, OpenWorldHint: new(false)},
+	}, h.read)
+	mcp.AddTool(s, &mcp.Tool{
+		Name:        "write",
+		Title:       "Write a file",
+		Description: writeDescription(h.project),
+		Annotations: &mcp.ToolAnnotations{Title: "Write a file", IdempotentHint: true, OpenWorldHint: new(false)},
+	}, h.write)
+	mcp.AddTool(s, &mcp.Tool{
+		Name:        "edit",
+		Title:       "Edit a file",
+		Description: editDescription(h.project),
+		Annotations: &mcp.ToolAnnotations{Title: "Edit a file", OpenWorldHint: new(false)},
+	}, h.edit)
+	mcp.AddTool(s, &mcp.Tool{
+		Name:        "members",
+		Title:       "List the team's members",
+		Description: membersDescription(h.project),
+		Annotations: &mcp.ToolAnnotations{Title: "List the team's members", ReadOnlyHint: true, IdempotentHint: true, OpenWorldHint: new(false)},
+	}, h.members)
+	return s
+}
+
+// handlers are the tools of one project.
+type handlers struct {
+	Options
+	// project is the project as the container sees it.
+	project string
+}
+
+func (h *handlers) bash(ctx context.Context, _ *mcp.CallToolRequest, in BashInput) (*mcp.CallToolResult, BashOutput, error) {
+	sb, unlock, err := h.lockedSandbox(ctx, in.Member)
+	if err != nil {
+		return fail[BashOutput](h, "bash", err)
+	}
+	defer unlock()
+	out, err := tools.Bash(ctx, sb, tools.BashInput{Command: in.Command, Timeout: in.Timeout})
+	bo := BashOutput{Text: out.Text, ExitCode: out.ExitCode, FullOutput: out.FullOutput}
+	if te := (*tools.ToolError)(nil); errors.As(err, &te) {
+		// The command ran: its output and exit code are the result too.
+		return &mcp.CallToolResult{IsError: true, Content: text(te.Text)}, bo, nil
+	}
+	if err != nil {
+		return fail[BashOutput](h, "bash", err)
+	}
+	return &mcp.CallToolResult{Content: text(out.Text)}, bo, nil
+}
+
+func (h *handlers) read(ctx context.Context, _ *mcp.CallToolRequest, in ReadInput) (*mcp.CallToolResult, ReadOutput, error) {
+	sb, err := h.sandboxOf(ctx, in.Member)
+	if err != nil {
+		return fail[ReadOutput](h, "read", err)
+	}
+	out, err := tools.Read(ctx, sb, tools.ReadInput{Path: in.Path, Offset: in.Offset, Limit: in.Limit, ByteOffset: in.ByteOffset})
+	if err != nil {
+		return fail[ReadOutput](h, "read", err)
+	}
+	res := &mcp.CallToolResult{Content: text(out.Text)}
+	ro := ReadOutput{Text: out.Text}
+	if out.Image != nil {
+		res.Content = append(res.Content, &mcp.ImageContent{MIMEType: out.Image.MIMEType, Data: out.Image.Data})
+		ro.MIMEType = out.Image.MIMEType
+	}
+	return res, ro, nil
+}
+
+func (h *handlers) write(ctx context.Context, _ *mcp.CallToolRequest, in WriteInput) (*mcp.CallToolResult, tools.WriteOutput, error) {
+	sb, unlock, err := h.lockedSandbox(ctx, in.Member)
+	if err != nil {
+		return fail[tools.WriteOutput](h, "write", err)
+	}
+	defer unlock()
+	out, err := tools.Write(ctx, sb, tools.WriteInput{Path: in.Path, Content: in.Content})
+	if err != nil {
+		return fail[tools.WriteOutput](h, "write", err)
+	}
+	return &mcp.CallToolResult{Content: text(out.Text)}, out, nil
+}
+
+func (h *handlers) edit(ctx context.Context, _ *mcp.CallToolRequest, in EditInput) (*mcp.CallToolResult, tools.EditOutput, error) {
+	sb, unlock, err := h.lockedSandbox(ctx, in.Member)
+	if err != nil {
+		return fail[tools.EditOutput](h, "edit", err)
+	}
+	defer unlock()
+	out, err := tools.Edit(ctx, sb, tools.EditInput{Path: in.Path, OldText: in.OldText, NewText: in.NewText})
+	if err != nil {
+		return fail[tools.EditOutput](h, "edit", err)
+	}
+	return &mcp.CallToolResult{Content: text(out.Text)}, out, nil
+}
+
+func (h *handlers) members(ctx context.Context, _ *mcp.CallToolRequest, _ MembersInput) (*mcp.CallToolResult, MembersOutput, error) {
+	out, err := listMembers(ctx, &memberSandbox{t: h.Target, dir: h.project, project: h.project})
+	if err != nil {
+		return fail[MembersOutput](h, "members", err)
+	}
+	return &mcp.CallToolResult{Content: text(out.Text)}, out, nil
+}
+
+// lockedSandbox waits for member's turn at the file-changing tools, then
+// returns its sandbox and the unlock.
+func (h *handlers) lockedSandbox(ctx context.Context, member string) (*memberSandbox, func(), error) {
+	if err := h.checkMember(member); err != nil {
+		return nil, nil, err
+	}
+	unlock, err := turns.Lock(ctx, h.Box.ProjectDir()+"\x00member\x00"+member)
+	if err != nil {
+		return nil, nil, err
+	}
+	sb, err := h.sandboxOf(ctx, member)
+	if err != nil {
+		unlock()
+		return nil, nil, err
+	}
+	return sb, unlock, nil
+}
+
+// sandboxOf returns member's sandbox (the project root's for ""), making
+// the member's worktree first when it has none.
+func (h *handlers) sandboxOf(ctx context.Context, member string) (*memberSandbox, error) {
+	sb := &memberSandbox{t: h.Target, dir: h.project, project: h.project}
+	if member == "" {
+		return sb, nil
+	}
+	if err := h.checkMember(member); err != nil {
+		return nil, err
+	}
+	// One worktree is made at a time: git worktree add of two members at
+	// once would race on the repository's administrative files.
+	unlock, err := turns.Lock(ctx, h.Box.ProjectDir()+"\x00worktrees")
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	if _, err := h.Box.Worktree(ctx, h.Target, member); err != nil {
+		return nil, err
+	}
+	sb.dir = path.Join(h.project, box.WorktreesDir, member)
+	return sb, nil
+}
+
+// checkMember refuses a member name box.WorktreeDir refuses ("" is the
+// project root, always fine).
+func (h *handlers) checkMember(member string) error {
+	if member == "" {
+		return nil
+	}
+	_, err := box.WorktreeDir(h.Box.ProjectDir(), member)
+	return err
+}
+
+// fail is a call that could not be served, as a tool error with the
+// error's text (the SDK sets IsError and the text content). An error of
+// no class is logged as a warning: a failure hutch did not foresee.
+func fail[Out any](h *handlers, tool string, err error) (*mcp.CallToolResult, Out, error) {
+	var zero Out
+	if classed(err) {
+		h.Log.Debug("tool refused", "tool", tool, "error", err)
+	} else {
+		h.Log.Warn("tool failed", "tool", tool, "error", err)
+	}
+	return nil, zero, toolError{err.Error()}
+}
+
+// toolError is the text of a failed call. It is a plain error, never a
+// *jsonrpc.Error, so the SDK always makes it a tool error.
+type toolError struct{ text string }
+
+func (e toolError) Error() string { return e.text }
+
+func text(s string) []mcp.Content { return []mcp.Content{&mcp.TextContent{Text: s}} }
+
+// classed reports whether err is of an errdefs class.
+func classed(err error) bool {
+	for _, c := range []error{errdefs.ErrNotFound, errdefs.ErrInvalid, errdefs.ErrConflict, errdefs.ErrNotSupported, errdefs.ErrUnavailable, errdefs.ErrFailedPrecondition} {
+		if errors.Is(err, c) {
+			return true
+		}
+	}
+	return false
+}
+
+// instructions is what the server tells a client about itself.
+func instructions(project string) string {
+	return fmt.Sprintf(`These tools act on the project %s inside its hutch sandbox container: every command and file operation runs in the container, never on the host, and files outside the project cannot be reached. Give a tool a member to act as that team member, in the member's own git worktree .worktrees/<member>; without one, it acts in the project root. members lists the worktrees.`, project)
+}
