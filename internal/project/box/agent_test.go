@@ -121,3 +121,23 @@ func TestAgentLaunch(t *testing.T) {
 		}
 	})
 }
+
+// TestAgentLaunch_Networks: under sandbox-network host loopback is the
+// host's, so nothing is rewritten; under none the agent is told it cannot
+// reach the host.
+func TestAgentLaunch_Networks(t *testing.T) {
+	t.Run("host", func(t *testing.T) {
+		f := newFixture(t, map[string]any{project.KeyNetwork: project.NetworkHost})
+		out, errOut, code := f.hutch(t, "exec", "--agent", "alice", "--env", "U=http://127.0.0.1:7777/x", "--", "sh", "-c", `echo "$U"`)
+		if code != 0 || out != "http://127.0.0.1:7777/x\n" || strings.Contains(errOut, "warning") {
+			t.Errorf("exit %d, stdout %q, stderr %s", code, out, errOut)
+		}
+	})
+	t.Run("none", func(t *testing.T) {
+		f := newFixture(t, map[string]any{project.KeyNetwork: project.NetworkNone})
+		out, errOut, code := f.hutch(t, "exec", "--agent", "alice", "--env", "U=http://127.0.0.1:7777/x", "--", "sh", "-c", `echo "$U"`)
+		if code != 0 || out != "http://127.0.0.1:7777/x\n" || !strings.Contains(errOut, "hutch: note: sandbox-network is none: the agent cannot reach services on the host") {
+			t.Errorf("exit %d, stdout %q, stderr %s", code, out, errOut)
+		}
+	})
+}
