@@ -64,7 +64,7 @@ func key(t *testing.T, platform, id string) string {
 func TestHelp_Golden(t *testing.T) {
 	commands := [][]string{
 		{}, {"office"}, {"office", "key"}, {"office", "list"}, {"office", "show"}, {"office", "channel-kind"}, {"office", "claim"}, {"office", "platforms"}, {"migrate"},
-		{"project"}, {"project", "up"}, {"project", "shell"}, {"project", "exec"}, {"project", "status"}, {"project", "stop"}, {"project", "rebuild"}, {"project", "down"}, {"project", "settings"}, {"project", "trust"}, {"project", "worktree"}, {"project", "enable"}, {"project", "disable"}, {"project", "mcp"},
+		{"project"}, {"project", "up"}, {"project", "shell"}, {"project", "exec"}, {"project", "status"}, {"project", "stop"}, {"project", "rebuild"}, {"project", "down"}, {"project", "settings"}, {"project", "trust"}, {"project", "worktree"}, {"project", "enable"}, {"project", "disable"}, {"project", "mcp"}, {"bridge"}, {"bridge", "serve"},
 		{"door"}, {"door", "set"}, {"sandbox"}, {"sandbox", "ls"}, {"sandbox", "status"}, {"sandbox", "stop"}, {"sandbox", "rm"},
 		{"sandbox", "boost"}, {"sandbox", "limits"}, {"sandbox", "settings"}, {"sandbox", "reconcile"}, {"vault"}, {"vault", "set"}, {"vault", "put-file"}, {"vault", "ls"}, {"vault", "rm"},
 		{"exec"}, {"modes"}, {"serve"}, {"mcp"}, {"doctor"}, {"image"}, {"image", "build"},
@@ -415,7 +415,7 @@ func TestExec_Contract(t *testing.T) {
 		{[]string{"exec", "--conversation", "web/w1"}, "hutch: No command given; put it after --, e.g. hutch exec --conversation slack/C0123ABC -- ls -la\n"},
 		{[]string{"exec", "--conversation", "web/w1", "--timeout", "soon", "--", "true"}, "hutch: --timeout \"soon\" is not a duration; use 30s, 5m, 1h30m or plain seconds\n"},
 		{[]string{"exec", "--conversation", "web/w1", "--sandbox", "docker:alpine", "--", "true"}, "hutch: 'docker:alpine' is not supported. Use 'container:<container-name>' for an existing container or 'image:<image-name>' for hutch-managed per-conversation containers.\n"},
-		{[]string{"exec", "--conversation", "web/w1", "--sandbox", "cloudflare:box", "--", "true"}, "hutch: Sandbox 'cloudflare' is not available in this build yet; use host, container:<name> or image:<image>\n"},
+		{[]string{"exec", "--conversation", "web/w1", "--sandbox", "cloudflare:box", "--", "true"}, "hutch: Sandbox 'cloudflare:box' needs the URL of its bridge: set HUTCH_BRIDGE_URL (or CLOUDFLARE_SANDBOX_URL), and HUTCH_BRIDGE_TOKEN (or CLOUDFLARE_SANDBOX_TOKEN) when the bridge requires a token\n"},
 		{[]string{"exec", "--conversation", "w1", "--", "true"}, "hutch: Conversation must be written <platform>/<conversation-id>, e.g. slack/C0123ABC\n"},
 	} {
 		_, errOut, code := e.run("", bad.args...)

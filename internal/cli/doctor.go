@@ -231,6 +231,9 @@ func modeCheck(k sandbox.Kind, engineOK bool) check {
 		}
 		return check{name, checkOK, "the engine answers; the image must be in the engine or pullable"}
 	}
+	if k == sandbox.KindCloudflare {
+		return check{name, checkOK, "runs through a bridge at $HUTCH_BRIDGE_URL (docs/bridge.md), checked at start"}
+	}
 	if service.Runnable(sandbox.Mode{Kind: k}) {
 		return check{name, checkOK, "in this build"}
 	}

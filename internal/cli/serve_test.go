@@ -96,7 +96,7 @@ func TestServe_GracefulShutdown(t *testing.T) {
 func TestServe_RefusesBadMode(t *testing.T) {
 	e := newEnv(t)
 	_, errOut, code := e.run("", "serve", "--sandbox", "gondolin:default")
-	if code != 1 || errOut != "hutch: Sandbox 'gondolin' is not available in this build yet; use host, container:<name> or image:<image>\n" {
+	if code != 1 || errOut != "hutch: Sandbox 'gondolin' is not available in this build yet; use host, container:<name>, image:<image> or cloudflare:<sandbox-id>\n" {
 		t.Errorf("exit %d, %q", code, errOut)
 	}
 }

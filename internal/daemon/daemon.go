@@ -192,7 +192,7 @@ func validate(ctx context.Context, svc *service.Service, m sandbox.Mode) error {
 	switch m.Kind {
 	case sandbox.KindHost:
 		return nil
-	case sandbox.KindContainer, sandbox.KindImage:
+	case sandbox.KindContainer, sandbox.KindImage, sandbox.KindCloudflare:
 		return svc.ValidateMode(ctx, m)
 	}
 	return sandbox.NotImplemented(m)

@@ -8,6 +8,7 @@ import (
 	"github.com/hutchsandbox/hutch/internal/agentbin"
 	"github.com/hutchsandbox/hutch/internal/engine"
 	"github.com/hutchsandbox/hutch/internal/sandbox"
+	"github.com/hutchsandbox/hutch/internal/sandbox/cloudflare"
 	"github.com/hutchsandbox/hutch/internal/sandbox/container"
 	"github.com/hutchsandbox/hutch/internal/sandbox/host"
 	"github.com/hutchsandbox/hutch/internal/sandbox/image"
@@ -94,6 +95,15 @@ func (s *Service) runtime(ctx context.Context, m sandbox.Mode) (sandbox.Runtime,
 			return nil, err
 		}
 		rt = base.WithImage(m.Target)
+	case sandbox.KindCloudflare:
+		cfg, err := cloudflare.ConfigFromEnv(m.Target, s.getenv)
+		if err != nil {
+			return nil, err
+		}
+		cfg.Log = s.log
+		if rt, err = cloudflare.New(cfg); err != nil {
+			return nil, err
+		}
 	default:
 		return nil, sandbox.NotImplemented(m)
 	}
@@ -173,7 +183,8 @@ func (s *Service) IdleDuration() (time.Duration, error) {
 }
 
 // ValidateMode checks that a mode can work here before a daemon starts:
-// the engine answers, the image is present, the container exists and runs.
+// the engine answers, the image is present, the container exists and runs,
+// the bridge answers its health check.
 func (s *Service) ValidateMode(ctx context.Context, m sandbox.Mode) error {
 	rt, err := s.runtime(ctx, m)
 	if err != nil {
@@ -185,6 +196,9 @@ func (s *Service) ValidateMode(ctx context.Context, m sandbox.Mode) error {
 		return err
 	case *image.Runtime:
 		return r.CheckImage(ctx)
+	case *cloudflare.Runtime:
+		_, err := r.Health(ctx)
+		return err
 	}
 	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"os"
 	"path"
 	"slices"
@@ -262,6 +263,12 @@ type ExecOptions struct {
 	Stdin       io.Reader
 	Stdout      io.Writer
 	Stderr      io.Writer
+	// Env is extra env for this command only, merged over the vault env
+	// (a name in both takes this value). It is injected in every mode,
+	// host included, because the caller asked for it; a runtime that
+	// cannot inject env refuses the command rather than run without it.
+	// Like vault env, its values are never logged.
+	Env map[string]string
 }
 
 // Exec admits, prepares and runs one command. Refusals come before any
@@ -276,10 +283,16 @@ func (s *Service) Exec(ctx context.Context, o ExecOptions) (sandbox.ExecResult, 
 		s.metrics.Command(o.Mode.Kind, sandbox.ExecResult{}, err, errdefs.IsFailedPrecondition(err), 0)
 		return sandbox.ExecResult{}, err
 	}
+	env := p.env
+	if len(o.Env) > 0 {
+		env = make(map[string]string, len(p.env)+len(o.Env))
+		maps.Copy(env, p.env)
+		maps.Copy(env, o.Env)
+	}
 	req := sandbox.ExecRequest{
 		Argv:        o.Argv,
 		Dir:         o.Dir,
-		Env:         p.env,
+		Env:         env,
 		Stdin:       o.Stdin,
 		Stdout:      o.Stdout,
 		Stderr:      o.Stderr,
@@ -370,7 +383,7 @@ func (s *Service) prepare(ctx context.Context, addr office.Address, mode sandbox
 // Runnable reports whether this build can run commands in mode m.
 func Runnable(m sandbox.Mode) bool {
 	switch m.Kind {
-	case sandbox.KindHost, sandbox.KindContainer, sandbox.KindImage:
+	case sandbox.KindHost, sandbox.KindContainer, sandbox.KindImage, sandbox.KindCloudflare:
 		return true
 	}
 	return false

@@ -10,6 +10,7 @@ import (
 	"github.com/hutchsandbox/hutch/internal/office"
 	"github.com/hutchsandbox/hutch/internal/projection"
 	"github.com/hutchsandbox/hutch/internal/sandbox"
+	"github.com/hutchsandbox/hutch/internal/sandbox/cloudflare"
 	"github.com/hutchsandbox/hutch/internal/sandbox/container"
 	"github.com/hutchsandbox/hutch/internal/sandbox/image"
 	"github.com/hutchsandbox/hutch/internal/tools"
@@ -19,13 +20,22 @@ import (
 // edit) run against for one conversation in one mode: commands through
 // the mode's runtime with the vault env, file operations through the
 // agent (or, in host mode, the same code in this process), confined to
-// what the door policy projects.
+// what the door policy projects. In cloudflare mode the remote runtime
+// sees nothing of the host: file operations run as commands through the
+// bridge, confined to the remote /workspace, where its commands start.
 func (s *Service) ToolSandbox(ctx context.Context, addr office.Address, mode sandbox.Mode, user string) (tools.Sandbox, error) {
 	p, err := s.prepare(ctx, addr, mode, user)
 	if err != nil {
 		return nil, err
 	}
-	ts := &toolSandbox{p: p}
+	ts := &toolSandbox{p: p, office: p.spec.OfficeRuntimePath}
+	if rt, ok := p.rt.(*cloudflare.Runtime); ok {
+		files := rt.Files(p.spec, p.env)
+		ts.office = cloudflare.RemoteRoot
+		ts.roots = []string{cloudflare.RemoteRoot}
+		ts.client = func(context.Context) (confinedFiles, error) { return files, nil }
+		return ts, nil
+	}
 	for _, m := range p.spec.Mounts {
 		ts.roots = append(ts.roots, m.RuntimePath)
 	}
@@ -39,23 +49,40 @@ func (s *Service) ToolSandbox(ctx context.Context, addr office.Address, mode san
 	}
 	switch rt := p.rt.(type) {
 	case *image.Runtime:
-		ts.client = func(ctx context.Context) (*agent.Client, error) { return rt.Agent(ctx, p.spec) }
+		ts.client = func(ctx context.Context) (confinedFiles, error) { return rt.Agent(ctx, p.spec) }
 	case *container.Runtime:
-		ts.client = rt.Agent
+		ts.client = func(ctx context.Context) (confinedFiles, error) { return rt.Agent(ctx) }
 	}
 	return ts, nil
 }
 
-// toolSandbox implements tools.Sandbox over a prepared conversation.
-type toolSandbox struct {
-	p     *prepared
-	roots []string
-	// client returns the runtime's agent; nil means host mode, where the
-	// confined file functions run in this process.
-	client func(ctx context.Context) (*agent.Client, error)
+// confinedFiles are the confined file operations of a runtime: its agent
+// (agent.Client), or commands through a bridge (cloudflare.Files).
+type confinedFiles interface {
+	ReadFileWithin(ctx context.Context, path string, roots []string, w io.Writer) error
+	WriteFileWithin(ctx context.Context, path string, roots []string, r io.Reader, mode os.FileMode) error
+	Stat(ctx context.Context, path string, roots []string) (agent.FileInfo, error)
+	List(ctx context.Context, path string, roots []string) ([]agent.FileInfo, error)
 }
 
-func (t *toolSandbox) Office() string  { return t.p.spec.OfficeRuntimePath }
+var (
+	_ confinedFiles = (*agent.Client)(nil)
+	_ confinedFiles = (*cloudflare.Files)(nil)
+)
+
+// toolSandbox implements tools.Sandbox over a prepared conversation.
+type toolSandbox struct {
+	p *prepared
+	// office is where relative paths and commands start, as the runtime
+	// sees it.
+	office string
+	roots  []string
+	// client returns the runtime's file operations; nil means host mode,
+	// where the confined file functions run in this process.
+	client func(ctx context.Context) (confinedFiles, error)
+}
+
+func (t *toolSandbox) Office() string  { return t.office }
 func (t *toolSandbox) Roots() []string { return t.roots }
 
 func (t *toolSandbox) Exec(ctx context.Context, req sandbox.ExecRequest) (sandbox.ExecResult, error) {
@@ -94,7 +121,7 @@ func (t *toolSandbox) Stat(ctx context.Context, p string) (tools.FileInfo, error
 	if t.client == nil {
 		fi, err = agent.StatWithin(p, t.roots)
 	} else {
-		var c *agent.Client
+		var c confinedFiles
 		if c, err = t.client(ctx); err == nil {
 			fi, err = c.Stat(ctx, p, t.roots)
 		}
@@ -108,7 +135,7 @@ func (t *toolSandbox) List(ctx context.Context, p string) ([]tools.FileInfo, err
 	if t.client == nil {
 		list, err = agent.ListWithin(p, t.roots)
 	} else {
-		var c *agent.Client
+		var c confinedFiles
 		if c, err = t.client(ctx); err == nil {
 			list, err = c.List(ctx, p, t.roots)
 		}

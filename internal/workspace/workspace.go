@@ -38,7 +38,9 @@ func EnsureRoot(root string) error {
 		if err := os.MkdirAll(filepath.Dir(root), dirMode); err != nil {
 			return fmt.Errorf("create workspace root %s: %w", root, err)
 		}
-		if err := mkdir(root); err != nil {
+		// Two first commands may race here; the loser finds the
+		// directory made and checks it like any existing one.
+		if err := mkdir(root); err != nil && !errors.Is(err, fs.ErrExist) {
 			return fmt.Errorf("create workspace root %s: %w", root, err)
 		}
 	}
