@@ -119,7 +119,7 @@ func WriteFileWithin(path string, roots []string, r io.Reader, mode os.FileMode)
 // StatWithin describes what path resolves to (like os.Stat); when path
 // itself is a symlink, Link holds its target. Name is path's last element.
 func StatWithin(path string, roots []string) (FileInfo, error) {
-	if err := checkPath(path); err != nil {
+	if err := CheckPath(path); err != nil {
 		return FileInfo{}, err
 	}
 	c, err := confine("stat", path, roots)
@@ -142,7 +142,7 @@ func StatWithin(path string, roots []string) (FileInfo, error) {
 // sorted by name. Entries are not followed: a symlink is reported as one,
 // with Link set, wherever it points.
 func ListWithin(path string, roots []string) ([]FileInfo, error) {
-	if err := checkPath(path); err != nil {
+	if err := CheckPath(path); err != nil {
 		return nil, err
 	}
 	c, err := confine("list", path, roots)
@@ -188,7 +188,7 @@ func ListWithin(path string, roots []string) ([]FileInfo, error) {
 
 // openForRead opens path's regular file for reading, confined to roots.
 func openForRead(path string, roots []string) (*os.File, error) {
-	if err := checkPath(path); err != nil {
+	if err := CheckPath(path); err != nil {
 		return nil, err
 	}
 	c, err := confine("read", path, roots)
@@ -239,7 +239,7 @@ func regularFile(path string, mode uint32) error {
 
 // writeWithin is writeAtomic confined to roots (none: writeAtomic).
 func writeWithin(path string, roots []string, r io.Reader, mode *os.FileMode) (int64, error) {
-	if err := checkPath(path); err != nil {
+	if err := CheckPath(path); err != nil {
 		return 0, err
 	}
 	c, err := confine("write", path, roots)
@@ -290,7 +290,7 @@ func confine(verb, path string, roots []string) (*confinement, error) {
 	}
 	c := &confinement{}
 	for _, root := range roots {
-		if err := checkPath(root); err != nil {
+		if err := CheckPath(root); err != nil {
 			return nil, errdefs.New(errdefs.ErrInvalid, "Root is not valid: "+err.Error())
 		}
 		real, _, err := resolvePath(root)

@@ -30,9 +30,11 @@ const (
 	maxStageBase = 200
 )
 
-// checkPath refuses paths that are not absolute and clean, so that what
+// CheckPath refuses paths that are not absolute and clean, so that what
 // the daemon checked against its roots is exactly what the agent opens.
-func checkPath(p string) error {
+// Other runtimes that confine file operations (the bridge's) use it for
+// the same texts.
+func CheckPath(p string) error {
 	switch {
 	case p == "":
 		return errdefs.New(errdefs.ErrInvalid, "Path is required")
@@ -104,7 +106,7 @@ func (s *Server) handleReadFile(w http.ResponseWriter, r *http.Request) {
 func (s *Server) handleWriteFile(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	p := q.Get("path")
-	if err := checkPath(p); err != nil {
+	if err := CheckPath(p); err != nil {
 		writeError(w, err)
 		return
 	}

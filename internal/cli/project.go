@@ -237,6 +237,20 @@ func (p *projectCmd) attach(ctx context.Context, l *loaded) *box.Target {
 	return l.box.Attach(ctx)
 }
 
+// open loads the project for a command and, when enabled is set, refuses
+// a project whose sandbox is off. The caller closes l.eng.
+func (p *projectCmd) open(ctx context.Context, enabled bool) (*loaded, error) {
+	l, err := p.load(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if enabled && !l.settings.Enabled {
+		l.eng.Close()
+		return nil, p.errDisabled(l)
+	}
+	return l, nil
+}
+
 // rootless reports whether the engine runs without root (Docker lists
 // "name=rootless" in its security options; so does Podman's compat API).
 func rootless(ctx context.Context, eng *engine.Engine) bool {
@@ -332,14 +346,11 @@ func (p *projectCmd) upCmd() *cobra.Command {
 		Short: "Bring the project's sandbox up (build, create or start as needed)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			l, err := p.load(cmd.Context())
+			l, err := p.open(cmd.Context(), true)
 			if err != nil {
 				return err
 			}
 			defer l.eng.Close()
-			if !l.settings.Enabled {
-				return p.errDisabled(l)
-			}
 			t, err := p.up(cmd.Context(), l, false)
 			if err != nil {
 				return err
@@ -508,7 +519,7 @@ func (p *projectCmd) statusCmd() *cobra.Command {
 		Short: "Show the project's sandbox: engine, container, owner, users, image, limits, notes",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			l, err := p.load(cmd.Context())
+			l, err := p.open(cmd.Context(), false)
 			if err != nil {
 				return err
 			}
@@ -555,7 +566,7 @@ func (p *projectCmd) stopCmd() *cobra.Command {
 		Short: "Stop hutch's sandbox of the project (an editor's container is left alone)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			l, err := p.load(cmd.Context())
+			l, err := p.open(cmd.Context(), false)
 			if err != nil {
 				return err
 			}
@@ -584,14 +595,11 @@ changed. The home volume (logins, history) is kept. An editor's container is
 left alone.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			l, err := p.load(cmd.Context())
+			l, err := p.open(cmd.Context(), true)
 			if err != nil {
 				return err
 			}
 			defer l.eng.Close()
-			if !l.settings.Enabled {
-				return p.errDisabled(l)
-			}
 			t, err := l.box.Rebuild(cmd.Context())
 			if err != nil {
 				return err
@@ -610,7 +618,7 @@ func (p *projectCmd) downCmd() *cobra.Command {
 		Short: "Remove hutch's sandbox of the project (the home volume stays)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			l, err := p.load(cmd.Context())
+			l, err := p.open(cmd.Context(), false)
 			if err != nil {
 				return err
 			}

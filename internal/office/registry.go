@@ -70,37 +70,15 @@ func (r *Registry) Load() (*File, error) {
 // nothing is written and that error is returned. An unchanged file is not
 // rewritten. Waiting longer than LockTimeout for the lock fails with
 // errdefs.ErrUnavailable.
-func (r *Registry) Update(fn func(*File) error) (err error) {
-	timeout := r.LockTimeout
-	if timeout <= 0 {
-		timeout = DefaultLockTimeout
-	}
-	l, err := acquireLock(r.lockDir, timeout)
-	if err != nil {
-		return err
-	}
-	defer func() { err = errors.Join(err, l.release()) }()
-
-	f, before, err := readFile(r.path)
-	if err != nil {
-		return err
-	}
-	if err := fn(f); err != nil {
-		return err
-	}
-	// fn may have broken an invariant (say, appended a duplicate); refuse
-	// to write a file the next Load would reject.
-	if err := f.validate(r.path); err != nil {
-		return err
-	}
-	data, err := f.encode()
-	if err != nil {
-		return fmt.Errorf("encode office registry %s: %w", r.path, err)
-	}
-	if before != nil && bytes.Equal(data, before) {
-		return nil
-	}
-	return atomicfile.WriteFile(r.path, data, 0o600)
+func (r *Registry) Update(fn func(*File) error) error {
+	return r.Hold(func(j *Journal) error {
+		if err := fn(j.File()); err != nil {
+			return err
+		}
+		// fn may have broken an invariant (say, appended a duplicate);
+		// Save refuses to write a file the next Load would reject.
+		return j.Save()
+	})
 }
 
 // Record makes sure the registry holds an office for a and reports whether

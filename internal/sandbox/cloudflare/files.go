@@ -584,30 +584,13 @@ func fileError(verb, p string, code int, stderr string) error {
 // checkArgs checks path and roots as the agent does: absolute, clean,
 // no NUL byte, no "..".
 func checkArgs(p string, roots []string) error {
-	if err := checkPath(p); err != nil {
+	if err := agent.CheckPath(p); err != nil {
 		return err
 	}
 	for _, root := range roots {
-		if err := checkPath(root); err != nil {
+		if err := agent.CheckPath(root); err != nil {
 			return errdefs.New(errdefs.ErrInvalid, "Root is not valid: "+err.Error())
 		}
-	}
-	return nil
-}
-
-// checkPath is the agent's check of a path, with its texts.
-func checkPath(p string) error {
-	switch {
-	case p == "":
-		return errdefs.New(errdefs.ErrInvalid, "Path is required")
-	case strings.ContainsRune(p, 0):
-		return errdefs.New(errdefs.ErrInvalid, fmt.Sprintf("Path contains a NUL byte: %q", p))
-	case !path.IsAbs(p):
-		return errdefs.New(errdefs.ErrInvalid, "Path must be absolute: "+p)
-	case strings.Contains("/"+p+"/", "/../"):
-		return errdefs.New(errdefs.ErrInvalid, "Path must not contain '..': "+p)
-	case path.Clean(p) != p:
-		return errdefs.New(errdefs.ErrInvalid, "Path must be clean: "+p+" (use "+path.Clean(p)+")")
 	}
 	return nil
 }
