@@ -49,17 +49,14 @@ package main
 
 import (
 	"archive/tar"
-	"bufio"
 	"bytes"
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"log/slog"
-	"math"
 	"net/http"
 	"net/netip"
 	"os"
@@ -75,7 +72,6 @@ import (
 	"strings"
 	"sync"
 	"syscall"
-	"text/tabwriter"
 	"time"
 
 	"github.com/moby/moby/api/pkg/stdcopy"
@@ -83,6 +79,7 @@ import (
 	"github.com/moby/moby/api/types/network"
 	"github.com/moby/moby/client"
 
+	"github.com/hutchsandbox/hutch/bench/benchkit"
 	"github.com/hutchsandbox/hutch/internal/agentbin"
 	"github.com/hutchsandbox/hutch/internal/api"
 	hclient "github.com/hutchsandbox/hutch/internal/client"
@@ -93,9 +90,6 @@ import (
 	"github.com/hutchsandbox/hutch/internal/sandbox/image"
 	"github.com/hutchsandbox/hutch/internal/service"
 )
-
-// busyboxRef is the test image internal/testenv builds.
-const busyboxRef = "hutch-test-busybox:1"
 
 type config struct {
 	warm, cold, small, large, convs, cmds, idle, api, parallel int
@@ -117,7 +111,7 @@ func run() int {
 	flag.IntVar(&c.api, "api", 200, "warm exec runs per path through the daemon's API and in-process")
 	flag.IntVar(&c.parallel, "parallel", 4, "containers created or removed at once in setup and cleanup")
 	flag.BoolVar(&c.quick, "quick", false, "smoke run: lower every count not set explicitly")
-	flag.StringVar(&c.image, "image", busyboxRef, "image of every container")
+	flag.StringVar(&c.image, "image", benchkit.BusyboxRef, "image of every container")
 	flag.StringVar(&c.agent, "agent", "", "static hutch binary to use as the agent (default: build one)")
 	flag.StringVar(&c.cpuprofile, "cpuprofile", "", "write a CPU profile of an extra hutch-only warm exec loop to this file")
 	flag.Parse()
@@ -131,20 +125,11 @@ func run() int {
 		}
 	}
 
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := benchkit.Interruptible(progress, "interrupted: cleaning up (interrupt again to quit at once, leaving containers behind)")
 	defer cancel()
-	sig := make(chan os.Signal, 2)
-	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
 	// A closed stdout (| head) must not kill the run before its cleanup:
 	// with SIGPIPE caught, writes fail with EPIPE instead.
 	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
-	go func() {
-		<-sig
-		progress("interrupted: cleaning up (interrupt again to quit at once, leaving containers behind)")
-		cancel()
-		<-sig
-		os.Exit(130)
-	}()
 
 	b, err := setup(ctx, c)
 	if b != nil {
@@ -227,15 +212,9 @@ type target struct {
 	less  bool // value must be <= limit (else ==)
 }
 
-func progress(format string, args ...any) {
-	fmt.Fprintf(os.Stderr, "%s bench: %s\n", time.Now().Format("15:04:05"), fmt.Sprintf(format, args...))
-}
+var progress = benchkit.Progress("bench")
 
 func setup(ctx context.Context, c config) (*bench, error) {
-	root, err := moduleRoot()
-	if err != nil {
-		return nil, err
-	}
 	eng, err := engine.Connect(ctx)
 	if err != nil {
 		return nil, err
@@ -247,7 +226,7 @@ func setup(ctx context.Context, c config) (*bench, error) {
 	if _, err := raw.Ping(ctx, client.PingOptions{NegotiateAPIVersion: true}); err != nil {
 		return nil, err
 	}
-	if err := ensureImage(ctx, raw, c.image, root); err != nil {
+	if err := benchkit.EnsureImage(ctx, raw, c.image, progress); err != nil {
 		return nil, err
 	}
 	tmp, err := os.MkdirTemp("", "hutch-bench-")
@@ -271,12 +250,8 @@ func setup(ctx context.Context, c config) (*bench, error) {
 	bin := c.agent
 	if bin == "" {
 		progress("building a static hutch (CGO_ENABLED=0 go build ./cmd/hutch)")
-		bin = filepath.Join(tmp, "hutch")
-		cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/hutch")
-		cmd.Dir = root
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			return b, fmt.Errorf("CGO_ENABLED=0 go build ./cmd/hutch: %v\n%s", err, out)
+		if bin, err = benchkit.BuildHutch(ctx, tmp); err != nil {
+			return b, err
 		}
 	}
 	if b.agent, err = agentbin.Locate(bin); err != nil {
@@ -293,45 +268,6 @@ func setup(ctx context.Context, c config) (*bench, error) {
 
 func (b *bench) newRuntime() (*image.Runtime, error) {
 	return image.New(image.Config{Engine: b.eng, Image: b.c.image, StateDir: b.state, RunDir: b.runDir, Agent: b.agent, Log: b.log})
-}
-
-// ensureImage builds the busybox test image through its test when the
-// engine does not have it.
-func ensureImage(ctx context.Context, cli *client.Client, ref, root string) error {
-	if _, err := cli.ImageInspect(ctx, ref); err == nil {
-		return nil
-	} else if !engine.IsNotFound(err) {
-		return err
-	}
-	if ref != busyboxRef {
-		return fmt.Errorf("image %s is not present in the engine; build or load it first", ref)
-	}
-	progress("image %s missing: go test -run TestBusyboxImage ./internal/testenv", ref)
-	cmd := exec.CommandContext(ctx, "go", "test", "-count=1", "-run", "^TestBusyboxImage$", "./internal/testenv")
-	cmd.Dir = root
-	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
-	if err := cmd.Run(); err != nil {
-		return fmt.Errorf("building %s with go test ./internal/testenv: %w", ref, err)
-	}
-	_, err := cli.ImageInspect(ctx, ref)
-	return err
-}
-
-func moduleRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", errors.New("run the bench inside the hutch module (no go.mod above the working directory)")
-		}
-		dir = parent
-	}
 }
 
 // cleanup removes everything labelled with this run's state dir:
@@ -406,147 +342,26 @@ func parallel(n, k int, f func(i int)) {
 }
 
 func (b *bench) header() {
-	host, _ := os.Hostname()
-	kernel, _ := os.ReadFile("/proc/sys/kernel/osrelease")
-	cpu := "?"
-	if f, err := os.Open("/proc/cpuinfo"); err == nil {
-		sc := bufio.NewScanner(f)
-		for sc.Scan() {
-			if k, v, ok := strings.Cut(sc.Text(), ":"); ok && strings.TrimSpace(k) == "model name" {
-				cpu = strings.TrimSpace(v)
-				break
-			}
-		}
-		f.Close()
-	}
-	fmt.Fprintf(b.out, "hutch bench · %s · nproc %d (%s) · Linux %s · engine %s %s, API %s · %s %s/%s · %s\n",
-		host, runtime.NumCPU(), cpu, strings.TrimSpace(string(kernel)), b.eng.Flavor, b.eng.ServerVersion, b.eng.APIVersion,
-		runtime.Version(), runtime.GOOS, runtime.GOARCH, time.Now().UTC().Format("2006-01-02 15:04 UTC"))
-	fmt.Fprintf(b.out, "command: go run ./bench %s\n", strings.Join(os.Args[1:], " "))
+	benchkit.Header{Bench: "bench", Engine: b.eng, Detail: true}.Print(b.out)
 	fmt.Fprintf(b.out, "image %s · agent %s (sha256 %s…) · percentiles nearest-rank · ratios are of medians unless named\n",
 		b.c.image, b.agent.Path, b.agent.SHA256[:12])
 }
 
 // ---- measurement helpers ----
 
-type series struct {
-	name string
-	d    []time.Duration
-	fail int
-	err  error // first failure
+// interleave measures ops in n rounds. A failed run is recorded and the
+// rounds go on: the tables show failures as a column.
+func interleave(ctx context.Context, n int, label string, ops []*benchkit.Series) error {
+	return benchkit.Interleave(ctx, benchkit.Rounds{N: n, Label: label, Progress: progress, KeepGoing: true}, ops)
 }
 
-func (s *series) record(d time.Duration, err error) {
-	if err != nil {
-		s.fail++
-		if s.err == nil {
-			s.err = err
-		}
-		return
-	}
-	s.d = append(s.d, d)
-}
-
-// pct is the nearest-rank p-th percentile (0 < p <= 100).
-func (s *series) pct(p float64) time.Duration {
-	if len(s.d) == 0 {
-		return 0
-	}
-	d := slices.Clone(s.d)
-	slices.Sort(d)
-	i := int(math.Ceil(p/100*float64(len(d)))) - 1
-	return d[min(max(i, 0), len(d)-1)]
-}
-
-func (s *series) p50() time.Duration { return s.pct(50) }
-
-func ms(d time.Duration) string {
-	switch {
-	case d == 0:
-		return "-"
-	case d < 10*time.Millisecond:
-		return fmt.Sprintf("%.2f ms", float64(d)/1e6)
-	case d < 10*time.Second:
-		return fmt.Sprintf("%.1f ms", float64(d)/1e6)
-	}
-	return fmt.Sprintf("%.1f s", d.Seconds())
-}
-
-func ratio(a, b time.Duration) float64 {
-	if b == 0 {
-		return math.NaN()
-	}
-	return float64(a) / float64(b)
+// warmUp runs every op a few times unrecorded and fails on any error.
+func warmUp(ctx context.Context, n int, label string, ops []*benchkit.Series) error {
+	return benchkit.WarmUp(ctx, benchkit.Rounds{N: n, Label: label + " warm-up", Progress: progress, KeepGoing: true}, ops)
 }
 
 func (b *bench) addTarget(what string, value, limit float64) {
 	b.targets = append(b.targets, target{what: what, value: value, limit: limit, less: true})
-}
-
-func table(w io.Writer) *tabwriter.Writer { return tabwriter.NewWriter(w, 0, 0, 2, ' ', 0) }
-
-// op is one measured path: run is timed; after, when set, runs untimed
-// right after it (cleanup of what run made).
-type op struct {
-	s      *series
-	before func() error
-	run    func() error
-	after  func()
-}
-
-// interleave runs every op n times, round-robin, rotating which goes first
-// each round so that drift and ordering effects hit all alike.
-func interleave(ctx context.Context, n int, label string, ops []op) error {
-	step := max(n/10, 1)
-	for i := 0; i < n; i++ {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		for j := range ops {
-			o := ops[(i+j)%len(ops)]
-			var err error
-			if o.before != nil {
-				err = o.before()
-			}
-			t0 := time.Now()
-			if err == nil {
-				err = o.run()
-			}
-			o.s.record(time.Since(t0), err)
-			if o.after != nil {
-				o.after()
-			}
-		}
-		if (i+1)%step == 0 || i+1 == n {
-			progress("%s: %d/%d rounds", label, i+1, n)
-		}
-	}
-	return ctx.Err() // an interrupted last round is no measurement
-}
-
-// warmUp runs every op a few times unrecorded and fails on any error.
-func warmUp(ctx context.Context, n int, label string, ops []op) error {
-	scratch := make([]op, len(ops))
-	for i, o := range ops {
-		scratch[i] = op{s: &series{name: o.s.name}, before: o.before, run: o.run, after: o.after}
-	}
-	if err := interleave(ctx, n, label+" warm-up", scratch); err != nil {
-		return err
-	}
-	for _, o := range scratch {
-		if o.s.fail > 0 {
-			return fmt.Errorf("%s: %w", o.s.name, o.s.err)
-		}
-	}
-	return nil
-}
-
-func seriesOf(ops []op) []*series {
-	out := make([]*series, len(ops))
-	for i, o := range ops {
-		out[i] = o.s
-	}
-	return out
 }
 
 // office makes an office directory and the spec of its conversation.
@@ -641,31 +456,31 @@ func (b *bench) warmExec(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	ops := []op{
-		{s: &series{name: "hutch: image.Runtime.Exec (sh -c true)"},
-			run: func() error { return hutchRun(ctx, b.rt, spec, "true", nil, nil) }},
-		{s: &series{name: "raw Engine API: ExecCreate+Attach+Inspect (true)"},
-			run: func() error { return rawExec(ctx, b.raw, id, "true") }},
-		{s: &series{name: "docker exec CLI (true)"},
-			run: func() error {
+	ops := []*benchkit.Series{
+		{Name: "hutch: image.Runtime.Exec (sh -c true)",
+			Run: func() error { return hutchRun(ctx, b.rt, spec, "true", nil, nil) }},
+		{Name: "raw Engine API: ExecCreate+Attach+Inspect (true)",
+			Run: func() error { return rawExec(ctx, b.raw, id, "true") }},
+		{Name: "docker exec CLI (true)",
+			Run: func() error {
 				out, err := exec.CommandContext(ctx, b.docker, "exec", id, "true").CombinedOutput()
 				if err != nil {
 					return fmt.Errorf("docker exec: %v: %s", err, out)
 				}
 				return nil
 			}},
-		{s: &series{name: "diag: agent.Client.Exec alone, no provisioning check"},
-			run: func() error {
+		{Name: "diag: agent.Client.Exec alone, no provisioning check",
+			Run: func() error {
 				res, err := cl.Exec(ctx, sandbox.ExecRequest{Argv: []string{"true"}, Dir: spec.OfficeRuntimePath})
 				if err == nil && res.ExitCode != 0 {
 					err = fmt.Errorf("exit %d", res.ExitCode)
 				}
 				return err
 			}},
-		{s: &series{name: "diag: agent.Client.Ping alone (HTTP/2 round trip, no fork)"},
-			run: func() error { _, err := cl.Ping(ctx); return err }},
-		{s: &series{name: "diag: the 3 engine GETs of hutch's check, alone"},
-			run: func() error { return ensureGets(ctx, b.eng.Client, b.c.image, spec.OfficeKey) }},
+		{Name: "diag: agent.Client.Ping alone (HTTP/2 round trip, no fork)",
+			Run: func() error { _, err := cl.Ping(ctx); return err }},
+		{Name: "diag: the 3 engine GETs of hutch's check, alone",
+			Run: func() error { return ensureGets(ctx, b.eng.Client, b.c.image, spec.OfficeKey) }},
 	}
 	if b.docker == "" {
 		ops = slices.Delete(ops, 2, 3)
@@ -676,24 +491,23 @@ func (b *bench) warmExec(ctx context.Context) error {
 	if err := interleave(ctx, b.c.warm, "warm exec", ops); err != nil {
 		return err
 	}
-	rows := seriesOf(ops)
-	raw := rows[1]
+	raw := ops[1]
 	fmt.Fprintf(b.out, "\n1. Warm exec, %d runs per path, interleaved round-robin, all in the same warm hutch container\n", b.c.warm)
-	tw := table(b.out)
+	tw := benchkit.Table(b.out)
 	fmt.Fprintln(tw, "path\tok\tfail\tp50\tp90\tp99\t÷raw p50\t÷raw p90")
-	for _, s := range rows {
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s\t%s\t%.3f\t%.3f\n", s.name, len(s.d), s.fail, ms(s.p50()), ms(s.pct(90)), ms(s.pct(99)),
-			ratio(s.p50(), raw.p50()), ratio(s.pct(90), raw.pct(90)))
+	for _, s := range ops {
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s\t%s\t%.3f\t%.3f\n", s.Name, len(s.Times), s.Fail, benchkit.Ms(s.P50()), benchkit.Ms(s.Pct(90)), benchkit.Ms(s.Pct(99)),
+			benchkit.Ratio(s.P50(), raw.P50()), benchkit.Ratio(s.Pct(90), raw.Pct(90)))
 	}
 	tw.Flush()
-	h := rows[0]
-	fmt.Fprintf(b.out, "hutch/raw API = %.3f (target ≤ 0.10)", ratio(h.p50(), raw.p50()))
+	h := ops[0]
+	fmt.Fprintf(b.out, "hutch/raw API = %.3f (target ≤ 0.10)", benchkit.Ratio(h.P50(), raw.P50()))
 	if b.docker != "" {
-		fmt.Fprintf(b.out, " · hutch/docker CLI = %.3f", ratio(h.p50(), rows[2].p50()))
+		fmt.Fprintf(b.out, " · hutch/docker CLI = %.3f", benchkit.Ratio(h.P50(), ops[2].P50()))
 	}
 	fmt.Fprintln(b.out)
-	b.reportFailures(rows)
-	b.addTarget("warm exec: hutch p50 / raw API p50", ratio(h.p50(), raw.p50()), 0.10)
+	b.reportFailures(ops)
+	b.addTarget("warm exec: hutch p50 / raw API p50", benchkit.Ratio(h.P50(), raw.P50()), 0.10)
 	return nil
 }
 
@@ -713,10 +527,10 @@ func ensureGets(ctx context.Context, cli *client.Client, ref, key string) error 
 	return nil
 }
 
-func (b *bench) reportFailures(rows []*series) {
+func (b *bench) reportFailures(rows []*benchkit.Series) {
 	for _, s := range rows {
-		if s.fail > 0 {
-			fmt.Fprintf(b.out, "  %s: %d failures, first: %v\n", s.name, s.fail, s.err)
+		if s.Fail > 0 {
+			fmt.Fprintf(b.out, "  %s: %d failures, first: %v\n", s.Name, s.Fail, s.Err)
 		}
 	}
 }
@@ -746,7 +560,7 @@ func (b *bench) profileWarm(ctx context.Context, path string) error {
 	}
 	el := time.Since(t0)
 	pprof.StopCPUProfile()
-	fmt.Fprintf(b.out, "\nprofile: %d hutch warm execs, mean %s each, CPU profile in %s\n", n, ms(el/time.Duration(n)), path)
+	fmt.Fprintf(b.out, "\nprofile: %d hutch warm execs, mean %s each, CPU profile in %s\n", n, benchkit.Ms(el/time.Duration(n)), path)
 	return nil
 }
 
@@ -762,16 +576,16 @@ func (b *bench) coldStart(ctx context.Context) error {
 		}
 		cleanups = nil
 	}
-	ops := []op{
-		{s: &series{name: "hutch: first command of a new conversation"}, after: after,
-			run: func() error { n[0]++; return b.coldHutch(ctx, n[0], &cleanups) }},
-		{s: &series{name: "raw API: create+start+exec (true), default bridge"}, after: after,
-			run: func() error { n[1]++; return b.coldRaw(ctx, n[1], false, &cleanups) }},
-		{s: &series{name: "ref: raw API, own network: network create+create+start+exec"}, after: after,
-			run: func() error { n[2]++; return b.coldRaw(ctx, n[2], true, &cleanups) }},
-		{s: &series{name: "diag: hutch first command, its network made beforehand"}, after: after,
-			before: func() (err error) { n[3]++; pre, err = b.preNetwork(ctx, n[3], &cleanups); return err },
-			run:    func() error { return hutchRun(ctx, b.rt, pre, "true", nil, nil) }},
+	ops := []*benchkit.Series{
+		{Name: "hutch: first command of a new conversation", After: after,
+			Run: func() error { n[0]++; return b.coldHutch(ctx, n[0], &cleanups) }},
+		{Name: "raw API: create+start+exec (true), default bridge", After: after,
+			Run: func() error { n[1]++; return b.coldRaw(ctx, n[1], false, &cleanups) }},
+		{Name: "ref: raw API, own network: network create+create+start+exec", After: after,
+			Run: func() error { n[2]++; return b.coldRaw(ctx, n[2], true, &cleanups) }},
+		{Name: "diag: hutch first command, its network made beforehand", After: after,
+			Before: func() (err error) { n[3]++; pre, err = b.preNetwork(ctx, n[3], &cleanups); return err },
+			Run:    func() error { return hutchRun(ctx, b.rt, pre, "true", nil, nil) }},
 	}
 	if err := warmUp(ctx, 1, "cold start", ops); err != nil {
 		return err
@@ -779,19 +593,18 @@ func (b *bench) coldStart(ctx context.Context) error {
 	if err := interleave(ctx, b.c.cold, "cold start", ops); err != nil {
 		return err
 	}
-	rows := seriesOf(ops)
-	raw := rows[1]
+	raw := ops[1]
 	fmt.Fprintf(b.out, "\n2. Cold start, %d per path, alternating; each container and network removed after its run, untimed\n", b.c.cold)
-	tw := table(b.out)
+	tw := benchkit.Table(b.out)
 	fmt.Fprintln(tw, "path\tok\tfail\tp50\tp90\tmax\t÷raw p50")
-	for _, s := range rows {
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s\t%s\t%.3f\n", s.name, len(s.d), s.fail, ms(s.p50()), ms(s.pct(90)), ms(s.pct(100)), ratio(s.p50(), raw.p50()))
+	for _, s := range ops {
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s\t%s\t%.3f\n", s.Name, len(s.Times), s.Fail, benchkit.Ms(s.P50()), benchkit.Ms(s.Pct(90)), benchkit.Ms(s.Pct(100)), benchkit.Ratio(s.P50(), raw.P50()))
 	}
 	tw.Flush()
 	fmt.Fprintf(b.out, "hutch/raw API = %.3f (target ≤ 1.2) · hutch/raw API with its own network = %.3f\n",
-		ratio(rows[0].p50(), raw.p50()), ratio(rows[0].p50(), rows[2].p50()))
-	b.reportFailures(rows)
-	b.addTarget("cold start: hutch p50 / raw API p50", ratio(rows[0].p50(), raw.p50()), 1.2)
+		benchkit.Ratio(ops[0].P50(), raw.P50()), benchkit.Ratio(ops[0].P50(), ops[2].P50()))
+	b.reportFailures(ops)
+	b.addTarget("cold start: hutch p50 / raw API p50", benchkit.Ratio(ops[0].P50(), raw.P50()), 1.2)
 	return nil
 }
 
@@ -836,7 +649,7 @@ func (b *bench) preNetwork(ctx context.Context, i int, cleanups *[]func()) (sand
 // own (as hutch makes one per conversation).
 func (b *bench) coldRaw(ctx context.Context, i int, ownNet bool, cleanups *[]func()) error {
 	labels := map[string]string{engine.LabelStateDir: b.state}
-	name := fmt.Sprintf("hutch-bench-raw-%d-%s", i, randHex(3))
+	name := fmt.Sprintf("hutch-bench-raw-%d-%s", i, benchkit.RandomHex(3))
 	var id string
 	*cleanups = append(*cleanups, func() {
 		c := context.WithoutCancel(ctx)
@@ -871,12 +684,6 @@ func (b *bench) coldRaw(ctx context.Context, i int, ownNet bool, cleanups *[]fun
 		return err
 	}
 	return rawExec(ctx, b.raw, id, "true")
-}
-
-func randHex(n int) string {
-	p := make([]byte, n)
-	_, _ = rand.Read(p)
-	return fmt.Sprintf("%x", p)
 }
 
 // ---- 2b. trace ----
@@ -988,16 +795,16 @@ func (b *bench) trace(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		tw := table(b.out)
-		fmt.Fprintf(tw, "%s: %s total\tat\ttook\tstatus\n", title, ms(total))
+		tw := benchkit.Table(b.out)
+		fmt.Fprintf(tw, "%s: %s total\tat\ttook\tstatus\n", title, benchkit.Ms(total))
 		var last, inCalls time.Duration
 		for _, c := range calls {
-			fmt.Fprintf(tw, "  %s\t+%s\t%s\t%d\n", strings.ReplaceAll(c.what, spec.OfficeKey, "<key>"), ms(c.start), ms(c.dur), c.status)
+			fmt.Fprintf(tw, "  %s\t+%s\t%s\t%d\n", strings.ReplaceAll(c.what, spec.OfficeKey, "<key>"), benchkit.Ms(c.start), benchkit.Ms(c.dur), c.status)
 			last = max(last, c.start+c.dur)
 			inCalls += c.dur
 		}
-		fmt.Fprintf(tw, "  engine calls, summed\t\t%s\t\n", ms(inCalls))
-		fmt.Fprintf(tw, "  after the last engine call (agent start, ping, exec)\t+%s\t%s\t\n", ms(last), ms(total-last))
+		fmt.Fprintf(tw, "  engine calls, summed\t\t%s\t\n", benchkit.Ms(inCalls))
+		fmt.Fprintf(tw, "  after the last engine call (agent start, ping, exec)\t+%s\t%s\t\n", benchkit.Ms(last), benchkit.Ms(total-last))
 		return tw.Flush()
 	}
 	if err := show("cold start", func() error { return hutchRun(ctx, rt, spec, "true", nil, nil) }); err != nil {
@@ -1034,7 +841,7 @@ func (b *bench) files(ctx context.Context) error {
 		return err
 	}
 	var buf bytes.Buffer
-	tw := table(&buf)
+	tw := benchkit.Table(&buf)
 	fmt.Fprintln(tw, "size\top\tpath\tok\tfail\tp50\tp90\tp99\t÷raw p50")
 	var notes []string
 	for _, sz := range []struct {
@@ -1084,24 +891,24 @@ func (b *bench) files(ctx context.Context) error {
 		}
 		viaRuntime := func() (fileClient, error) { return b.rt.Agent(ctx, spec) }
 		direct := func() (fileClient, error) { return cl, nil }
-		ops := []op{
-			{s: &series{name: "hutch: WriteFile"}, run: func() error {
+		ops := []*benchkit.Series{
+			{Name: "hutch: WriteFile", Run: func() error {
 				c, err := viaRuntime()
 				if err != nil {
 					return err
 				}
 				return c.WriteFile(ctx, hpath, bytes.NewReader(data), 0o644)
 			}},
-			{s: &series{name: "diag: agent.Client.WriteFile alone"}, run: func() error {
+			{Name: "diag: agent.Client.WriteFile alone", Run: func() error {
 				return cl.WriteFile(ctx, hpath, bytes.NewReader(data), 0o644)
 			}},
-			{s: &series{name: "raw API: CopyToContainer (tar)"}, run: func() error {
+			{Name: "raw API: CopyToContainer (tar)", Run: func() error {
 				_, err := b.raw.CopyToContainer(ctx, id, client.CopyToContainerOptions{DestinationPath: "/tmp", Content: bytes.NewReader(tarball)})
 				return err
 			}},
-			{s: &series{name: "hutch: ReadFile"}, run: func() error { return readHutch(viaRuntime, io.Discard) }},
-			{s: &series{name: "diag: agent.Client.ReadFile alone"}, run: func() error { return readHutch(direct, io.Discard) }},
-			{s: &series{name: "raw API: CopyFromContainer (tar)"}, run: func() error { return readRaw(io.Discard) }},
+			{Name: "hutch: ReadFile", Run: func() error { return readHutch(viaRuntime, io.Discard) }},
+			{Name: "diag: agent.Client.ReadFile alone", Run: func() error { return readHutch(direct, io.Discard) }},
+			{Name: "raw API: CopyFromContainer (tar)", Run: func() error { return readRaw(io.Discard) }},
 		}
 		if err := warmUp(ctx, min(3, sz.n), "files "+sz.label, ops); err != nil {
 			return err
@@ -1120,27 +927,26 @@ func (b *bench) files(ctx context.Context) error {
 		if err := interleave(ctx, sz.n, "files "+sz.label, ops); err != nil {
 			return err
 		}
-		rows := seriesOf(ops)
-		for i, s := range rows {
-			base := rows[2]
+		for i, s := range ops {
+			base := ops[2]
 			opName := "write"
 			if i >= 3 {
-				base, opName = rows[5], "read"
+				base, opName = ops[5], "read"
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%s\t%s\t%s\t%.3f\n", sz.label, opName, s.name, len(s.d), s.fail,
-				ms(s.p50()), ms(s.pct(90)), ms(s.pct(99)), ratio(s.p50(), base.p50()))
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%s\t%s\t%s\t%.3f\n", sz.label, opName, s.Name, len(s.Times), s.Fail,
+				benchkit.Ms(s.P50()), benchkit.Ms(s.Pct(90)), benchkit.Ms(s.Pct(99)), benchkit.Ratio(s.P50(), base.P50()))
 		}
-		b.reportFailures(rows)
+		b.reportFailures(ops)
 		if sz.tag == "4k" {
-			b.addTarget("files 4 KiB write: hutch p50 / CopyToContainer p50", ratio(rows[0].p50(), rows[2].p50()), 0.2)
-			b.addTarget("files 4 KiB read: hutch p50 / CopyFromContainer p50", ratio(rows[3].p50(), rows[5].p50()), 0.2)
+			b.addTarget("files 4 KiB write: hutch p50 / CopyToContainer p50", benchkit.Ratio(ops[0].P50(), ops[2].P50()), 0.2)
+			b.addTarget("files 4 KiB read: hutch p50 / CopyFromContainer p50", benchkit.Ratio(ops[3].P50(), ops[5].P50()), 0.2)
 		}
 		note := ""
 		if sz.tag == "4k" {
 			note = " (target ≤ 0.2)"
 		}
 		notes = append(notes, fmt.Sprintf("%s: hutch/raw write = %.3f, read = %.3f%s", sz.label,
-			ratio(rows[0].p50(), rows[2].p50()), ratio(rows[3].p50(), rows[5].p50()), note))
+			benchkit.Ratio(ops[0].P50(), ops[2].P50()), benchkit.Ratio(ops[3].P50(), ops[5].P50()), note))
 	}
 	tw.Flush()
 	fmt.Fprintf(b.out, "\n3. Files, interleaved round-robin per size, in the warm hutch container (/tmp); \"hutch\" = image.Runtime.Agent + the call\n")
@@ -1185,7 +991,7 @@ func (b *bench) concurrency(ctx context.Context) error {
 	defer b.removeAll(b.rt, specs, "concurrency")
 	var (
 		mu              sync.Mutex
-		cold, warm, all = &series{name: "first command (container created)"}, &series{name: "later commands (warm)"}, &series{name: "all commands"}
+		cold, warm, all = &benchkit.Series{Name: "first command (container created)"}, &benchkit.Series{Name: "later commands (warm)"}, &benchkit.Series{Name: "all commands"}
 		done            int
 		total           = b.c.convs * b.c.cmds
 		wg              sync.WaitGroup
@@ -1206,11 +1012,11 @@ func (b *bench) concurrency(ctx context.Context) error {
 				}
 				mu.Lock()
 				if j == 0 {
-					cold.record(d, err)
+					cold.Record(d, err)
 				} else {
-					warm.record(d, err)
+					warm.Record(d, err)
 				}
-				all.record(d, err)
+				all.Record(d, err)
 				done++
 				mu.Unlock()
 			}
@@ -1226,7 +1032,7 @@ func (b *bench) concurrency(ctx context.Context) error {
 				return
 			case <-t.C:
 				mu.Lock()
-				progress("concurrency: %d/%d commands, %d failed", done, total, all.fail)
+				progress("concurrency: %d/%d commands, %d failed", done, total, all.Fail)
 				mu.Unlock()
 			}
 		}
@@ -1241,15 +1047,15 @@ func (b *bench) concurrency(ctx context.Context) error {
 		return err
 	}
 	fmt.Fprintf(b.out, "\n4. Concurrency: %d conversations at once × %d commands (`echo $i`, i per command in env), one image.Runtime, containers created on demand\n", b.c.convs, b.c.cmds)
-	tw := table(b.out)
+	tw := benchkit.Table(b.out)
 	fmt.Fprintln(tw, "commands\tok\tfail\tp50\tp90\tp99\tmax")
-	for _, s := range []*series{cold, warm, all} {
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s\t%s\t%s\n", s.name, len(s.d), s.fail, ms(s.p50()), ms(s.pct(90)), ms(s.pct(99)), ms(s.pct(100)))
+	for _, s := range []*benchkit.Series{cold, warm, all} {
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s\t%s\t%s\n", s.Name, len(s.Times), s.Fail, benchkit.Ms(s.P50()), benchkit.Ms(s.Pct(90)), benchkit.Ms(s.Pct(99)), benchkit.Ms(s.Pct(100)))
 	}
 	tw.Flush()
-	fmt.Fprintf(b.out, "failures %d of %d (target 0) · wall time %s · %.1f commands/s\n", all.fail, total, ms(wall), float64(total)/wall.Seconds())
-	b.reportFailures([]*series{all})
-	b.targets = append(b.targets, target{what: "concurrency: failed commands", value: float64(all.fail), limit: 0, less: false})
+	fmt.Fprintf(b.out, "failures %d of %d (target 0) · wall time %s · %.1f commands/s\n", all.Fail, total, benchkit.Ms(wall), float64(total)/wall.Seconds())
+	b.reportFailures([]*benchkit.Series{all})
+	b.targets = append(b.targets, target{what: "concurrency: failed commands", value: float64(all.Fail), limit: 0, less: false})
 	return nil
 }
 
@@ -1368,13 +1174,13 @@ func (b *bench) memory(ctx context.Context) error {
 	kib := func(v int64) string { return fmt.Sprintf("%.0f KiB", float64(v)/(1<<10)) }
 
 	fmt.Fprintf(b.out, "\n5. Memory with %d idle managed containers made through one image.Runtime (each ran `true`, then idle)\n", len(specs))
-	tw := table(b.out)
+	tw := benchkit.Table(b.out)
 	fmt.Fprintln(tw, "agent (pid 1 in each container, /proc/1/status via exec)\tp50\tmax")
 	fmt.Fprintf(tw, "VmRSS\t%s\t%s\n", kib(med(vmRSS)<<10), kib(mx(vmRSS)<<10))
 	fmt.Fprintf(tw, "RssAnon (private to the container)\t%s\t%s\n", kib(med(anon)<<10), kib(mx(anon)<<10))
 	fmt.Fprintf(tw, "RssFile (the shared, bind-mounted binary)\t%s\t%s\n", kib(med(file)<<10), kib(mx(file)<<10))
 	tw.Flush()
-	tw = table(b.out)
+	tw = benchkit.Table(b.out)
 	fmt.Fprintln(tw, "this process (hutch in-process)\tbefore\tafter\tper container")
 	fmt.Fprintf(tw, "VmRSS\t%s\t%s\t%s\n", mib(before.rss), mib(after.rss), kib((after.rss-before.rss)/n))
 	fmt.Fprintf(tw, "RssAnon\t%s\t%s\t%s\n", mib(before.rssAnon), mib(after.rssAnon), kib((after.rssAnon-before.rssAnon)/n))
@@ -1456,12 +1262,12 @@ func (b *bench) apiOverhead(ctx context.Context) error {
 	if err := hutchRun(ctx, b.rt, spec, "true", nil, nil); err != nil {
 		return fmt.Errorf("first command in-process: %w", err)
 	}
-	ops := []op{
-		{s: &series{name: "hutch API: client.Exec over the unix socket (sh -c true)"}, run: apiRun},
-		{s: &series{name: "in-process: image.Runtime.Exec (sh -c true)"},
-			run: func() error { return hutchRun(ctx, b.rt, spec, "true", nil, nil) }},
-		{s: &series{name: "diag: service.Exec on the daemon's service, no HTTP"},
-			run: func() error {
+	ops := []*benchkit.Series{
+		{Name: "hutch API: client.Exec over the unix socket (sh -c true)", Run: apiRun},
+		{Name: "in-process: image.Runtime.Exec (sh -c true)",
+			Run: func() error { return hutchRun(ctx, b.rt, spec, "true", nil, nil) }},
+		{Name: "diag: service.Exec on the daemon's service, no HTTP",
+			Run: func() error {
 				res, err := svc.Exec(ctx, service.ExecOptions{Address: addr, Mode: mode, Argv: []string{"true"}, OutputLimit: 1 << 20,
 					Stdout: io.Discard, Stderr: io.Discard})
 				if err == nil && res.ExitCode != 0 {
@@ -1476,20 +1282,19 @@ func (b *bench) apiOverhead(ctx context.Context) error {
 	if err := interleave(ctx, b.c.api, "API overhead", ops); err != nil {
 		return err
 	}
-	rows := seriesOf(ops)
-	base := rows[1]
+	base := ops[1]
 	fmt.Fprintf(b.out, "\n6. API overhead: warm exec, %d runs per path, interleaved round-robin, daemon in this process (image mode)\n", b.c.api)
-	tw := table(b.out)
+	tw := benchkit.Table(b.out)
 	fmt.Fprintln(tw, "path\tok\tfail\tp50\tp90\tp99\t÷in-process p50\t÷in-process p90")
-	for _, s := range rows {
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s\t%s\t%.3f\t%.3f\n", s.name, len(s.d), s.fail, ms(s.p50()), ms(s.pct(90)), ms(s.pct(99)),
-			ratio(s.p50(), base.p50()), ratio(s.pct(90), base.pct(90)))
+	for _, s := range ops {
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s\t%s\t%.3f\t%.3f\n", s.Name, len(s.Times), s.Fail, benchkit.Ms(s.P50()), benchkit.Ms(s.Pct(90)), benchkit.Ms(s.Pct(99)),
+			benchkit.Ratio(s.P50(), base.P50()), benchkit.Ratio(s.Pct(90), base.Pct(90)))
 	}
 	tw.Flush()
 	fmt.Fprintf(b.out, "API/in-process = %.3f p50, %.3f p90 (target ≤ 1.3) · API − in-process p50 = %s\n",
-		ratio(rows[0].p50(), base.p50()), ratio(rows[0].pct(90), base.pct(90)), ms(rows[0].p50()-base.p50()))
-	b.reportFailures(rows)
-	b.addTarget("API overhead: API p50 / in-process p50", ratio(rows[0].p50(), base.p50()), 1.3)
+		benchkit.Ratio(ops[0].P50(), base.P50()), benchkit.Ratio(ops[0].Pct(90), base.Pct(90)), benchkit.Ms(ops[0].P50()-base.P50()))
+	b.reportFailures(ops)
+	b.addTarget("API overhead: API p50 / in-process p50", benchkit.Ratio(ops[0].P50(), base.P50()), 1.3)
 	return nil
 }
 
@@ -1498,7 +1303,7 @@ func (b *bench) summary() {
 		return
 	}
 	fmt.Fprintf(b.out, "\nTargets\n")
-	tw := table(b.out)
+	tw := benchkit.Table(b.out)
 	for _, t := range b.targets {
 		ok := t.value <= t.limit
 		op := "≤"

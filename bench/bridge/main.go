@@ -23,25 +23,19 @@ package main
 import (
 	"bufio"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"math"
 	"os"
 	"os/exec"
-	"os/signal"
 	"path/filepath"
 	"regexp"
-	"runtime"
-	"slices"
 	"strings"
 	"syscall"
-	"text/tabwriter"
 	"time"
 
+	"github.com/hutchsandbox/hutch/bench/benchkit"
 	"github.com/hutchsandbox/hutch/internal/office"
 	"github.com/hutchsandbox/hutch/internal/projection"
 	"github.com/hutchsandbox/hutch/internal/sandbox"
@@ -53,17 +47,8 @@ import (
 func main() {
 	n := flag.Int("n", 200, "runs per path")
 	flag.Parse()
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := benchkit.Interruptible(progress, "interrupted: cleaning up (interrupt again to quit at once)")
 	defer cancel()
-	sig := make(chan os.Signal, 2)
-	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
-	go func() {
-		<-sig
-		progress("interrupted: cleaning up (interrupt again to quit at once)")
-		cancel()
-		<-sig
-		os.Exit(130)
-	}()
 	if err := run(ctx, *n); err != nil {
 		fmt.Fprintln(os.Stderr, "bench/bridge:", err)
 		if ctx.Err() != nil {
@@ -73,15 +58,9 @@ func main() {
 	}
 }
 
-func progress(format string, args ...any) {
-	fmt.Fprintf(os.Stderr, "%s bench/bridge: %s\n", time.Now().Format("15:04:05"), fmt.Sprintf(format, args...))
-}
+var progress = benchkit.Progress("bench/bridge")
 
 func run(ctx context.Context, n int) error {
-	root, err := moduleRoot()
-	if err != nil {
-		return err
-	}
 	tmp, err := os.MkdirTemp("", "hutch-bench-bridge-")
 	if err != nil {
 		return err
@@ -92,12 +71,9 @@ func run(ctx context.Context, n int) error {
 	}
 
 	progress("building hutch (CGO_ENABLED=0 go build ./cmd/hutch)")
-	bin := filepath.Join(tmp, "hutch")
-	build := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/hutch")
-	build.Dir = root
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		return fmt.Errorf("CGO_ENABLED=0 go build ./cmd/hutch: %v\n%s", err, out)
+	bin, err := benchkit.BuildHutch(ctx, tmp)
+	if err != nil {
+		return err
 	}
 
 	layout, err := service.ResolveLayout(service.LayoutOptions{
@@ -114,7 +90,7 @@ func run(ctx context.Context, n int) error {
 		return err
 	}
 
-	token := randomHex(16)
+	token := benchkit.RandomHex(16)
 	progress("starting hutch bridge serve --sandbox host on loopback")
 	url, stop, err := startBridge(ctx, bin, layout, token)
 	if stop != nil {
@@ -131,7 +107,7 @@ func run(ctx context.Context, n int) error {
 	if err != nil {
 		return err
 	}
-	remoteSpec := sandbox.Spec{OfficeKey: "v1-web-bench-" + randomHex(8)}
+	remoteSpec := sandbox.Spec{OfficeKey: "v1-web-bench-" + benchkit.RandomHex(8)}
 
 	local := host.New(nil)
 	officeDir := filepath.Join(tmp, "local-office")
@@ -154,30 +130,27 @@ func run(ctx context.Context, n int) error {
 		}
 		return nil
 	}
-	paths := []*series{
-		{name: "cloudflare: → hutch bridge serve (host mode), loopback", run: func() error {
+	paths := []*benchkit.Series{
+		{Name: "cloudflare: → hutch bridge serve (host mode), loopback", Run: func() error {
 			return check(remote.Exec(ctx, remoteSpec, true1))
 		}},
-		{name: "host mode in process (host.New)", run: func() error {
+		{Name: "host mode in process (host.New)", Run: func() error {
 			return check(local.Exec(ctx, localSpec, true1))
 		}},
-		{name: "diag: GET /health (HTTP round trip + token check)", run: func() error {
+		{Name: "diag: GET /health (HTTP round trip + token check)", Run: func() error {
 			_, err := remote.Health(ctx)
 			return err
 		}},
-		{name: "diag: service.Exec host mode in process (policy, registry)", run: func() error {
+		{Name: "diag: service.Exec host mode in process (policy, registry)", Run: func() error {
 			return check(svc.Exec(ctx, service.ExecOptions{Address: addr, Mode: sandbox.Mode{Kind: sandbox.KindHost}, Argv: []string{"true"}}))
 		}},
 	}
 	progress("warm-up: 5 rounds")
-	if err := interleave(ctx, 5, paths, true); err != nil {
+	if err := benchkit.WarmUp(ctx, benchkit.Rounds{N: 5}, paths); err != nil {
 		return fmt.Errorf("warm-up: %w", err)
 	}
-	for _, p := range paths {
-		p.d = nil
-	}
 	progress("measuring: %d rounds", n)
-	if err := interleave(ctx, n, paths, false); err != nil {
+	if err := benchkit.Interleave(ctx, benchkit.Rounds{N: n, Progress: progress}, paths); err != nil {
 		return err
 	}
 	report(n, h, paths)
@@ -234,99 +207,16 @@ func startBridge(ctx context.Context, bin string, layout service.Layout, token s
 	}
 }
 
-func randomHex(n int) string {
-	b := make([]byte, n)
-	_, _ = rand.Read(b)
-	return hex.EncodeToString(b)
-}
-
-func moduleRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", errors.New("run the bench inside the hutch module (no go.mod above the working directory)")
-		}
-		dir = parent
-	}
-}
-
-// series is one measured path.
-type series struct {
-	name string
-	run  func() error
-	d    []time.Duration
-}
-
-// interleave runs every path n times, round-robin, rotating which goes
-// first each round so that drift and ordering effects hit all alike. Any
-// failure ends the run: a failed command is no measurement.
-func interleave(ctx context.Context, n int, paths []*series, quietly bool) error {
-	step := max(n/10, 1)
-	for i := range n {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		for j := range paths {
-			p := paths[(i+j)%len(paths)]
-			t0 := time.Now()
-			if err := p.run(); err != nil {
-				return fmt.Errorf("%s: %w", p.name, err)
-			}
-			p.d = append(p.d, time.Since(t0))
-		}
-		if !quietly && ((i+1)%step == 0 || i+1 == n) {
-			progress("%d/%d rounds", i+1, n)
-		}
-	}
-	return nil
-}
-
-// pct is the nearest-rank p-th percentile (0 < p <= 100).
-func (s *series) pct(p float64) time.Duration {
-	if len(s.d) == 0 {
-		return 0
-	}
-	d := slices.Clone(s.d)
-	slices.Sort(d)
-	i := int(math.Ceil(p/100*float64(len(d)))) - 1
-	return d[min(max(i, 0), len(d)-1)]
-}
-
-func ms(d time.Duration) string {
-	if d < 10*time.Millisecond {
-		return fmt.Sprintf("%.2f ms", float64(d)/1e6)
-	}
-	return fmt.Sprintf("%.1f ms", float64(d)/1e6)
-}
-
-func ratio(a, b time.Duration) float64 {
-	if b == 0 {
-		return math.NaN()
-	}
-	return float64(a) / float64(b)
-}
-
-func report(n int, h cloudflare.Health, paths []*series) {
-	hostname, _ := os.Hostname()
-	kernel, _ := os.ReadFile("/proc/sys/kernel/osrelease")
-	fmt.Printf("hutch bench/bridge · %s · nproc %d · Linux %s · %s · %s\n",
-		hostname, runtime.NumCPU(), strings.TrimSpace(string(kernel)), runtime.Version(), time.Now().UTC().Format("2006-01-02 15:04 UTC"))
-	fmt.Printf("command: go run ./bench/bridge %s\n", strings.Join(os.Args[1:], " "))
+func report(n int, h cloudflare.Health, paths []*benchkit.Series) {
+	benchkit.Header{Bench: "bench/bridge"}.Print(os.Stdout)
 	fmt.Printf("bridge: %s %s, extensions %s\n", h.Bridge, h.Version, strings.Join(h.Extensions, " "))
 	fmt.Printf("\nWarm `true`, %d runs per path, interleaved; percentiles nearest-rank\n", n)
-	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
+	tw := benchkit.Table(os.Stdout)
 	fmt.Fprintln(tw, "path\tp50\tp90\tp99\t÷host p50")
 	local := paths[1]
 	for _, p := range paths {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%.2f\n", p.name, ms(p.pct(50)), ms(p.pct(90)), ms(p.pct(99)), ratio(p.pct(50), local.pct(50)))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%.2f\n", p.Name, benchkit.Ms(p.P50()), benchkit.Ms(p.Pct(90)), benchkit.Ms(p.Pct(99)), benchkit.Ratio(p.P50(), local.P50()))
 	}
 	tw.Flush()
-	fmt.Printf("bridge p50 / local p50 = %.2f · p90 ratio %.2f\n", ratio(paths[0].pct(50), local.pct(50)), ratio(paths[0].pct(90), local.pct(90)))
+	fmt.Printf("bridge p50 / local p50 = %.2f · p90 ratio %.2f\n", benchkit.Ratio(paths[0].P50(), local.P50()), benchkit.Ratio(paths[0].Pct(90), local.Pct(90)))
 }

@@ -26,45 +26,26 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"math"
 	"os"
 	"os/exec"
-	"os/signal"
 	"path/filepath"
-	"runtime"
-	"slices"
 	"strings"
-	"syscall"
-	"text/tabwriter"
 	"time"
 
-	"github.com/moby/moby/client"
-
+	"github.com/hutchsandbox/hutch/bench/benchkit"
 	"github.com/hutchsandbox/hutch/internal/engine"
 	"github.com/hutchsandbox/hutch/internal/project"
 )
-
-// busyboxRef is the test image internal/testenv builds.
-const busyboxRef = "hutch-test-busybox:1"
 
 // target is the ratio of p50s the issue asks for.
 const target = 0.2
 
 func main() {
 	n := flag.Int("n", 200, "runs per path")
-	image := flag.String("image", busyboxRef, "sandbox-image of the project")
+	image := flag.String("image", benchkit.BusyboxRef, "sandbox-image of the project")
 	flag.Parse()
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := benchkit.Interruptible(progress, "interrupted: cleaning up (interrupt again to quit at once, leaving the sandbox behind)")
 	defer cancel()
-	sig := make(chan os.Signal, 2)
-	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
-	go func() {
-		<-sig
-		progress("interrupted: cleaning up (interrupt again to quit at once, leaving the sandbox behind)")
-		cancel()
-		<-sig
-		os.Exit(130)
-	}()
 	if err := run(ctx, *n, *image); err != nil {
 		fmt.Fprintln(os.Stderr, "bench/project:", err)
 		if ctx.Err() != nil {
@@ -74,9 +55,7 @@ func main() {
 	}
 }
 
-func progress(format string, args ...any) {
-	fmt.Fprintf(os.Stderr, "%s bench/project: %s\n", time.Now().Format("15:04:05"), fmt.Sprintf(format, args...))
-}
+var progress = benchkit.Progress("bench/project")
 
 // bench is one user of hutch with one project.
 type bench struct {
@@ -87,10 +66,6 @@ type bench struct {
 }
 
 func run(ctx context.Context, n int, image string) error {
-	root, err := moduleRoot()
-	if err != nil {
-		return err
-	}
 	docker, err := exec.LookPath("docker")
 	if err != nil {
 		return errors.New("the docker CLI is not on PATH: it is the baseline")
@@ -100,10 +75,10 @@ func run(ctx context.Context, n int, image string) error {
 		return err
 	}
 	defer eng.Close()
-	if err := ensureImage(ctx, eng.Client, image, root); err != nil {
+	if err := benchkit.EnsureImage(ctx, eng.Client, image, progress); err != nil {
 		return err
 	}
-	b, err := setup(ctx, root, image)
+	b, err := setup(ctx, image)
 	if b != nil {
 		defer b.cleanup()
 	}
@@ -116,26 +91,23 @@ func run(ctx context.Context, n int, image string) error {
 	if out, err := b.hutchCmd(ctx, "up").CombinedOutput(); err != nil {
 		return fmt.Errorf("hutch project up: %v\n%s", err, out)
 	}
-	paths := []*series{
-		{name: "hutch project exec -- true (new hutch process, warm)", run: func() error {
+	paths := []*benchkit.Series{
+		{Name: "hutch project exec -- true (new hutch process, warm)", Run: func() error {
 			return quiet(b.hutchCmd(ctx, "exec", "--", "true"))
 		}},
-		{name: "docker exec <container> true (docker CLI)", run: func() error {
+		{Name: "docker exec <container> true (docker CLI)", Run: func() error {
 			return quiet(exec.CommandContext(ctx, b.docker, "exec", b.name, "true"))
 		}},
-		{name: "diag: hutch --version (process start, no sandbox)", run: func() error {
+		{Name: "diag: hutch --version (process start, no sandbox)", Run: func() error {
 			return quiet(exec.CommandContext(ctx, b.hutch, "--version"))
 		}},
 	}
 	progress("warm-up: 5 rounds")
-	if err := interleave(ctx, 5, paths, true); err != nil {
+	if err := benchkit.WarmUp(ctx, benchkit.Rounds{N: 5}, paths); err != nil {
 		return fmt.Errorf("warm-up: %w", err)
 	}
-	for _, p := range paths {
-		p.d = nil
-	}
 	progress("measuring: %d rounds", n)
-	if err := interleave(ctx, n, paths, false); err != nil {
+	if err := benchkit.Interleave(ctx, benchkit.Rounds{N: n, Progress: progress}, paths); err != nil {
 		return err
 	}
 	report(eng, image, n, paths)
@@ -144,7 +116,7 @@ func run(ctx context.Context, n int, image string) error {
 
 // setup builds hutch and makes the project, its settings and the dirs a
 // hutch user has.
-func setup(ctx context.Context, root, image string) (*bench, error) {
+func setup(ctx context.Context, image string) (*bench, error) {
 	tmp, err := os.MkdirTemp("", "hutch-bench-project-")
 	if err != nil {
 		return nil, err
@@ -170,12 +142,8 @@ func setup(ctx context.Context, root, image string) (*bench, error) {
 		return b, err
 	}
 	progress("building a static hutch (CGO_ENABLED=0 go build ./cmd/hutch)")
-	b.hutch = filepath.Join(tmp, "hutch")
-	cmd := exec.CommandContext(ctx, "go", "build", "-o", b.hutch, "./cmd/hutch")
-	cmd.Dir = root
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return b, fmt.Errorf("CGO_ENABLED=0 go build ./cmd/hutch: %v\n%s", err, out)
+	if b.hutch, err = benchkit.BuildHutch(ctx, tmp); err != nil {
+		return b, err
 	}
 	b.env = append(os.Environ(), "HOME="+home, "HUTCH_CONFIG_DIR="+config, "HUTCH_STATE_DIR="+state, "HUTCH_RUN_DIR="+b.run)
 	return b, nil
@@ -212,121 +180,21 @@ func (b *bench) cleanup() {
 	os.RemoveAll(b.tmp)
 }
 
-// ensureImage builds the busybox test image through its test when the
-// engine does not have it.
-func ensureImage(ctx context.Context, cli *client.Client, ref, root string) error {
-	if _, err := cli.ImageInspect(ctx, ref); err == nil {
-		return nil
-	} else if !engine.IsNotFound(err) {
-		return err
-	}
-	if ref != busyboxRef {
-		return fmt.Errorf("image %s is not present in the engine; build or load it first", ref)
-	}
-	progress("image %s missing: go test -run TestBusyboxImage ./internal/testenv", ref)
-	cmd := exec.CommandContext(ctx, "go", "test", "-count=1", "-run", "^TestBusyboxImage$", "./internal/testenv")
-	cmd.Dir = root
-	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
-	if err := cmd.Run(); err != nil {
-		return fmt.Errorf("building %s with go test ./internal/testenv: %w", ref, err)
-	}
-	_, err := cli.ImageInspect(ctx, ref)
-	return err
-}
-
-func moduleRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", errors.New("run the bench inside the hutch module (no go.mod above the working directory)")
-		}
-		dir = parent
-	}
-}
-
-// series is one measured path.
-type series struct {
-	name string
-	run  func() error
-	d    []time.Duration
-}
-
-// interleave runs every path n times, round-robin, rotating which goes
-// first each round so that drift and ordering effects hit all alike. Any
-// failure ends the run: a failed command is no measurement.
-func interleave(ctx context.Context, n int, paths []*series, quietly bool) error {
-	step := max(n/10, 1)
-	for i := range n {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		for j := range paths {
-			p := paths[(i+j)%len(paths)]
-			t0 := time.Now()
-			if err := p.run(); err != nil {
-				return fmt.Errorf("%s: %w", p.name, err)
-			}
-			p.d = append(p.d, time.Since(t0))
-		}
-		if !quietly && ((i+1)%step == 0 || i+1 == n) {
-			progress("%d/%d rounds", i+1, n)
-		}
-	}
-	return nil
-}
-
-// pct is the nearest-rank p-th percentile (0 < p <= 100).
-func (s *series) pct(p float64) time.Duration {
-	if len(s.d) == 0 {
-		return 0
-	}
-	d := slices.Clone(s.d)
-	slices.Sort(d)
-	i := int(math.Ceil(p/100*float64(len(d)))) - 1
-	return d[min(max(i, 0), len(d)-1)]
-}
-
-func ms(d time.Duration) string {
-	if d < 10*time.Millisecond {
-		return fmt.Sprintf("%.2f ms", float64(d)/1e6)
-	}
-	return fmt.Sprintf("%.1f ms", float64(d)/1e6)
-}
-
-func ratio(a, b time.Duration) float64 {
-	if b == 0 {
-		return math.NaN()
-	}
-	return float64(a) / float64(b)
-}
-
-func report(eng *engine.Engine, image string, n int, paths []*series) {
-	host, _ := os.Hostname()
-	kernel, _ := os.ReadFile("/proc/sys/kernel/osrelease")
-	fmt.Printf("hutch bench/project · %s · nproc %d · Linux %s · engine %s %s, API %s · %s · %s\n",
-		host, runtime.NumCPU(), strings.TrimSpace(string(kernel)), eng.Flavor, eng.ServerVersion, eng.APIVersion,
-		runtime.Version(), time.Now().UTC().Format("2006-01-02 15:04 UTC"))
-	fmt.Printf("command: go run ./bench/project %s\n", strings.Join(os.Args[1:], " "))
+func report(eng *engine.Engine, image string, n int, paths []*benchkit.Series) {
+	benchkit.Header{Bench: "bench/project", Engine: eng}.Print(os.Stdout)
 	fmt.Printf("\nWarm command in the project sandbox (image %s), %d runs per path, interleaved; percentiles nearest-rank\n", image, n)
-	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
+	tw := benchkit.Table(os.Stdout)
 	fmt.Fprintln(tw, "path\tp50\tp90\tp99\t÷docker p50")
 	docker := paths[1]
 	for _, p := range paths {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%.3f\n", p.name, ms(p.pct(50)), ms(p.pct(90)), ms(p.pct(99)), ratio(p.pct(50), docker.pct(50)))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%.3f\n", p.Name, benchkit.Ms(p.P50()), benchkit.Ms(p.Pct(90)), benchkit.Ms(p.Pct(99)), benchkit.Ratio(p.P50(), docker.P50()))
 	}
 	tw.Flush()
 	hutch := paths[0]
-	r := ratio(hutch.pct(50), docker.pct(50))
+	r := benchkit.Ratio(hutch.P50(), docker.P50())
 	verdict := "met"
 	if !(r < target) {
 		verdict = "NOT met"
 	}
-	fmt.Printf("hutch p50 / docker exec p50 = %.3f (target < %.1f: %s) · p90 ratio %.3f\n", r, target, verdict, ratio(hutch.pct(90), docker.pct(90)))
+	fmt.Printf("hutch p50 / docker exec p50 = %.3f (target < %.1f: %s) · p90 ratio %.3f\n", r, target, verdict, benchkit.Ratio(hutch.Pct(90), docker.Pct(90)))
 }

@@ -19,6 +19,7 @@ import (
 	"net"
 	"os"
 	"path"
+	"strings"
 	"sync"
 	"time"
 
@@ -197,6 +198,14 @@ func (r *Runtime) copyAgent(ctx context.Context, id string) error {
 		return err
 	}
 	if _, err := r.api.CopyToContainer(ctx, id, client.CopyToContainerOptions{DestinationPath: "/", Content: &buf}); err != nil {
+		// Another hutch process copying the same binary at the same
+		// moment makes Podman's copier fail with "file exists"; the file
+		// is then there (the same bytes: its name is their digest).
+		if strings.Contains(err.Error(), "file exists") {
+			if _, serr := r.api.ContainerStatPath(ctx, id, client.ContainerStatPathOptions{Path: r.agentPath()}); serr == nil {
+				return nil
+			}
+		}
 		return engine.Classify(err, "copy the agent into container "+r.cfg.Name)
 	}
 	r.log.Info("copied agent into container", "path", r.agentPath())
