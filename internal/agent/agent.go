@@ -42,6 +42,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime"
 	"sync"
 	"time"
 
@@ -98,6 +99,7 @@ func Run(ctx context.Context, opts Options) error {
 			}
 		}
 		r.reapAll(log)
+		warmThreads(initThreads)
 	}
 	// pid 1 has no default action for these: without a handler it would
 	// ignore them. Any agent kills its commands before it goes.
@@ -305,3 +307,34 @@ func (c *stdioConn) SetWriteDeadline(t time.Time) error {
 // NewStdioConn returns a net.Conn made of r and w, for a client that
 // reaches an agent through a process's stdin and stdout.
 func NewStdioConn(r io.Reader, w io.Writer) net.Conn { return newStdioConn(r, w) }
+
+// initThreads is how many OS threads an init agent makes at start.
+const initThreads = 16
+
+// warmThreads makes n OS threads now and leaves them idle in the Go
+// runtime's pool. A command that fork-bombs the sandbox up to its pid
+// ceiling leaves no room for a new thread, and a Go program that cannot
+// make one when it needs it dies ("failed to create new OS thread"),
+// taking every command with it. The runtime keeps idle threads and reuses
+// them, so an agent that already has enough never needs to make one under
+// that pressure.
+func warmThreads(n int) {
+	var made, done sync.WaitGroup
+	release := make(chan struct{})
+	for range n {
+		made.Add(1)
+		done.Add(1)
+		go func() {
+			defer done.Done()
+			runtime.LockOSThread()
+			made.Done()
+			<-release
+			// Unlocked, not exited while locked: the thread goes back to
+			// the idle pool instead of being destroyed.
+			runtime.UnlockOSThread()
+		}()
+	}
+	made.Wait()
+	close(release)
+	done.Wait()
+}
