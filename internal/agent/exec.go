@@ -22,6 +22,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/hutchsandbox/hutch/internal/errdefs"
+	"github.com/hutchsandbox/hutch/internal/procio"
 )
 
 const (
@@ -29,9 +30,6 @@ const (
 	shell = "/bin/sh"
 	// defaultPath is searched when the command's env has no PATH.
 	defaultPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
-	// copyBufferSize is the chunk each output stream is read in, and so
-	// the largest frame an exec response carries.
-	copyBufferSize = 32 << 10
 )
 
 // command is an exec request checked and resolved, ready to start.
@@ -223,19 +221,6 @@ func executable(p string) error {
 	return nil
 }
 
-// startError classes an error from starting the process.
-func startError(err error, prog string) error {
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		return errdefs.New(errdefs.ErrInvalid, "Program not found: "+prog)
-	case errors.Is(err, fs.ErrPermission), errors.Is(err, syscall.ENOEXEC):
-		return errdefs.New(errdefs.ErrInvalid, "Program is not executable: "+prog)
-	case errors.Is(err, syscall.EINVAL):
-		return errdefs.New(errdefs.ErrInvalid, "Command cannot be started (it may contain a NUL byte): "+prog)
-	}
-	return errdefs.New(errdefs.ErrUnavailable, fmt.Sprintf("Command cannot be started: %s: %v", prog, err))
-}
-
 // run starts cmd and sees it to its end, streaming its output into w and
 // its result into the trailer. body is closed to stop the stdin copy.
 func (s *Server) run(ctx context.Context, w http.ResponseWriter, body io.Closer, stdin io.Reader, cmd *command) {
@@ -277,7 +262,7 @@ func (s *Server) run(ctx context.Context, w http.ResponseWriter, body io.Closer,
 	stdoutW.Close()
 	stderrW.Close()
 	if err != nil {
-		writeError(w, startError(err, cmd.prog))
+		writeError(w, procio.StartError(err, cmd.prog))
 		return
 	}
 	log := s.log.With("pid", pid, "program", cmd.prog)
@@ -290,8 +275,8 @@ func (s *Server) run(ctx context.Context, w http.ResponseWriter, body io.Closer,
 	out.flush()
 
 	var copies sync.WaitGroup
-	copies.Go(func() { drain(stdoutR, &frameWriter{out: out, stream: stdcopy.Stdout}) })
-	copies.Go(func() { drain(stderrR, &frameWriter{out: out, stream: stdcopy.Stderr}) })
+	copies.Go(func() { procio.Drain(stdoutR, &frameWriter{out: out, stream: stdcopy.Stdout}) })
+	copies.Go(func() { procio.Drain(stderrR, &frameWriter{out: out, stream: stdcopy.Stderr}) })
 	var stdinDone sync.WaitGroup
 	stdinDone.Go(func() {
 		// Errors are expected (EPIPE when the command does not read it
@@ -375,20 +360,6 @@ func (s *Server) run(ctx context.Context, w http.ResponseWriter, body io.Closer,
 	}
 	log.Debug("agent exec ended", "exit_code", res.ExitCode, "signal", res.Signal,
 		"timed_out", timedOut, "aborted", aborted, "oom_killed", res.OOMKilled, "duration", time.Since(start))
-}
-
-// drain copies f into w until EOF or until f is closed under it.
-func drain(f *os.File, w io.Writer) {
-	buf := make([]byte, copyBufferSize)
-	for {
-		n, err := f.Read(buf)
-		if n > 0 {
-			_, _ = w.Write(buf[:n])
-		}
-		if err != nil {
-			return
-		}
-	}
 }
 
 // muxWriter is the response body shared by both streams: one frame at a

@@ -25,6 +25,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/hutchsandbox/hutch/internal/errdefs"
+	"github.com/hutchsandbox/hutch/internal/procio"
 	"github.com/hutchsandbox/hutch/internal/sandbox"
 )
 
@@ -35,10 +36,6 @@ const shell = "/bin/sh"
 // group is dead, for its output pipes to reach EOF. Only a process that left
 // the group (setsid, setpgid) can still hold them open by then.
 const defaultDrainGrace = 2 * time.Second
-
-// copyBufferSize is the chunk each output stream is read in; it is the
-// only memory a stream costs beyond what its writer keeps.
-const copyBufferSize = 32 << 10
 
 // Runtime runs commands on the host. The zero value is not usable; call New.
 // A Runtime holds no per-command state and is safe for concurrent use.
@@ -220,7 +217,7 @@ func (r *Runtime) run(ctx context.Context, req sandbox.ExecRequest, path string,
 	}
 	if err != nil {
 		closeAll()
-		return sandbox.ExecResult{}, startError(err, prog)
+		return sandbox.ExecResult{}, procio.StartError(err, prog)
 	}
 	pid := cmd.Process.Pid // also the process group id
 	log := r.log.With("pid", pid, "program", prog)
@@ -235,8 +232,8 @@ func (r *Runtime) run(ctx context.Context, req sandbox.ExecRequest, path string,
 	stdout := sandbox.NewLimitWriter(asWriter(outLatch), req.OutputLimit)
 	stderr := sandbox.NewLimitWriter(asWriter(errLatch), req.OutputLimit)
 	var copies sync.WaitGroup
-	copies.Go(func() { drain(stdoutR, stdout) })
-	copies.Go(func() { drain(stderrR, stderr) })
+	copies.Go(func() { procio.Drain(stdoutR, stdout) })
+	copies.Go(func() { procio.Drain(stderrR, stderr) })
 	if stdinW != nil {
 		go func() {
 			// Errors are expected (EPIPE when the command does not read
@@ -349,19 +346,6 @@ func (r *Runtime) run(ctx context.Context, req sandbox.ExecRequest, path string,
 	return res, nil
 }
 
-// startError classes an error from starting the process.
-func startError(err error, prog string) error {
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		return errdefs.New(errdefs.ErrInvalid, "Program not found: "+prog)
-	case errors.Is(err, fs.ErrPermission), errors.Is(err, syscall.ENOEXEC):
-		return errdefs.New(errdefs.ErrInvalid, "Program is not executable: "+prog)
-	case errors.Is(err, syscall.EINVAL):
-		return errdefs.New(errdefs.ErrInvalid, "Command cannot be started (it may contain a NUL byte): "+prog)
-	}
-	return fmt.Errorf("host: start %s: %w: %v", prog, errdefs.ErrUnavailable, err)
-}
-
 // waitExited blocks until the process pid has exited, without reaping it.
 func waitExited(pid int) error {
 	for {
@@ -378,22 +362,6 @@ func waitExited(pid int) error {
 func (r *Runtime) killGroup(log *slog.Logger, pgid int) {
 	if err := unix.Kill(-pgid, unix.SIGKILL); err != nil && !errors.Is(err, unix.ESRCH) {
 		log.Debug("host exec: killing the process group failed", "err", err)
-	}
-}
-
-// drain copies f into w until EOF or until f is closed under it. w never
-// fails (latchWriter swallows errors), so the command never blocks on a
-// full pipe because of a broken reader.
-func drain(f *os.File, w io.Writer) {
-	buf := make([]byte, copyBufferSize)
-	for {
-		n, err := f.Read(buf)
-		if n > 0 {
-			_, _ = w.Write(buf[:n])
-		}
-		if err != nil {
-			return
-		}
 	}
 }
 
