@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -237,6 +238,20 @@ func (p *projectCmd) attach(ctx context.Context, l *loaded) *box.Target {
 	return l.box.Attach(ctx)
 }
 
+// onProject makes the RunE of a command that acts on the loaded project:
+// it opens it (refusing a disabled one when enabled is set), runs fn and
+// closes the engine connection.
+func (p *projectCmd) onProject(enabled bool, fn func(ctx context.Context, l *loaded) error) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, _ []string) error {
+		l, err := p.open(cmd.Context(), enabled)
+		if err != nil {
+			return err
+		}
+		defer l.eng.Close()
+		return fn(cmd.Context(), l)
+	}
+}
+
 // open loads the project for a command and, when enabled is set, refuses
 // a project whose sandbox is off. The caller closes l.eng.
 func (p *projectCmd) open(ctx context.Context, enabled bool) (*loaded, error) {
@@ -345,19 +360,14 @@ func (p *projectCmd) upCmd() *cobra.Command {
 		Use:   "up",
 		Short: "Bring the project's sandbox up (build, create or start as needed)",
 		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			l, err := p.open(cmd.Context(), true)
-			if err != nil {
-				return err
-			}
-			defer l.eng.Close()
-			t, err := p.up(cmd.Context(), l, false)
+		RunE: p.onProject(true, func(ctx context.Context, l *loaded) error {
+			t, err := p.up(ctx, l, false)
 			if err != nil {
 				return err
 			}
 			fmt.Fprintf(p.g.stdout, "Sandbox %s is up for %s.\n", t.Name, l.dir)
 			return nil
-		},
+		}),
 	}
 }
 
@@ -518,13 +528,8 @@ func (p *projectCmd) statusCmd() *cobra.Command {
 		Use:   "status",
 		Short: "Show the project's sandbox: engine, container, owner, users, image, limits, notes",
 		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			l, err := p.open(cmd.Context(), false)
-			if err != nil {
-				return err
-			}
-			defer l.eng.Close()
-			s, err := l.box.Status(cmd.Context())
+		RunE: p.onProject(false, func(ctx context.Context, l *loaded) error {
+			s, err := l.box.Status(ctx)
 			if err != nil {
 				return err
 			}
@@ -549,14 +554,9 @@ func (p *projectCmd) statusCmd() *cobra.Command {
 			if err := tw.Flush(); err != nil {
 				return err
 			}
-			if len(s.Notes) > 0 {
-				fmt.Fprintln(p.g.stdout, "Notes:")
-				for _, n := range s.Notes {
-					fmt.Fprintln(p.g.stdout, "  "+n)
-				}
-			}
+			printNotesList(p.g.stdout, s.Notes)
 			return nil
-		},
+		}),
 	}
 }
 
@@ -565,13 +565,8 @@ func (p *projectCmd) stopCmd() *cobra.Command {
 		Use:   "stop",
 		Short: "Stop hutch's sandbox of the project (an editor's container is left alone)",
 		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			l, err := p.open(cmd.Context(), false)
-			if err != nil {
-				return err
-			}
-			defer l.eng.Close()
-			stopped, err := l.box.Stop(cmd.Context())
+		RunE: p.onProject(false, func(ctx context.Context, l *loaded) error {
+			stopped, err := l.box.Stop(ctx)
 			if err != nil {
 				return err
 			}
@@ -581,7 +576,7 @@ func (p *projectCmd) stopCmd() *cobra.Command {
 				fmt.Fprintf(p.g.stdout, "%s is not running.\n", l.box.Spec().Name)
 			}
 			return nil
-		},
+		}),
 	}
 }
 
@@ -594,20 +589,15 @@ current settings and devcontainer.json, building the image when its recipe
 changed. The home volume (logins, history) is kept. An editor's container is
 left alone.`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			l, err := p.open(cmd.Context(), true)
-			if err != nil {
-				return err
-			}
-			defer l.eng.Close()
-			t, err := l.box.Rebuild(cmd.Context())
+		RunE: p.onProject(true, func(ctx context.Context, l *loaded) error {
+			t, err := l.box.Rebuild(ctx)
 			if err != nil {
 				return err
 			}
 			p.printNotes(t.Notes)
 			fmt.Fprintf(p.g.stdout, "Rebuilt %s.\n", t.Name)
 			return nil
-		},
+		}),
 	}
 }
 
@@ -617,13 +607,8 @@ func (p *projectCmd) downCmd() *cobra.Command {
 		Use:   "down",
 		Short: "Remove hutch's sandbox of the project (the home volume stays)",
 		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			l, err := p.open(cmd.Context(), false)
-			if err != nil {
-				return err
-			}
-			defer l.eng.Close()
-			removed, err := l.box.Down(cmd.Context(), volumes)
+		RunE: p.onProject(false, func(ctx context.Context, l *loaded) error {
+			removed, err := l.box.Down(ctx, volumes)
 			if err != nil {
 				return err
 			}
@@ -636,7 +621,7 @@ func (p *projectCmd) downCmd() *cobra.Command {
 				fmt.Fprintf(p.g.stdout, "%s does not exist.\n", l.box.Spec().Name)
 			}
 			return nil
-		},
+		}),
 	}
 	cmd.Flags().BoolVar(&volumes, "volumes", false, "also remove the home volume (logins, shell history)")
 	return cmd
@@ -669,12 +654,7 @@ as notes; they never stop the sandbox.`,
 			if _, err := p.devcontainer(l); err != nil {
 				return err
 			}
-			if len(l.notes) > 0 {
-				fmt.Fprintln(p.g.stdout, "Notes:")
-				for _, n := range l.notes {
-					fmt.Fprintln(p.g.stdout, "  "+n)
-				}
-			}
+			printNotesList(p.g.stdout, l.notes)
 			return nil
 		},
 	}
@@ -799,5 +779,16 @@ to turn it on.`,
 			fmt.Fprintf(p.g.stdout, "The sandbox is %s for %s (sandbox-enabled in %s).\n", state, l.dir, path)
 			return nil
 		},
+	}
+}
+
+// printNotesList writes notes under a "Notes:" heading, none when empty.
+func printNotesList(w io.Writer, notes []string) {
+	if len(notes) == 0 {
+		return
+	}
+	fmt.Fprintln(w, "Notes:")
+	for _, n := range notes {
+		fmt.Fprintln(w, "  "+n)
 	}
 }
