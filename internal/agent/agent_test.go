@@ -37,6 +37,9 @@ func TestMain(m *testing.M) {
 	case "orphan":
 		orphanHelper(os.Args[1])
 		return
+	case "threads-cold", "threads-warm":
+		threadsHelper(os.Getenv(helperEnv) == "threads-warm")
+		return
 	}
 	os.Exit(m.Run())
 }
