@@ -393,7 +393,7 @@ func (s *server) streamExec(ctx context.Context, w http.ResponseWriter, o servic
 		}
 		return res, err
 	}
-	sw.exit(protocol.Exit{Code: res.ExitCode, Signal: res.Signal, TimedOut: res.TimedOut, Error: res.Message()})
+	sw.exit(protocol.Exit{Code: res.ExitCode, Signal: res.Signal, TimedOut: res.TimedOut, OOMKilled: res.OOMKilled, Error: res.Message()})
 	return res, nil
 }
 

@@ -72,4 +72,13 @@ func TestImageMode(t *testing.T) {
 	if res.Code != -1 || res.Error != "Command timed out after 1 seconds" {
 		t.Errorf("timeout in image mode: %+v", res)
 	}
+
+	// A memory hog: the exit line says the runtime's limit killed it.
+	if err := svc.SetRuntimeSetting("sandbox.memory", "64m"); err != nil {
+		t.Fatal(err)
+	}
+	oom := f.openStream(protocol.ExecRequest{SandboxID: ids[1], Command: "dd if=/dev/zero of=/dev/null bs=200M count=1"})
+	if _, _, exit := oom.rest(); !exit.OOMKilled {
+		t.Errorf("memory hog under a 64m limit: exit %+v, want oomKilled", exit)
+	}
 }

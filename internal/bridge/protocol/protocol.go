@@ -118,6 +118,9 @@ type Exit struct {
 	Signal string `json:"signal"`
 	// TimedOut: timeoutSeconds killed it.
 	TimedOut bool `json:"timedOut"`
+	// OOMKilled: the runtime's memory limit killed it. Optional: a bridge
+	// that cannot tell leaves it out.
+	OOMKilled bool `json:"oomKilled,omitempty"`
 	// Error is empty when the command ended on its own; else what happened.
 	Error string `json:"error"`
 }

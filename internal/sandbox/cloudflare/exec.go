@@ -55,24 +55,6 @@ type baseAnswer struct {
 	Error  string `json:"error"`
 }
 
-// frame is one line of a streamed answer.
-type frame struct {
-	Stdout []byte     `json:"stdout"`
-	Stderr []byte     `json:"stderr"`
-	Exit   *exitFrame `json:"exit"`
-}
-
-// exitFrame is the last line of a streamed answer (protocol.Exit, plus
-// oomKilled, which a bridge may add).
-type exitFrame struct {
-	Code     int    `json:"code"`
-	Signal   string `json:"signal"`
-	TimedOut bool   `json:"timedOut"`
-	// OOMKilled is not in the protocol yet; read when a bridge sends it.
-	OOMKilled bool   `json:"oomKilled"`
-	Error     string `json:"error"`
-}
-
 // RemoteSandboxID is the bridge sandbox id of one conversation: the mode's
 // sandbox id and the office key, so conversations never share a runtime.
 func RemoteSandboxID(sandboxID, officeKey string) string {
@@ -274,7 +256,7 @@ func (e *execution) stream(body io.ReadCloser) (sandbox.ExecResult, error) {
 	for {
 		line, err := readLine(br)
 		if len(line) > 0 {
-			var f frame
+			var f protocol.Frame
 			if jerr := json.Unmarshal(line, &f); jerr != nil {
 				if res, ok := e.interrupted(); ok {
 					return res, nil
