@@ -6,11 +6,8 @@
 package imagebuild
 
 import (
-	"archive/tar"
-	"bytes"
 	"context"
 	_ "embed"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -19,8 +16,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/moby/moby/api/types/build"
-	"github.com/moby/moby/api/types/jsonstream"
 	"github.com/moby/moby/client"
 
 	"github.com/hutchsandbox/hutch/internal/engine"
@@ -218,7 +213,7 @@ func (b *builder) pull(ctx context.Context, ref string) error {
 		return err
 	}
 	defer resp.Close()
-	p := newPrinter(b.out)
+	p := engine.NewProgress(b.out)
 	for msg, err := range resp.JSONMessages(ctx) {
 		if err != nil {
 			return err
@@ -226,7 +221,7 @@ func (b *builder) pull(ctx context.Context, ref string) error {
 		if msg.Error != nil {
 			return errors.New(msg.Error.Message)
 		}
-		p.print(msg)
+		p.Print(msg)
 	}
 	return ctx.Err()
 }
@@ -234,10 +229,6 @@ func (b *builder) pull(ctx context.Context, ref string) error {
 // build runs the legacy builder on a tar context holding only the
 // Dockerfile and streams its progress.
 func (b *builder) build(ctx context.Context, base string) error {
-	buildCtx, err := contextTar(b.opts.Dockerfile)
-	if err != nil {
-		return fmt.Errorf("making the build context: %w", err)
-	}
 	var args map[string]*string
 	if base != "" {
 		b.say("Building %s FROM %s (time zone %s)", b.opts.Tag, base, b.opts.TimeZone)
@@ -246,113 +237,5 @@ func (b *builder) build(ctx context.Context, base string) error {
 		b.say("Building %s", b.opts.Tag)
 	}
 	b.log.Debug("image build", "tag", b.opts.Tag, "base", base, "tz", b.opts.TimeZone)
-	res, err := b.eng.Client.ImageBuild(ctx, bytes.NewReader(buildCtx), client.ImageBuildOptions{
-		Tags:        []string{b.opts.Tag},
-		Dockerfile:  "Dockerfile",
-		Remove:      true,
-		ForceRemove: true,
-		Version:     build.BuilderV1,
-		BuildArgs:   args,
-	})
-	if err != nil {
-		return fmt.Errorf("starting the image build: %w", err)
-	}
-	defer res.Body.Close()
-	return streamBuild(res.Body, b.out)
-}
-
-// streamBuild copies a build's JSON message stream to out as lines and
-// returns an error naming the failed step and the engine's message.
-func streamBuild(r io.Reader, out io.Writer) error {
-	p := newPrinter(out)
-	step := ""
-	dec := json.NewDecoder(r)
-	for {
-		var msg jsonstream.Message
-		err := dec.Decode(&msg)
-		if errors.Is(err, io.EOF) {
-			return nil
-		}
-		if err != nil {
-			return fmt.Errorf("reading the build's progress: %w", err)
-		}
-		if s := stepOf(msg.Stream); s != "" {
-			step = s
-		}
-		if msg.Error != nil {
-			p.flush()
-			if step == "" {
-				return fmt.Errorf("image build failed: %s", msg.Error.Message)
-			}
-			return fmt.Errorf("image build failed at %s: %s", step, msg.Error.Message)
-		}
-		p.print(msg)
-	}
-}
-
-var stepRE = regexp.MustCompile(`(?m)^(Step \d+/\d+ : .*)$`)
-
-// stepOf returns the "Step N/M : INSTRUCTION" line in a build message, if
-// any (the legacy builder's; Podman prints "STEP N/M: ...").
-func stepOf(s string) string {
-	if m := stepRE.FindStringSubmatch(s); m != nil {
-		return strings.TrimSpace(m[1])
-	}
-	if m := regexp.MustCompile(`(?m)^(STEP \d+/\d+: .*)$`).FindStringSubmatch(s); m != nil {
-		return strings.TrimSpace(m[1])
-	}
-	return ""
-}
-
-// printer turns JSON messages into readable lines: build output as it
-// comes, status lines once per change (progress bars are left out).
-type printer struct {
-	out     io.Writer
-	last    map[string]string
-	partial bool // the last Stream text did not end in a newline
-}
-
-func newPrinter(out io.Writer) *printer { return &printer{out: out, last: map[string]string{}} }
-
-func (p *printer) print(m jsonstream.Message) {
-	switch {
-	case m.Stream != "":
-		io.WriteString(p.out, m.Stream)
-		p.partial = !strings.HasSuffix(m.Stream, "\n")
-	case m.Status != "":
-		if p.last[m.ID] == m.Status {
-			return
-		}
-		p.last[m.ID] = m.Status
-		p.flush()
-		if m.ID != "" {
-			fmt.Fprintf(p.out, "%s: %s\n", m.ID, m.Status)
-		} else {
-			fmt.Fprintln(p.out, m.Status)
-		}
-	}
-}
-
-// flush ends a partial line.
-func (p *printer) flush() {
-	if p.partial {
-		io.WriteString(p.out, "\n")
-		p.partial = false
-	}
-}
-
-// contextTar is a build context holding dockerfile as "Dockerfile".
-func contextTar(dockerfile []byte) ([]byte, error) {
-	var buf bytes.Buffer
-	tw := tar.NewWriter(&buf)
-	if err := tw.WriteHeader(&tar.Header{Name: "Dockerfile", Mode: 0o644, Size: int64(len(dockerfile)), Typeflag: tar.TypeReg}); err != nil {
-		return nil, err
-	}
-	if _, err := tw.Write(dockerfile); err != nil {
-		return nil, err
-	}
-	if err := tw.Close(); err != nil {
-		return nil, err
-	}
-	return buf.Bytes(), nil
+	return engine.BuildDockerfile(ctx, b.eng.Client, b.opts.Dockerfile, b.opts.Tag, args, b.out)
 }

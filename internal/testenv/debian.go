@@ -1,11 +1,8 @@
 package testenv
 
 import (
-	"archive/tar"
 	"bytes"
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -14,8 +11,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/moby/moby/api/types/build"
 	"github.com/moby/moby/client"
+
+	"github.com/hutchsandbox/hutch/internal/engine"
 )
 
 // DebianGitRef is the Debian image with git DebianGitImage builds. Bump its
@@ -85,64 +83,11 @@ func ensureDebianGitImage(ctx context.Context, t testing.TB, cli *client.Client,
 		return fmt.Errorf("the Debian base: %w", err)
 	}
 	t.Logf("building %s FROM %s", DebianGitRef, from)
-	if err := buildImage(ctx, cli, []byte(debianGitDockerfile), DebianGitRef, map[string]*string{"BASE": &from}, w); err != nil {
+	if err := engine.BuildDockerfile(ctx, cli, []byte(debianGitDockerfile), DebianGitRef, map[string]*string{"BASE": &from}, w); err != nil {
 		return err
 	}
 	t.Logf("built %s in %s", DebianGitRef, time.Since(start).Round(time.Second))
 	return nil
-}
-
-// buildImage builds dockerfile, with no other context, as tag with the
-// classic builder, writing the build's output to w, and returns the
-// error the build stream reports, if any.
-func buildImage(ctx context.Context, cli *client.Client, dockerfile []byte, tag string, args map[string]*string, w io.Writer) error {
-	var buf bytes.Buffer
-	tw := tar.NewWriter(&buf)
-	if err := tw.WriteHeader(&tar.Header{Name: "Dockerfile", Mode: 0o644, Size: int64(len(dockerfile)), ModTime: time.Unix(0, 0)}); err != nil {
-		return err
-	}
-	if _, err := tw.Write(dockerfile); err != nil {
-		return err
-	}
-	if err := tw.Close(); err != nil {
-		return err
-	}
-	res, err := cli.ImageBuild(ctx, &buf, client.ImageBuildOptions{
-		Tags:        []string{tag},
-		Dockerfile:  "Dockerfile",
-		Remove:      true,
-		ForceRemove: true,
-		Version:     build.BuilderV1,
-		BuildArgs:   args,
-	})
-	if err != nil {
-		return fmt.Errorf("starting the build: %w", err)
-	}
-	defer res.Body.Close()
-	dec := json.NewDecoder(res.Body)
-	for {
-		var msg struct {
-			Stream      string `json:"stream"`
-			Error       string `json:"error"`
-			ErrorDetail struct {
-				Message string `json:"message"`
-			} `json:"errorDetail"`
-		}
-		err := dec.Decode(&msg)
-		if errors.Is(err, io.EOF) {
-			return nil
-		}
-		if err != nil {
-			return fmt.Errorf("reading the build's output: %w", err)
-		}
-		if msg.ErrorDetail.Message != "" {
-			return fmt.Errorf("build: %s", msg.ErrorDetail.Message)
-		}
-		if msg.Error != "" {
-			return fmt.Errorf("build: %s", msg.Error)
-		}
-		io.WriteString(w, msg.Stream)
-	}
 }
 
 // logWriter passes what is written to it to t.Logf, a line at a time.

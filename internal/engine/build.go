@@ -1,0 +1,143 @@
+package engine
+
+import (
+	"archive/tar"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"regexp"
+	"strings"
+
+	"github.com/moby/moby/api/types/build"
+	"github.com/moby/moby/api/types/jsonstream"
+	"github.com/moby/moby/client"
+)
+
+// BuildDockerfile builds dockerfile, with no context besides it, as tag
+// with the classic builder (args as build args), streaming the build's
+// lines to out (nil discards them). A failure names the step that failed
+// and carries the engine's message.
+func BuildDockerfile(ctx context.Context, cli *client.Client, dockerfile []byte, tag string, args map[string]*string, out io.Writer) error {
+	if out == nil {
+		out = io.Discard
+	}
+	buildCtx, err := contextTar(dockerfile)
+	if err != nil {
+		return fmt.Errorf("making the build context: %w", err)
+	}
+	res, err := cli.ImageBuild(ctx, bytes.NewReader(buildCtx), client.ImageBuildOptions{
+		Tags:        []string{tag},
+		Dockerfile:  "Dockerfile",
+		Remove:      true,
+		ForceRemove: true,
+		Version:     build.BuilderV1,
+		BuildArgs:   args,
+	})
+	if err != nil {
+		return fmt.Errorf("starting the image build: %w", err)
+	}
+	defer res.Body.Close()
+	return streamBuild(res.Body, out)
+}
+
+// streamBuild copies a build's JSON message stream to out as lines and
+// returns an error naming the failed step and the engine's message.
+func streamBuild(r io.Reader, out io.Writer) error {
+	p := NewProgress(out)
+	step := ""
+	dec := json.NewDecoder(r)
+	for {
+		var msg jsonstream.Message
+		err := dec.Decode(&msg)
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("reading the build's progress: %w", err)
+		}
+		if s := stepOf(msg.Stream); s != "" {
+			step = s
+		}
+		if msg.Error != nil {
+			p.Flush()
+			if step == "" {
+				return fmt.Errorf("image build failed: %s", msg.Error.Message)
+			}
+			return fmt.Errorf("image build failed at %s: %s", step, msg.Error.Message)
+		}
+		p.Print(msg)
+	}
+}
+
+var stepRE = regexp.MustCompile(`(?m)^(Step \d+/\d+ : .*)$`)
+
+// stepOf returns the "Step N/M : INSTRUCTION" line in a build message, if
+// any (the legacy builder's; Podman prints "STEP N/M: ...").
+func stepOf(s string) string {
+	if m := stepRE.FindStringSubmatch(s); m != nil {
+		return strings.TrimSpace(m[1])
+	}
+	if m := regexp.MustCompile(`(?m)^(STEP \d+/\d+: .*)$`).FindStringSubmatch(s); m != nil {
+		return strings.TrimSpace(m[1])
+	}
+	return ""
+}
+
+// Progress turns the JSON messages of a build or pull into readable
+// lines: build output as it comes, status lines once per change (progress
+// bars are left out).
+type Progress struct {
+	out     io.Writer
+	last    map[string]string
+	partial bool // the last Stream text did not end in a newline
+}
+
+// NewProgress writes the lines to out.
+func NewProgress(out io.Writer) *Progress { return &Progress{out: out, last: map[string]string{}} }
+
+// Print writes what m says, if anything new.
+func (p *Progress) Print(m jsonstream.Message) {
+	switch {
+	case m.Stream != "":
+		io.WriteString(p.out, m.Stream)
+		p.partial = !strings.HasSuffix(m.Stream, "\n")
+	case m.Status != "":
+		if p.last[m.ID] == m.Status {
+			return
+		}
+		p.last[m.ID] = m.Status
+		p.Flush()
+		if m.ID != "" {
+			fmt.Fprintf(p.out, "%s: %s\n", m.ID, m.Status)
+		} else {
+			fmt.Fprintln(p.out, m.Status)
+		}
+	}
+}
+
+// Flush ends a partial line.
+func (p *Progress) Flush() {
+	if p.partial {
+		io.WriteString(p.out, "\n")
+		p.partial = false
+	}
+}
+
+// contextTar is a build context holding dockerfile as "Dockerfile".
+func contextTar(dockerfile []byte) ([]byte, error) {
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	if err := tw.WriteHeader(&tar.Header{Name: "Dockerfile", Mode: 0o644, Size: int64(len(dockerfile)), Typeflag: tar.TypeReg}); err != nil {
+		return nil, err
+	}
+	if _, err := tw.Write(dockerfile); err != nil {
+		return nil, err
+	}
+	if err := tw.Close(); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
