@@ -128,17 +128,6 @@ func ResolveBase(ctx context.Context, eng *engine.Engine, base string, progress 
 	return b.resolveBase(ctx)
 }
 
-// BuildDockerfile builds dockerfile, with no context besides it, as tag,
-// streaming the build's step lines to progress. A failure names the step
-// and carries the engine's last error.
-func BuildDockerfile(ctx context.Context, eng *engine.Engine, dockerfile []byte, tag string, progress io.Writer) error {
-	if progress == nil {
-		progress = io.Discard
-	}
-	b := &builder{eng: eng, opts: Options{Tag: tag, Dockerfile: dockerfile}, out: progress, log: slog.New(slog.DiscardHandler)}
-	return b.build(ctx, "")
-}
-
 type builder struct {
 	eng  *engine.Engine
 	opts Options
@@ -181,7 +170,7 @@ func (b *builder) resolveBase(ctx context.Context) (string, error) {
 	if ctx.Err() != nil {
 		return "", ctx.Err()
 	}
-	if !isBookworm(base) {
+	if !IsBookworm(base) {
 		return "", fmt.Errorf("pulling the base image %s: %w", base, pullErr)
 	}
 	b.say("Pulling %s failed (%v); using a locally built Debian %s base, %s", base, pullErr, suite, LocalBase)
@@ -197,9 +186,9 @@ func (b *builder) resolveBase(ctx context.Context) (string, error) {
 	return LocalBase, nil
 }
 
-// isBookworm reports whether ref names a Debian bookworm image, which the
-// local debootstrap base can stand in for.
-func isBookworm(ref string) bool {
+// IsBookworm reports whether ref names a Debian bookworm image, which the
+// local debootstrap base (LocalBase) can stand in for.
+func IsBookworm(ref string) bool {
 	ref = strings.TrimPrefix(strings.TrimPrefix(ref, "docker.io/"), "library/")
 	return strings.HasPrefix(ref, "debian:bookworm")
 }
@@ -229,13 +218,8 @@ func (b *builder) pull(ctx context.Context, ref string) error {
 // build runs the legacy builder on a tar context holding only the
 // Dockerfile and streams its progress.
 func (b *builder) build(ctx context.Context, base string) error {
-	var args map[string]*string
-	if base != "" {
-		b.say("Building %s FROM %s (time zone %s)", b.opts.Tag, base, b.opts.TimeZone)
-		args = map[string]*string{"BASE": &base, "TZ": &b.opts.TimeZone}
-	} else {
-		b.say("Building %s", b.opts.Tag)
-	}
+	b.say("Building %s FROM %s (time zone %s)", b.opts.Tag, base, b.opts.TimeZone)
+	args := map[string]*string{"BASE": &base, "TZ": &b.opts.TimeZone}
 	b.log.Debug("image build", "tag", b.opts.Tag, "base", base, "tz", b.opts.TimeZone)
 	return engine.BuildDockerfile(ctx, b.eng.Client, b.opts.Dockerfile, b.opts.Tag, args, b.out)
 }

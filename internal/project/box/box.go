@@ -450,7 +450,7 @@ func (b *Box) ensureImage(ctx context.Context, r project.Recipe) (string, error)
 			return tag, nil
 		}
 	}
-	if err := imagebuild.BuildDockerfile(ctx, b.opts.Engine, []byte(r.Dockerfile()), tag, b.opts.Progress); err != nil {
+	if err := engine.BuildDockerfile(ctx, b.opts.Engine.Client, []byte(r.Dockerfile()), tag, nil, b.opts.Progress); err != nil {
 		return "", fmt.Errorf("could not build the sandbox image: %w", err)
 	}
 	return tag, nil
@@ -464,8 +464,7 @@ func (b *Box) ensureImage(ctx context.Context, r project.Recipe) (string, error)
 // the engine has the base itself, ResolveBase builds on it, so no
 // stand-in's image is used.
 func (b *Box) builtOnLocalBase(ctx context.Context, r project.Recipe, want string) (string, bool, error) {
-	ref := strings.TrimPrefix(strings.TrimPrefix(want, "docker.io/"), "library/")
-	if !strings.HasPrefix(ref, "debian:bookworm") { // as imagebuild.ResolveBase decides
+	if !imagebuild.IsBookworm(want) {
 		return "", false, nil
 	}
 	api := b.opts.Engine.Client
