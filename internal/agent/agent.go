@@ -21,14 +21,26 @@
 //   - The file endpoints take repeated root=ABS parameters: the path must
 //     then resolve, symlinks included, within those roots (see confine.go
 //     and ReadFileWithin); without any, nothing is confined.
+//   - Only an agent that is a microVM's init (Server.Guest set; others
+//     answer 404): POST /v1/guest/setup, a JSON GuestSetup (virtiofs
+//     mounts, files, the commands' pids and memory limits, their time
+//     zone, the network card and proxy), 204 once applied;
+//     POST /v1/guest/poweroff kills every command, answers 204 and then
+//     powers the VM off.
 //
-// Every command runs in a process group of its own. The agent kills the
-// whole group when the command times out (its own timer, so a vanished
-// daemon does not matter), when its request is cancelled or its connection
-// drops, and when the group's leader exits. One reaper collects every exit
-// status (see reaper), which also makes the agent a correct pid 1 of a
-// container: with Options.Init it reaps orphans and, on SIGTERM or SIGINT,
-// kills every command and exits.
+// A microVM's virtio port carries one host session after the other, and
+// a fast reconnect can overlap the previous session: each session there
+// starts with a sync line the guest echoes (see SyncSession), before
+// HTTP/2 starts.
+//
+// Every command runs in a process group of its own (and, with
+// Server.CommandCgroup, in that cgroup from its first instruction). The
+// agent kills the whole group when the command times out (its own timer,
+// so a vanished daemon does not matter), when its request is cancelled or
+// its connection drops, and when the group's leader exits. One reaper
+// collects every exit status (see reaper), which also makes the agent a
+// correct pid 1 of a container: with Options.Init it reaps orphans and, on
+// SIGTERM or SIGINT, kills every command and exits.
 package agent
 
 import (
@@ -53,8 +65,8 @@ import (
 
 // Options configure Run.
 type Options struct {
-	// Listen is a unix socket path to serve on. Exactly one of Listen and
-	// Stdio is set.
+	// Listen is a unix socket path to serve on. Exactly one of Listen,
+	// Stdio and Connect is set.
 	Listen string
 	// Stdio serves exactly one connection made of Stdin and Stdout, and
 	// returns when it ends.
@@ -63,6 +75,12 @@ type Options struct {
 	// os.Stdout.
 	Stdin  io.Reader
 	Stdout io.Writer
+	// Connect serves the connections it returns one after the other (see
+	// Server.ServeConns): the host's sessions on a microVM's virtio port.
+	Connect func(ctx context.Context) (net.Conn, error)
+	// Guest and CommandCgroup are the Server's fields of those names.
+	Guest         GuestOps
+	CommandCgroup string
 	// Init does pid-1 duties: reap every child (orphans re-parented to the
 	// agent included; when the agent is not pid 1 it makes itself a child
 	// subreaper so that orphans come to it).
@@ -84,7 +102,10 @@ const shutdownGrace = 5 * time.Second
 // group is killed before it returns. A signal or a cancelled ctx is a clean
 // end: Run returns nil.
 func Run(ctx context.Context, opts Options) error {
-	if (opts.Listen == "") == !opts.Stdio {
+	if opts.Connect != nil && (opts.Listen != "" || opts.Stdio) {
+		return errdefs.New(errdefs.ErrInvalid, "Agent serves a guest port alone: not with --listen or --stdio")
+	}
+	if opts.Connect == nil && (opts.Listen == "") == !opts.Stdio {
 		return errdefs.New(errdefs.ErrInvalid, "Agent needs exactly one of --listen and --stdio")
 	}
 	log := opts.Log
@@ -113,18 +134,29 @@ func Run(ctx context.Context, opts Options) error {
 	signal.Notify(sigpipe, unix.SIGPIPE)
 	defer signal.Stop(sigpipe)
 
-	srv := &Server{Log: log, Version: opts.Version, Init: opts.Init || os.Getpid() == 1, OOMCounterPath: opts.OOMCounterPath}
+	srv := &Server{
+		Log:            log,
+		Version:        opts.Version,
+		Init:           opts.Init || os.Getpid() == 1,
+		OOMCounterPath: opts.OOMCounterPath,
+		Guest:          opts.Guest,
+		CommandCgroup:  opts.CommandCgroup,
+	}
 	serveCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	done := make(chan error, 1)
-	if opts.Stdio {
+	switch {
+	case opts.Connect != nil:
+		log.Info("agent serving on its guest port", "pid", os.Getpid(), "init", srv.Init)
+		go func() { done <- srv.ServeConns(serveCtx, opts.Connect) }()
+	case opts.Stdio:
 		c := newStdioConn(opts.Stdin, opts.Stdout)
 		log.Info("agent serving on stdio", "pid", os.Getpid(), "init", srv.Init)
 		go func() {
 			srv.ServeConn(serveCtx, c)
 			done <- nil
 		}()
-	} else {
+	default:
 		l, err := listenUnix(opts.Listen)
 		if err != nil {
 			return err
@@ -189,11 +221,13 @@ func listenUnix(path string) (net.Listener, error) {
 }
 
 // stdioConn is a net.Conn made of a reader and a writer (the agent's stdin
-// and stdout). Closing it closes both when they can be closed, which ends
-// a Read blocked on a pipe.
+// and stdout, or one file both ways: a virtio port). Closing it closes
+// both when they can be closed (one file once), which ends a Read blocked
+// on a pipe.
 type stdioConn struct {
-	r io.Reader
-	w io.Writer
+	r       io.Reader
+	w       io.Writer
+	oneFile bool // r and w are one *os.File, closed once
 
 	once sync.Once
 }
@@ -205,11 +239,17 @@ func newStdioConn(r io.Reader, w io.Writer) *stdioConn {
 	if w == nil {
 		w = os.Stdout
 	}
-	if f, ok := r.(*os.File); ok {
-		r = pollable(f)
+	rf, rok := r.(*os.File)
+	wf, wok := w.(*os.File)
+	if rok && wok && rf == wf {
+		f := pollable(rf)
+		return &stdioConn{r: f, w: f, oneFile: true}
 	}
-	if f, ok := w.(*os.File); ok {
-		w = pollable(f)
+	if rok {
+		r = pollable(rf)
+	}
+	if wok {
+		w = pollable(wf)
 	}
 	return &stdioConn{r: r, w: w}
 }
@@ -263,7 +303,7 @@ func (c *stdioConn) Close() error {
 		if rc, ok := c.r.(io.Closer); ok {
 			err = rc.Close()
 		}
-		if wc, ok := c.w.(io.Closer); ok {
+		if wc, ok := c.w.(io.Closer); ok && !c.oneFile {
 			if werr := wc.Close(); err == nil {
 				err = werr
 			}
@@ -305,7 +345,8 @@ func (c *stdioConn) SetWriteDeadline(t time.Time) error {
 }
 
 // NewStdioConn returns a net.Conn made of r and w, for a client that
-// reaches an agent through a process's stdin and stdout.
+// reaches an agent through a process's stdin and stdout. r and w may be
+// one file read and written both ways, such as a virtio port.
 func NewStdioConn(r io.Reader, w io.Writer) net.Conn { return newStdioConn(r, w) }
 
 // initThreads is how many OS threads an init agent makes at start.

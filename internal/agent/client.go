@@ -204,7 +204,7 @@ func (c *Client) Exec(ctx context.Context, req sandbox.ExecRequest) (sandbox.Exe
 	er := execRequest{
 		Argv:      req.Argv,
 		Dir:       req.Dir,
-		Env:       req.Env,
+		Env:       req.EnvWithTimeZone(),
 		TimeoutMs: ceilMillis(req.Timeout),
 	}
 	if slices.ContainsFunc(req.Argv, func(a string) bool { return !utf8.ValidString(a) }) {
@@ -518,4 +518,56 @@ func (l *latchWriter) Write(p []byte) (int, error) {
 		}
 	}
 	return len(p), nil
+}
+
+// GuestSetup asks a microVM's agent to apply setup (see GuestSetup). The
+// setup is validated here first, so a bad one never leaves the daemon. An
+// agent that is no microVM's init answers with an error of class
+// ErrNotFound.
+func (c *Client) GuestSetup(ctx context.Context, setup GuestSetup) error {
+	if err := setup.Validate(); err != nil {
+		return err
+	}
+	head, err := json.Marshal(setup)
+	if err != nil {
+		return errdefs.New(errdefs.ErrInvalid, "Guest setup cannot be encoded: "+err.Error())
+	}
+	resp, _, err := c.roundTrip(ctx, http.MethodPost, pathGuestSetup, func() *lazyBody { return newLazyBody(head, nil) })
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode/100 != 2 {
+		return responseError(resp)
+	}
+	return nil
+}
+
+// GuestPowerOff asks a microVM's agent to kill every command and power
+// the VM off. It is sent once, never retried on a new connection, and a
+// connection that drops before the answer arrives counts as success: the
+// guest may well have gone before its answer left. The caller still waits
+// for the VM to exit, and ends it itself after a grace period.
+func (c *Client) GuestPowerOff(ctx context.Context) error {
+	cc, err := c.conn(ctx)
+	if err != nil {
+		return err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://agent"+pathGuestPowerOff, http.NoBody)
+	if err != nil {
+		return err
+	}
+	resp, err := cc.RoundTrip(req)
+	if err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		c.log.Debug("agent guest poweroff: the connection dropped before the answer; taking it as done", "err", err)
+		return nil
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode/100 != 2 {
+		return responseError(resp)
+	}
+	return nil
 }

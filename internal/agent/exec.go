@@ -53,7 +53,7 @@ func (s *Server) handleExec(w http.ResponseWriter, r *http.Request) {
 		writeError(w, errdefs.New(errdefs.ErrInvalid, "Exec request is not valid JSON: "+err.Error()))
 		return
 	}
-	cmd, err := resolve(req)
+	cmd, err := resolve(req, s.commandEnv())
 	if err != nil {
 		writeError(w, err)
 		return
@@ -62,8 +62,15 @@ func (s *Server) handleExec(w http.ResponseWriter, r *http.Request) {
 	s.run(r.Context(), w, r.Body, stdin, cmd)
 }
 
-// resolve checks an exec request and turns it into a command.
-func resolve(req execRequest) (*command, error) {
+// commandEnv is the env every command starts from, before its request's
+// own: the agent's, with what guest setups added (time zone, proxy).
+func (s *Server) commandEnv() []string {
+	return overlayEnv(os.Environ(), s.guestEnv())
+}
+
+// resolve checks an exec request and turns it into a command whose env
+// is base overlaid with the request's.
+func resolve(req execRequest, base []string) (*command, error) {
 	argv := req.Argv
 	if len(req.ArgvBytes) > 0 {
 		argv = make([]string, len(req.ArgvBytes))
@@ -89,7 +96,7 @@ func resolve(req execRequest) (*command, error) {
 	if err != nil {
 		return nil, err
 	}
-	env := overlayEnv(os.Environ(), req.Env)
+	env := overlayEnv(base, req.Env)
 	cmd := &command{
 		dir:     dir,
 		env:     env,
@@ -248,12 +255,22 @@ func (s *Server) run(ctx context.Context, w http.ResponseWriter, body io.Closer,
 	stdoutR, stdoutW := pipes[1][0], pipes[1][1]
 	stderrR, stderrW := pipes[2][0], pipes[2][1]
 
+	sys := &syscall.SysProcAttr{Setpgid: true}
+	if s.CommandCgroup != "" {
+		fd, err := openCgroup(s.CommandCgroup)
+		if err != nil {
+			writeError(w, err)
+			return
+		}
+		defer unix.Close(fd)
+		sys.UseCgroupFD, sys.CgroupFD = true, fd
+	}
 	oomBefore, oomKnown := readOOMKills(s.oomPath)
 	attr := &syscall.ProcAttr{
 		Dir:   cmd.dir,
 		Env:   cmd.env,
 		Files: []uintptr{stdinR.Fd(), stdoutW.Fd(), stderrW.Fd()},
-		Sys:   &syscall.SysProcAttr{Setpgid: true},
+		Sys:   sys,
 	}
 	start := time.Now()
 	pid, exited, err := s.reaper.start(cmd.path, cmd.args, attr)
@@ -262,7 +279,7 @@ func (s *Server) run(ctx context.Context, w http.ResponseWriter, body io.Closer,
 	stdoutW.Close()
 	stderrW.Close()
 	if err != nil {
-		writeError(w, procio.StartError(err, cmd.prog))
+		writeError(w, startError(err, cmd.prog, s.CommandCgroup))
 		return
 	}
 	log := s.log.With("pid", pid, "program", cmd.prog)
@@ -360,6 +377,32 @@ func (s *Server) run(ctx context.Context, w http.ResponseWriter, body io.Closer,
 	}
 	log.Debug("agent exec ended", "exit_code", res.ExitCode, "signal", res.Signal,
 		"timed_out", timedOut, "aborted", aborted, "oom_killed", res.OOMKilled, "duration", time.Since(start))
+}
+
+// openCgroup opens the cgroup v2 directory dir for clone3's
+// CLONE_INTO_CGROUP, and refuses anything else: a plain directory would
+// only fail later, with an errno that names nothing.
+func openCgroup(dir string) (int, error) {
+	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return -1, errdefs.New(errdefs.ErrFailedPrecondition, fmt.Sprintf("Commands' cgroup %s cannot be opened: %v", dir, err))
+	}
+	var st unix.Statfs_t
+	if err := unix.Fstatfs(fd, &st); err != nil || st.Type != unix.CGROUP2_SUPER_MAGIC {
+		unix.Close(fd)
+		return -1, errdefs.New(errdefs.ErrFailedPrecondition, "Commands' cgroup is not a cgroup v2 directory: "+dir)
+	}
+	return fd, nil
+}
+
+// startError is procio.StartError, except for the errors with which
+// clone3 refuses the cgroup (one with processes and child controllers
+// enabled, a removed one): those name the cgroup, not the program.
+func startError(err error, prog, cgroup string) error {
+	if cgroup != "" && (errors.Is(err, unix.EBUSY) || errors.Is(err, unix.EOPNOTSUPP) || errors.Is(err, unix.EBADF) || errors.Is(err, unix.ENODEV)) {
+		return errdefs.New(errdefs.ErrFailedPrecondition, fmt.Sprintf("Command %s cannot start in the cgroup %s: %v", prog, cgroup, err))
+	}
+	return procio.StartError(err, prog)
 }
 
 // muxWriter is the response body shared by both streams: one frame at a

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/net/http2"
@@ -38,6 +39,14 @@ type Server struct {
 	// OOMCounterPath is the cgroup file whose "oom_kill N" line counts the
 	// sandbox's OOM kills; empty detects cgroup v2 then v1.
 	OOMCounterPath string
+	// Guest, when set, serves the /v1/guest endpoints with it: the agent
+	// is a microVM's init. Without it they answer 404.
+	Guest GuestOps
+	// CommandCgroup, when set, is a cgroup v2 directory every command is
+	// started in (clone3 CLONE_INTO_CGROUP, so not even its first
+	// instruction runs outside it). A command cannot start when the
+	// directory cannot be used.
+	CommandCgroup string
 
 	once       sync.Once
 	log        *slog.Logger
@@ -46,6 +55,9 @@ type Server struct {
 	reaper     *reaper
 	oomPath    string
 	drainGrace time.Duration
+	timeZone   atomic.Pointer[string] // set by a guest setup
+	proxy      atomic.Pointer[string] // set by a guest setup
+	powerOff   sync.Once
 }
 
 func (s *Server) init() {
@@ -70,6 +82,8 @@ func (s *Server) init() {
 		s.mux.HandleFunc("PUT "+pathFile, s.handleWriteFile)
 		s.mux.HandleFunc("GET "+pathStat, s.handleStat)
 		s.mux.HandleFunc("GET "+pathList, s.handleList)
+		s.mux.HandleFunc("POST "+pathGuestSetup, s.handleGuestSetup)
+		s.mux.HandleFunc("POST "+pathGuestPowerOff, s.handleGuestPowerOff)
 	})
 }
 
@@ -116,6 +130,30 @@ func (s *Server) Serve(ctx context.Context, l net.Listener) error {
 		}
 		s.log.Debug("agent: connection accepted")
 		conns.Go(func() { s.ServeConn(ctx, c) })
+	}
+}
+
+// ServeConns serves the connections next returns, one after the other:
+// each one to its end (its commands killed), then the next. It suits a
+// channel that carries one connection at a time and is reopened for the
+// next, such as a microVM's virtio port. It returns nil once ctx is
+// cancelled, or next's error.
+func (s *Server) ServeConns(ctx context.Context, next func(context.Context) (net.Conn, error)) error {
+	s.init()
+	for {
+		c, err := next(ctx)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return err
+		}
+		s.log.Info("agent: connection opened")
+		s.ServeConn(ctx, c)
+		s.log.Info("agent: connection ended")
+		if ctx.Err() != nil {
+			return nil
+		}
 	}
 }
 

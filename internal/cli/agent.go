@@ -4,14 +4,18 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/hutchsandbox/hutch/internal/agent"
+	"github.com/hutchsandbox/hutch/internal/microvm/guest"
 )
 
 // newAgentCmd is `hutch agent`, the side of hutch that runs inside a
 // sandbox. It is hidden: the daemon starts it, people do not.
 func newAgentCmd(g *globals) *cobra.Command {
-	var opts agent.Options
+	var (
+		opts    agent.Options
+		asGuest bool
+	)
 	cmd := &cobra.Command{
-		Use:    "agent (--listen <socket> | --stdio) [--init]",
+		Use:    "agent (--listen <socket> | --stdio | --guest) [--init]",
 		Short:  "Serve commands and file operations inside a sandbox (started by hutch)",
 		Hidden: true,
 		Args:   cobra.NoArgs,
@@ -19,14 +23,33 @@ func newAgentCmd(g *globals) *cobra.Command {
 HTTP/2 on one connection: a unix socket (--listen) or this process's stdin
 and stdout (--stdio, one connection, then exit). With --init the agent does
 the duties of a container's pid 1: it reaps every orphan and, on SIGTERM or
-SIGINT, kills every running command and exits 0.`,
+SIGINT, kills every running command and exits 0.
+
+With --guest the agent is a microVM's init (pid 1, started by the kernel
+from the initramfs): it mounts the root disk, switches to it, confines the
+commands (a cgroup, a reduced capability bounding set) and serves the host
+on the virtio port hutch.agent, one session after the other, until the
+host powers the VM off. It logs to the console at info level by default.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if (opts.Listen == "") == !opts.Stdio {
-				return &exitError{code: 2, msg: "hutch agent needs exactly one of --listen <socket> and --stdio"}
+			if asGuest {
+				if opts.Listen != "" || opts.Stdio {
+					return &exitError{code: 2, msg: "hutch agent --guest serves its virtio port alone: drop --listen and --stdio"}
+				}
+				if f := cmd.Flag("log-level"); f != nil && !f.Changed {
+					g.logLevel = "info"
+				}
+			} else if (opts.Listen == "") == !opts.Stdio {
+				return &exitError{code: 2, msg: "hutch agent needs exactly one of --listen <socket>, --stdio and --guest"}
 			}
 			log, err := g.logger()
 			if err != nil {
 				return &exitError{code: 2, msg: err.Error()}
+			}
+			if asGuest {
+				if err := guest.Run(cmd.Context(), guest.Options{Version: Version, Log: log}); err != nil {
+					return &exitError{code: 1, msg: err.Error()}
+				}
+				return nil
 			}
 			opts.Log = log
 			opts.Version = Version
@@ -41,5 +64,6 @@ SIGINT, kills every running command and exits 0.`,
 	f.StringVar(&opts.Listen, "listen", "", "serve on this unix socket (mode 0600; a missing directory is created 0700)")
 	f.BoolVar(&opts.Stdio, "stdio", false, "serve one connection made of stdin and stdout, then exit")
 	f.BoolVar(&opts.Init, "init", false, "act as pid 1: reap every orphan, kill every command on SIGTERM/SIGINT")
+	f.BoolVar(&asGuest, "guest", false, "be a microVM's init and serve the host on the virtio port "+guest.PortName)
 	return cmd
 }

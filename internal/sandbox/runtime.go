@@ -57,6 +57,10 @@ type Spec struct {
 	// Limits are the conversation's base resource limits (from settings);
 	// a boost or temporary limits override them until the runtime stops.
 	Limits Limits
+	// NetworkAllow lists the hosts a runtime without a network of its own
+	// (a microVM) may reach through hutch's egress proxy
+	// (sandbox.network.allow); empty: no network.
+	NetworkAllow []string
 }
 
 // DefaultOutputLimit bounds how many bytes of each stream an exec keeps in
@@ -74,6 +78,10 @@ type ExecRequest struct {
 	// Env is injected into this command only (vault env in modes that
 	// inject it). It is never written to a runtime's config, argv or logs.
 	Env map[string]string
+	// TimeZone, when set, is the command's TZ unless Env sets one: the
+	// configured sandbox.timezone, honoured in every mode (host mode
+	// included, which injects no Env).
+	TimeZone string
 	// Stdin feeds the command; nil means an empty stdin.
 	Stdin io.Reader
 	// Stdout and Stderr receive the streams, kept apart, as they come.
@@ -140,4 +148,18 @@ func (r ExecResult) TruncationNotice(limit int64) string {
 		return "[output truncated: stderr " + byteCount(r.StderrBytes) + ", only the first " + byteCount(limit) + " kept]"
 	}
 	return ""
+}
+
+// EnvWithTimeZone returns the env a command gets: Env, plus TZ set to
+// TimeZone when that is set and Env has no TZ. Env is not modified.
+func (r ExecRequest) EnvWithTimeZone() map[string]string {
+	if _, set := r.Env["TZ"]; r.TimeZone == "" || set {
+		return r.Env
+	}
+	env := make(map[string]string, len(r.Env)+1)
+	for k, v := range r.Env {
+		env[k] = v
+	}
+	env["TZ"] = r.TimeZone
+	return env
 }
