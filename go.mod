@@ -3,6 +3,7 @@ module github.com/hutchsandbox/hutch
 go 1.26.8
 
 require (
+	github.com/cavaliergopher/cpio v1.0.1
 	github.com/containerd/errdefs v1.0.0
 	github.com/docker/go-units v0.5.0
 	github.com/google/go-cmp v0.7.0
