@@ -434,10 +434,10 @@ func statusOf(st sandbox.Status) Status {
 // managed returns the lifecycle of the daemon's mode, or a refusal for
 // modes whose runtimes hutch does not manage.
 func (s *Server) managed(ctx context.Context) (sandbox.Lifecycle, error) {
-	if !sandbox.CapabilitiesOf(s.Mode.Kind).ManagedLifecycle || s.Mode.Kind != sandbox.KindImage {
-		return nil, errdefs.New(errdefs.ErrNotSupported, fmt.Sprintf("Sandbox '%s' has no runtimes managed by hutch; status, boost, limits, stop and remove need image:*", s.Mode.Kind))
+	if !sandbox.CapabilitiesOf(s.Mode.Kind).ManagedLifecycle {
+		return nil, errdefs.New(errdefs.ErrNotSupported, fmt.Sprintf("Sandbox '%s' has no runtimes managed by hutch; status, boost, limits, stop and remove need image:* or gondolin:default", s.Mode.Kind))
 	}
-	return s.Service.Managed(ctx)
+	return s.Service.ManagedFor(ctx, s.Mode)
 }
 
 func (s *Server) lifecycleCall(w http.ResponseWriter, r *http.Request, call func(ctx context.Context, lc sandbox.Lifecycle, key string, l sandbox.Limits) (sandbox.Status, error)) error {

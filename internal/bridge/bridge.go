@@ -24,6 +24,7 @@ import (
 	"github.com/hutchsandbox/hutch/internal/office"
 	"github.com/hutchsandbox/hutch/internal/sandbox"
 	"github.com/hutchsandbox/hutch/internal/service"
+	"github.com/hutchsandbox/hutch/internal/settings"
 	"github.com/hutchsandbox/hutch/internal/vault"
 )
 
@@ -75,7 +76,7 @@ func (o Options) Validate() error {
 	case o.Mode.Kind == sandbox.KindCloudflare:
 		// Its commands would run on another bridge, maybe this one.
 		return errdefs.New(errdefs.ErrInvalid, fmt.Sprintf(
-			"A bridge runs commands on its own machine; '%s' would pass them to another bridge. Use host, container:<name> or image:<image>", o.Mode))
+			"A bridge runs commands on its own machine; '%s' would pass them to another bridge. Use host, container:<name>, image:<image> or gondolin:default", o.Mode))
 	case !service.Runnable(o.Mode):
 		return sandbox.NotImplemented(o.Mode)
 	}
@@ -184,9 +185,11 @@ type job struct {
 	dir     string
 	timeout time.Duration
 	env     map[string]string
-	stdin   io.Reader
-	execID  *execID
-	stream  bool
+	// timeZone is the caller's sandbox.timezone ("" = the bridge's own).
+	timeZone string
+	stdin    io.Reader
+	execID   *execID
+	stream   bool
 }
 
 // parseExec validates a request and turns it into a job. Errors are of
@@ -247,6 +250,13 @@ func parseExec(req protocol.ExecRequest) (job, error) {
 		}
 	}
 	j.env = req.Env
+	if req.TimeZone != "" {
+		tz, err := settings.ParseTimeZone(req.TimeZone)
+		if err != nil {
+			return j, err
+		}
+		j.timeZone = tz
+	}
 	if req.Stdin != "" {
 		b, err := base64.StdEncoding.DecodeString(req.Stdin)
 		if err != nil {
@@ -320,13 +330,14 @@ func (s *server) exec(w http.ResponseWriter, r *http.Request) error {
 	}
 	start := time.Now()
 	opts := service.ExecOptions{
-		Address: j.addr,
-		Mode:    s.o.Mode,
-		Argv:    j.argv,
-		Dir:     j.dir,
-		Env:     j.env,
-		Timeout: j.timeout,
-		Stdin:   j.stdin,
+		Address:  j.addr,
+		Mode:     s.o.Mode,
+		Argv:     j.argv,
+		Dir:      j.dir,
+		Env:      j.env,
+		TimeZone: j.timeZone,
+		Timeout:  j.timeout,
+		Stdin:    j.stdin,
 	}
 	// The id's command has ended once the service returns, before the
 	// answer is written: POST /cancel never waits on a slow reader. (The

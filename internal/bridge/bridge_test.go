@@ -30,9 +30,7 @@ func TestNew_Validates(t *testing.T) {
 		{"no_service", bridge.Options{Mode: host, Token: "t"}, "bridge: no service"},
 		{"no_token", bridge.Options{Service: svc, Mode: host}, "bridge: a token is required"},
 		{"bridged_mode", bridge.Options{Service: svc, Mode: sandbox.Mode{Kind: sandbox.KindCloudflare, Target: "x"}, Token: "t"},
-			"A bridge runs commands on its own machine; 'cloudflare:x' would pass them to another bridge. Use host, container:<name> or image:<image>"},
-		{"unbuilt_mode", bridge.Options{Service: svc, Mode: sandbox.Mode{Kind: sandbox.KindGondolin, Target: "default"}, Token: "t"},
-			"Sandbox 'gondolin' is not available in this build yet; use host, container:<name>, image:<image> or cloudflare:<sandbox-id>"},
+			"A bridge runs commands on its own machine; 'cloudflare:x' would pass them to another bridge. Use host, container:<name>, image:<image> or gondolin:default"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			if _, err := bridge.New(tt.o); err == nil || err.Error() != tt.want {

@@ -83,8 +83,8 @@ func Serve(ctx context.Context, o ServeOptions) error {
 		return fmt.Errorf("cannot serve sandbox %s: %w", o.Mode, err)
 	}
 	var idle time.Duration
-	if o.Mode.Kind == sandbox.KindImage {
-		rep, err := svc.Reconcile(ctx)
+	if sandbox.CapabilitiesOf(o.Mode.Kind).ManagedLifecycle {
+		rep, err := svc.ReconcileMode(ctx, o.Mode)
 		if err != nil {
 			return fmt.Errorf("reconcile managed runtimes: %w", err)
 		}
@@ -171,7 +171,7 @@ func idleLoop(ctx context.Context, o ServeOptions, idle time.Duration) {
 			return
 		case <-t.C:
 		}
-		lc, err := o.Service.Managed(ctx)
+		lc, err := o.Service.ManagedFor(ctx, o.Mode)
 		if err != nil {
 			o.Log.Warn("idle stop", "error", err)
 			continue

@@ -181,11 +181,11 @@ func (h *handler) status() (Reply, error) {
 	if r := refusal(pol, h.mode); r != nil {
 		lines = append(lines, "Commands here are refused: "+r.Error())
 	}
-	if h.mode.Kind != sandbox.KindImage {
-		lines = append(lines, fmt.Sprintf("Limits: not managed in `%s` mode; boosts and limits need image:* mode", h.mode.Kind))
+	if !sandbox.CapabilitiesOf(h.mode.Kind).ManagedLifecycle {
+		lines = append(lines, fmt.Sprintf("Limits: not managed in `%s` mode; boosts and limits need image:* or gondolin:default mode", h.mode.Kind))
 		return text(strings.Join(lines, "\n")), nil
 	}
-	m, err := h.svc.Managed(h.ctx)
+	m, err := h.svc.ManagedFor(h.ctx, h.mode)
 	if err != nil {
 		return Reply{}, err
 	}
@@ -233,12 +233,13 @@ func (h *handler) sizes() (base, boost sandbox.Limits, err error) {
 	return base, boost, nil
 }
 
-// needImage is the reply for a command only image mode serves, or ok.
-func (h *handler) needImage(command string) (Reply, bool) {
-	if h.mode.Kind == sandbox.KindImage {
+// needManaged is the reply for a command only the managed modes serve,
+// or ok.
+func (h *handler) needManaged(command string) (Reply, bool) {
+	if sandbox.CapabilitiesOf(h.mode.Kind).ManagedLifecycle {
 		return Reply{}, true
 	}
-	return text(fmt.Sprintf("`%s` needs image:* mode, where hutch runs one managed runtime per conversation; this conversation runs in `%s` mode.", command, h.mode)), false
+	return text(fmt.Sprintf("`%s` needs image:* or gondolin:default mode, where hutch runs one managed runtime per conversation; this conversation runs in `%s` mode.", command, h.mode)), false
 }
 
 // lifecycleReply turns the errors of a boost or limits change that the
@@ -254,10 +255,10 @@ func lifecycleReply(err error, what string) (Reply, bool) {
 }
 
 func (h *handler) boost() (Reply, error) {
-	if r, ok := h.needImage("/sandbox boost"); !ok {
+	if r, ok := h.needManaged("/sandbox boost"); !ok {
 		return r, nil
 	}
-	m, err := h.svc.Managed(h.ctx)
+	m, err := h.svc.ManagedFor(h.ctx, h.mode)
 	if err != nil {
 		return Reply{}, err
 	}
@@ -277,7 +278,7 @@ func (h *handler) boost() (Reply, error) {
 }
 
 func (h *handler) limits(args []string) (Reply, error) {
-	if r, ok := h.needImage("/sandbox limits"); !ok {
+	if r, ok := h.needManaged("/sandbox limits"); !ok {
 		return r, nil
 	}
 	if len(args) == 0 {
@@ -304,7 +305,7 @@ func (h *handler) limits(args []string) (Reply, error) {
 			return text(fmt.Sprintf("The limits were not changed: %s.", strings.TrimSuffix(err.Error(), "."))), nil
 		}
 	}
-	m, err := h.svc.Managed(h.ctx)
+	m, err := h.svc.ManagedFor(h.ctx, h.mode)
 	if err != nil {
 		return Reply{}, err
 	}
@@ -377,13 +378,13 @@ func refusal(pol service.Policy, mode sandbox.Mode) error {
 }
 
 // busy reports whether a command runs in the conversation's runtime. Only
-// image mode counts commands; the other modes have no runtime of the
-// conversation's own and never report busy.
+// the managed modes count commands; the other modes have no runtime of
+// the conversation's own and never report busy.
 func (h *handler) busy() (bool, error) {
-	if h.mode.Kind != sandbox.KindImage {
+	if !sandbox.CapabilitiesOf(h.mode.Kind).ManagedLifecycle {
 		return false, nil
 	}
-	m, err := h.svc.Managed(h.ctx)
+	m, err := h.svc.ManagedFor(h.ctx, h.mode)
 	if err != nil {
 		return false, err
 	}

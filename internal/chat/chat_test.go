@@ -15,6 +15,7 @@ import (
 	"github.com/hutchsandbox/hutch/internal/projection"
 	"github.com/hutchsandbox/hutch/internal/sandbox"
 	"github.com/hutchsandbox/hutch/internal/service"
+	"github.com/hutchsandbox/hutch/internal/testenv"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata")
@@ -49,6 +50,9 @@ func newService(t *testing.T, getenv func(string) string) *service.Service {
 		t.Fatal(err)
 	}
 	svc := service.New(layout, nil)
+	// The microVM mode stages the agent (a static hutch) even to answer
+	// that no runtime runs.
+	svc.SetAgentBinary(testenv.HutchBinary(t))
 	t.Cleanup(func() { svc.Close() })
 	return svc
 }

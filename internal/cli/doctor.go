@@ -15,7 +15,10 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/hutchsandbox/hutch/internal/engine"
+	"github.com/hutchsandbox/hutch/internal/microvm/assets"
+	"github.com/hutchsandbox/hutch/internal/microvm/qemu"
 	"github.com/hutchsandbox/hutch/internal/sandbox"
+	"github.com/hutchsandbox/hutch/internal/sandbox/microvm"
 	"github.com/hutchsandbox/hutch/internal/service"
 )
 
@@ -62,6 +65,12 @@ type doctorProbes struct {
 	// bits, and checks it as hutch does before use. A state dir that does
 	// not exist yet is an error wrapping fs.ErrNotExist.
 	StateDir func() (path string, perm fs.FileMode, err error)
+	// HardwareVirt reports whether the processor advertises vmx or svm.
+	HardwareVirt func() bool
+	// Virtiofsd finds the virtiofsd program (outside PATH on Debian).
+	Virtiofsd func() (string, error)
+	// Guest loads the manifest of the microVM guest assets in dir.
+	Guest func(dir string) (assets.Manifest, error)
 }
 
 // The paths and programs doctor looks at.
@@ -108,8 +117,20 @@ func (g *globals) doctorProbes() doctorProbes {
 			}
 			return f.Close()
 		},
-		StateDir: g.probeStateDir,
+		StateDir:     g.probeStateDir,
+		HardwareVirt: qemu.HardwareVirt,
+		Virtiofsd:    qemu.FindVirtiofsd,
+		Guest:        loadGuest,
 	}
+}
+
+// loadGuest loads a guest's manifest; a directory without one is
+// fs.ErrNotExist (not built yet), anything else is a broken build.
+func loadGuest(dir string) (assets.Manifest, error) {
+	if _, err := os.Stat(filepath.Join(dir, assets.ManifestName)); err != nil {
+		return assets.Manifest{}, err
+	}
+	return assets.Load(dir)
 }
 
 // probeStateDir finds the state dir as ResolveLayout does, without
@@ -167,9 +188,46 @@ func diagnose(ctx context.Context, p doctorProbes) []check {
 	}
 	out = append(out, stateDirCheck(p))
 	for _, k := range sandbox.Kinds {
+		if k == sandbox.KindGondolin {
+			out = append(out, gondolinCheck(p))
+			continue
+		}
 		out = append(out, modeCheck(k, engErr == nil))
 	}
 	return out
+}
+
+// gondolinCheck says whether gondolin:default can boot here: QEMU,
+// qemu-img and virtiofsd installed, guest assets built, and on what
+// accelerator.
+func gondolinCheck(p doctorProbes) check {
+	name := "mode " + modeLabel(sandbox.KindGondolin)
+	if _, err := p.LookPath(qemuProgram); err != nil {
+		return check{name, checkNo, "needs " + qemuProgram + " (see qemu)"}
+	}
+	if _, err := p.LookPath("qemu-img"); err != nil {
+		return check{name, checkNo, "needs qemu-img (apt-get install qemu-utils)"}
+	}
+	if _, err := p.Virtiofsd(); err != nil {
+		return check{name, checkNo, "needs virtiofsd (apt-get install qemu-system-common)"}
+	}
+	dir := p.Getenv("HUTCH_MICROVM_ASSETS")
+	if dir == "" {
+		state, _, _ := p.StateDir()
+		dir = microvm.DefaultAssetDir(state)
+	}
+	m, err := p.Guest(dir)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return check{name, checkNo, "no guest in " + dir + ": build one with hutch microvm image build"}
+		}
+		return check{name, checkBad, err.Error()}
+	}
+	accel := "software emulation (TCG, slow: no usable KVM)"
+	if p.OpenRW(kvmDevice) == nil && p.HardwareVirt() {
+		accel = "KVM"
+	}
+	return check{name, checkOK, fmt.Sprintf("boots on %s; guest in %s, built %s from %s", accel, dir, m.Created.Format("2006-01-02"), m.Source)}
 }
 
 func podmanCheck(p doctorProbes, eng engineInfo, engineOK bool) check {
@@ -192,7 +250,7 @@ func podmanCheck(p doctorProbes, eng engineInfo, engineOK bool) check {
 func kvmCheck(p doctorProbes) check {
 	if err := p.Stat(kvmDevice); err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
-			return check{"kvm", checkMissing, kvmDevice + " is not present (microVM modes need hardware virtualisation)"}
+			return check{"kvm", checkMissing, kvmDevice + " is not present: microVMs run under software emulation (TCG), slowly"}
 		}
 		return check{"kvm", checkMissing, fmt.Sprintf("cannot look at %s: %v", kvmDevice, err)}
 	}
@@ -201,9 +259,12 @@ func kvmCheck(p doctorProbes) check {
 		if errors.As(err, &pe) {
 			err = pe.Err
 		}
-		return check{"kvm", checkBad, fmt.Sprintf("%s is present but cannot be opened (%v); add the user to the kvm group", kvmDevice, err)}
+		return check{"kvm", checkBad, fmt.Sprintf("%s is present but cannot be opened (%v); add the user to the kvm group (until then microVMs run under software emulation)", kvmDevice, err)}
 	}
-	return check{"kvm", checkOK, kvmDevice + " is present and opens"}
+	if !p.HardwareVirt() {
+		return check{"kvm", checkNo, kvmDevice + " opens, but the processor advertises no vmx or svm: microVMs run under software emulation (TCG)"}
+	}
+	return check{"kvm", checkOK, kvmDevice + " is present and opens; microVMs run on KVM"}
 }
 
 func stateDirCheck(p doctorProbes) check {

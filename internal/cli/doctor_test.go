@@ -9,9 +9,11 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/hutchsandbox/hutch/internal/engine"
 	"github.com/hutchsandbox/hutch/internal/errdefs"
+	"github.com/hutchsandbox/hutch/internal/microvm/assets"
 )
 
 // fakeMachine builds probes from a description of a machine.
@@ -23,6 +25,11 @@ type fakeMachine struct {
 	state    string
 	perm     fs.FileMode
 	stateErr error
+	// hwVirt: the processor advertises vmx or svm; virtiofsd: its path
+	// ("" = not installed); guest: guest assets are built.
+	hwVirt    bool
+	virtiofsd string
+	guest     bool
 }
 
 func (m fakeMachine) probes() doctorProbes {
@@ -52,7 +59,20 @@ func (m fakeMachine) probes() doctorProbes {
 			}
 			return &fs.PathError{Op: "open", Path: p, Err: syscall.EACCES}
 		},
-		StateDir: func() (string, fs.FileMode, error) { return m.state, m.perm, m.stateErr },
+		StateDir:     func() (string, fs.FileMode, error) { return m.state, m.perm, m.stateErr },
+		HardwareVirt: func() bool { return m.hwVirt },
+		Virtiofsd: func() (string, error) {
+			if m.virtiofsd == "" {
+				return "", errors.New("virtiofsd not found")
+			}
+			return m.virtiofsd, nil
+		},
+		Guest: func(dir string) (assets.Manifest, error) {
+			if !m.guest {
+				return assets.Manifest{}, &fs.PathError{Op: "stat", Path: filepath.Join(dir, "manifest.json"), Err: fs.ErrNotExist}
+			}
+			return assets.Manifest{Version: 1, Created: time.Date(2026, 11, 30, 1, 2, 3, 0, time.UTC), Source: "hutch-sandbox:dev (sha256:4477c7d056ca); kernel linux-image-6.1.0-57-cloud-amd64 6.1.192-3"}, nil
+		},
 	}
 }
 
@@ -60,9 +80,24 @@ func TestDoctor_Golden(t *testing.T) {
 	for name, m := range map[string]fakeMachine{
 		"everything": {
 			engine:   &engineInfo{Host: "unix:///var/run/docker.sock", Flavor: "docker", ServerVersion: "20.10.24", APIVersion: "1.41"},
-			programs: map[string]string{"podman": "/usr/bin/podman", "qemu-system-x86_64": "/usr/bin/qemu-system-x86_64"},
+			programs: map[string]string{"podman": "/usr/bin/podman", "qemu-system-x86_64": "/usr/bin/qemu-system-x86_64", "qemu-img": "/usr/bin/qemu-img"},
 			files:    map[string]bool{"/dev/kvm": true, "/sys/fs/cgroup/cgroup.controllers": true},
 			state:    "/home/ada/.hutch", perm: 0o700,
+			hwVirt: true, virtiofsd: "/usr/lib/qemu/virtiofsd", guest: true,
+		},
+		"microvm_tcg": {
+			engine:   &engineInfo{Host: "unix:///var/run/docker.sock", Flavor: "docker", ServerVersion: "20.10.24", APIVersion: "1.41"},
+			programs: map[string]string{"qemu-system-x86_64": "/usr/bin/qemu-system-x86_64", "qemu-img": "/usr/bin/qemu-img"},
+			files:    map[string]bool{"/dev/kvm": true, "/sys/fs/cgroup/cgroup.controllers": true},
+			state:    "/root/.hutch", perm: 0o700,
+			virtiofsd: "/usr/lib/qemu/virtiofsd", guest: true,
+		},
+		"microvm_no_guest": {
+			engine:   &engineInfo{Host: "unix:///var/run/docker.sock", Flavor: "docker", ServerVersion: "20.10.24", APIVersion: "1.41"},
+			programs: map[string]string{"qemu-system-x86_64": "/usr/bin/qemu-system-x86_64", "qemu-img": "/usr/bin/qemu-img"},
+			files:    map[string]bool{"/sys/fs/cgroup/cgroup.controllers": true},
+			state:    "/root/.hutch", perm: 0o700,
+			virtiofsd: "/usr/lib/qemu/virtiofsd",
 		},
 		"bare": {
 			files: map[string]bool{}, state: "/home/ada/.hutch",

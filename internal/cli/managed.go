@@ -24,14 +24,20 @@ type lifecycle interface {
 }
 
 // managed returns the daemon's lifecycle (as an API client) when a
-// daemon in image mode answers for this state dir, else the in-process one.
+// daemon in a managed mode answers for this state dir, else the
+// in-process one of $HUTCH_SANDBOX's mode when that is managed, else of
+// image mode. In-process, gondolin's VMs are those of this process (none
+// run): it lists the offices with a root disk as stopped and removes them.
 func (g *globals) managed(ctx context.Context, svc *service.Service, addr *office.Address) (lifecycle, error) {
 	if c, ok := g.daemon(ctx, svc, ""); ok {
 		if h, err := c.Health(ctx); err == nil {
-			if m, err := sandbox.ParseMode(h.Mode); err == nil && m.Kind == sandbox.KindImage {
+			if m, err := sandbox.ParseMode(h.Mode); err == nil && sandbox.CapabilitiesOf(m.Kind).ManagedLifecycle {
 				return &daemonLifecycle{c: c, addr: addr}, nil
 			}
 		}
+	}
+	if m, err := g.sandboxMode(""); err == nil && sandbox.CapabilitiesOf(m.Kind).ManagedLifecycle {
+		return svc.ManagedFor(ctx, m)
 	}
 	return svc.Managed(ctx)
 }

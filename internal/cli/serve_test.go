@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/hutchsandbox/hutch/internal/testenv"
 )
 
 // serveProc is the test binary running as `hutch serve`.
@@ -93,11 +95,15 @@ func TestServe_GracefulShutdown(t *testing.T) {
 }
 
 // TestServe_RefusesBadMode: startup validation refuses with the reason.
-func TestServe_RefusesBadMode(t *testing.T) {
+// TestServe_RefusesModeThatCannotWork: serve checks its mode before it
+// listens; gondolin without guest assets says how to build them.
+func TestServe_RefusesModeThatCannotWork(t *testing.T) {
 	e := newEnv(t)
+	e.extra = map[string]string{"HUTCH_AGENT_BINARY": testenv.HutchBinary(t)}
 	_, errOut, code := e.run("", "serve", "--sandbox", "gondolin:default")
-	if code != 1 || errOut != "hutch: Sandbox 'gondolin' is not available in this build yet; use host, container:<name>, image:<image> or cloudflare:<sandbox-id>\n" {
-		t.Errorf("exit %d, %q", code, errOut)
+	want := "hutch: No microVM guest in " + filepath.Join(e.state, "microvm", "default") + ": build one with hutch microvm image build\n"
+	if code != 1 || errOut != want {
+		t.Errorf("exit %d, %q; want %q", code, errOut, want)
 	}
 }
 

@@ -76,15 +76,15 @@ func Run(ctx context.Context, o Options) error {
 		return err
 	}
 	var idle time.Duration
-	if o.Mode.Kind == sandbox.KindImage {
-		rep, err := svc.Reconcile(ctx)
+	if o.Mode.Kind == sandbox.KindImage || o.Mode.Kind == sandbox.KindGondolin {
+		rep, err := svc.ReconcileMode(ctx, o.Mode)
 		if err != nil {
 			return fmt.Errorf("reconcile managed runtimes: %w", err)
 		}
 		o.Log.Info("reconciled", "adopted", len(rep.Adopted), "removed", len(rep.Removed))
-		m.Event(sandbox.KindImage, metrics.EventReconciled, len(rep.Removed))
-		m.WatchRuntimes(sandbox.KindImage, func(ctx context.Context) ([]sandbox.Status, error) {
-			lc, err := svc.Managed(ctx)
+		m.Event(o.Mode.Kind, metrics.EventReconciled, len(rep.Removed))
+		m.WatchRuntimes(o.Mode.Kind, func(ctx context.Context) ([]sandbox.Status, error) {
+			lc, err := svc.ManagedFor(ctx, o.Mode)
 			if err != nil {
 				return nil, err
 			}
@@ -142,7 +142,7 @@ func Run(ctx context.Context, o Options) error {
 	go func() {
 		defer close(idleDone)
 		if idle > 0 {
-			idleLoop(idleCtx, svc, idle, o.Log, m)
+			idleLoop(idleCtx, svc, o.Mode, idle, o.Log, m)
 		}
 	}()
 
@@ -192,7 +192,7 @@ func validate(ctx context.Context, svc *service.Service, m sandbox.Mode) error {
 	switch m.Kind {
 	case sandbox.KindHost:
 		return nil
-	case sandbox.KindContainer, sandbox.KindImage, sandbox.KindCloudflare:
+	case sandbox.KindContainer, sandbox.KindImage, sandbox.KindCloudflare, sandbox.KindGondolin:
 		return svc.ValidateMode(ctx, m)
 	}
 	return sandbox.NotImplemented(m)
@@ -218,7 +218,7 @@ func listenUnix(path string) (net.Listener, error) {
 }
 
 // idleLoop stops idle runtimes until ctx ends.
-func idleLoop(ctx context.Context, svc *service.Service, idle time.Duration, log *slog.Logger, m *metrics.Set) {
+func idleLoop(ctx context.Context, svc *service.Service, mode sandbox.Mode, idle time.Duration, log *slog.Logger, m *metrics.Set) {
 	tick := min(max(idle/4, time.Second), 30*time.Second)
 	t := time.NewTicker(tick)
 	defer t.Stop()
@@ -228,13 +228,13 @@ func idleLoop(ctx context.Context, svc *service.Service, idle time.Duration, log
 			return
 		case <-t.C:
 		}
-		lc, err := svc.Managed(ctx)
+		lc, err := svc.ManagedFor(ctx, mode)
 		if err != nil {
 			log.Warn("idle stop", "error", err)
 			continue
 		}
 		stopped, err := lc.StopIdle(ctx, idle)
-		m.Event(sandbox.KindImage, metrics.EventIdleStop, len(stopped))
+		m.Event(mode.Kind, metrics.EventIdleStop, len(stopped))
 		for _, k := range stopped {
 			log.Info("stopped idle runtime", "office_key", k)
 		}

@@ -10,14 +10,13 @@ import (
 
 	"github.com/hutchsandbox/hutch/internal/errdefs"
 	"github.com/hutchsandbox/hutch/internal/sandbox"
-	"github.com/hutchsandbox/hutch/internal/sandbox/image"
 	"github.com/hutchsandbox/hutch/internal/settings"
 	"github.com/hutchsandbox/hutch/internal/tools"
 )
 
 // limiter is the tools.Limiter of one office's managed runtime.
 type limiter struct {
-	rt  *image.Runtime
+	rt  sandbox.Lifecycle
 	key string
 }
 

@@ -204,8 +204,8 @@ func (h *handlers) edit(ctx context.Context, _ *mcp.CallToolRequest, in tools.Ed
 
 func (h *handlers) sandbox(ctx context.Context, _ *mcp.CallToolRequest, in tools.SandboxInput) (*mcp.CallToolResult, tools.SandboxOutput, error) {
 	var lim tools.Limiter
-	if h.mode.Kind == sandbox.KindImage && (in.Action == "status" || in.Action == "set") {
-		m, err := h.svc.Managed(ctx)
+	if sandbox.CapabilitiesOf(h.mode.Kind).ManagedLifecycle && (in.Action == "status" || in.Action == "set") {
+		m, err := h.svc.ManagedFor(ctx, h.mode)
 		if err != nil {
 			return fail[tools.SandboxOutput](h, "sandbox", err)
 		}

@@ -7,11 +7,14 @@ import (
 
 	"github.com/hutchsandbox/hutch/internal/agentbin"
 	"github.com/hutchsandbox/hutch/internal/engine"
+	"github.com/hutchsandbox/hutch/internal/errdefs"
+	"github.com/hutchsandbox/hutch/internal/microvm/qemu"
 	"github.com/hutchsandbox/hutch/internal/sandbox"
 	"github.com/hutchsandbox/hutch/internal/sandbox/cloudflare"
 	"github.com/hutchsandbox/hutch/internal/sandbox/container"
 	"github.com/hutchsandbox/hutch/internal/sandbox/host"
 	"github.com/hutchsandbox/hutch/internal/sandbox/image"
+	"github.com/hutchsandbox/hutch/internal/sandbox/microvm"
 	"github.com/hutchsandbox/hutch/internal/settings"
 	"github.com/hutchsandbox/hutch/internal/vault"
 )
@@ -24,6 +27,7 @@ type runtimes struct {
 	agent  *agentbin.Binary
 	byMode map[sandbox.Mode]sandbox.Runtime
 	image  *image.Runtime // the lifecycle view of image mode
+	vm     *microvm.Runtime
 }
 
 // SetGetenv replaces how the service reads its environment
@@ -104,6 +108,12 @@ func (s *Service) runtime(ctx context.Context, m sandbox.Mode) (sandbox.Runtime,
 		if rt, err = cloudflare.New(cfg); err != nil {
 			return nil, err
 		}
+	case sandbox.KindGondolin:
+		vm, err := s.microvmLocked()
+		if err != nil {
+			return nil, err
+		}
+		rt = vm
 	default:
 		return nil, sandbox.NotImplemented(m)
 	}
@@ -138,6 +148,59 @@ func (s *Service) imageLocked(ctx context.Context, ref string) (*image.Runtime, 
 		Log:      s.log,
 		Event:    func(e string) { s.metrics.Event(sandbox.KindImage, e, 1) },
 	})
+}
+
+// microvmLocked returns the one microVM runtime of this process.
+func (s *Service) microvmLocked() (*microvm.Runtime, error) {
+	if s.rt.vm != nil {
+		return s.rt.vm, nil
+	}
+	bin, err := s.agentLocked()
+	if err != nil {
+		return nil, err
+	}
+	rs, err := settings.LoadRuntime(settings.GlobalPath(s.layout.StateDir))
+	if err != nil {
+		return nil, err
+	}
+	accel, err := qemu.ParseAccel(s.getenv("HUTCH_MICROVM_ACCEL"))
+	if err != nil {
+		return nil, errdefs.New(errdefs.ErrInvalid, "HUTCH_MICROVM_ACCEL: "+err.Error())
+	}
+	vm, err := microvm.New(microvm.Config{
+		StateDir: s.layout.StateDir,
+		RunDir:   s.layout.RunDir,
+		AssetDir: s.getenv("HUTCH_MICROVM_ASSETS"),
+		Agent:    bin,
+		Accel:    accel,
+		TimeZone: rs.TimeZone,
+		Boost:    sandbox.Limits{CPUs: rs.BoostCPUs, MemoryBytes: rs.BoostMemoryBytes}.Over(image.DefaultBoost),
+		Log:      s.log,
+		Event:    func(e string) { s.metrics.Event(sandbox.KindGondolin, e, 1) },
+	})
+	if err != nil {
+		return nil, err
+	}
+	s.rt.vm = vm
+	return vm, nil
+}
+
+// ManagedRuntime is the lifecycle of a managed mode's runtimes, with the
+// start-up and shutdown duties of the process that serves them.
+type ManagedRuntime interface {
+	sandbox.Lifecycle
+	Reconcile(ctx context.Context, known func(officeKey string) bool) (image.ReconcileReport, error)
+}
+
+// ManagedFor returns the lifecycle of the managed mode m (image or
+// gondolin).
+func (s *Service) ManagedFor(ctx context.Context, m sandbox.Mode) (ManagedRuntime, error) {
+	if m.Kind == sandbox.KindGondolin {
+		s.rt.mu.Lock()
+		defer s.rt.mu.Unlock()
+		return s.microvmLocked()
+	}
+	return s.Managed(ctx)
 }
 
 // Managed returns the lifecycle view of the managed runtimes (image
@@ -199,6 +262,8 @@ func (s *Service) ValidateMode(ctx context.Context, m sandbox.Mode) error {
 	case *cloudflare.Runtime:
 		_, err := r.Health(ctx)
 		return err
+	case *microvm.Runtime:
+		return r.Check()
 	}
 	return nil
 }
@@ -206,7 +271,12 @@ func (s *Service) ValidateMode(ctx context.Context, m sandbox.Mode) error {
 // Reconcile adopts the managed runtimes of registered offices and removes
 // those no registered office accounts for.
 func (s *Service) Reconcile(ctx context.Context) (image.ReconcileReport, error) {
-	m, err := s.Managed(ctx)
+	return s.ReconcileMode(ctx, sandbox.Mode{Kind: sandbox.KindImage})
+}
+
+// ReconcileMode reconciles the runtimes of one managed mode.
+func (s *Service) ReconcileMode(ctx context.Context, mode sandbox.Mode) (image.ReconcileReport, error) {
+	m, err := s.ManagedFor(ctx, mode)
 	if err != nil {
 		return image.ReconcileReport{}, err
 	}
@@ -241,10 +311,14 @@ func (s *Service) RuntimeSettings() ([][2]string, error) {
 	return settings.RuntimeValues(settings.GlobalPath(s.layout.StateDir))
 }
 
-// Close releases the engine connection.
+// Close powers off the microVMs this process runs (syncing their files
+// back) and releases the engine connection.
 func (s *Service) Close() error {
 	s.rt.mu.Lock()
 	defer s.rt.mu.Unlock()
+	if s.rt.vm != nil {
+		s.rt.vm.Close()
+	}
 	if s.rt.engine != nil {
 		return s.rt.engine.Close()
 	}

@@ -1,6 +1,7 @@
 package service
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -263,6 +264,9 @@ type ExecOptions struct {
 	Stdin       io.Reader
 	Stdout      io.Writer
 	Stderr      io.Writer
+	// TimeZone, when set, is the command's TZ instead of sandbox.timezone
+	// (a bridge passes its caller's); a TZ in the env still wins.
+	TimeZone string
 	// Env is extra env for this command only, merged over the vault env
 	// (a name in both takes this value). It is injected in every mode,
 	// host included, because the caller asked for it; a runtime that
@@ -293,6 +297,7 @@ func (s *Service) Exec(ctx context.Context, o ExecOptions) (sandbox.ExecResult, 
 		Argv:        o.Argv,
 		Dir:         o.Dir,
 		Env:         env,
+		TimeZone:    cmp.Or(o.TimeZone, p.timeZone),
 		Stdin:       o.Stdin,
 		Stdout:      o.Stdout,
 		Stderr:      o.Stderr,
@@ -312,6 +317,8 @@ type prepared struct {
 	spec sandbox.Spec
 	// env is the vault env of each command (nil where the mode injects none).
 	env map[string]string
+	// timeZone is sandbox.timezone, every command's TZ unless env sets one.
+	timeZone string
 }
 
 // prepare admits a conversation in a mode and makes what it needs on
@@ -377,13 +384,23 @@ func (s *Service) prepare(ctx context.Context, addr office.Address, mode sandbox
 			return nil, err
 		}
 	}
+	rs, err := settings.LoadRuntime(settings.GlobalPath(s.layout.StateDir))
+	if err != nil {
+		return nil, err
+	}
+	p.timeZone = rs.TimeZone
+	if mode.Kind == sandbox.KindGondolin {
+		// A microVM has no network of its own: only what the allowlist
+		// names, through hutch's proxy.
+		p.spec.NetworkAllow = rs.NetworkAllow
+	}
 	return p, nil
 }
 
 // Runnable reports whether this build can run commands in mode m.
 func Runnable(m sandbox.Mode) bool {
 	switch m.Kind {
-	case sandbox.KindHost, sandbox.KindContainer, sandbox.KindImage, sandbox.KindCloudflare:
+	case sandbox.KindHost, sandbox.KindContainer, sandbox.KindImage, sandbox.KindCloudflare, sandbox.KindGondolin:
 		return true
 	}
 	return false

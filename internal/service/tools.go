@@ -13,6 +13,7 @@ import (
 	"github.com/hutchsandbox/hutch/internal/sandbox/cloudflare"
 	"github.com/hutchsandbox/hutch/internal/sandbox/container"
 	"github.com/hutchsandbox/hutch/internal/sandbox/image"
+	"github.com/hutchsandbox/hutch/internal/sandbox/microvm"
 	"github.com/hutchsandbox/hutch/internal/tools"
 )
 
@@ -50,6 +51,8 @@ func (s *Service) ToolSandbox(ctx context.Context, addr office.Address, mode san
 	switch rt := p.rt.(type) {
 	case *image.Runtime:
 		ts.client = func(ctx context.Context) (confinedFiles, error) { return rt.Agent(ctx, p.spec) }
+	case *microvm.Runtime:
+		ts.client = func(ctx context.Context) (confinedFiles, error) { return rt.Agent(ctx, p.spec) }
 	case *container.Runtime:
 		ts.client = func(ctx context.Context) (confinedFiles, error) { return rt.Agent(ctx) }
 	}
@@ -86,7 +89,7 @@ func (t *toolSandbox) Office() string  { return t.office }
 func (t *toolSandbox) Roots() []string { return t.roots }
 
 func (t *toolSandbox) Exec(ctx context.Context, req sandbox.ExecRequest) (sandbox.ExecResult, error) {
-	req.Env = t.p.env
+	req.Env, req.TimeZone = t.p.env, t.p.timeZone
 	if req.Dir != "" && !path.IsAbs(req.Dir) {
 		req.Dir = path.Join(t.Office(), req.Dir)
 	}

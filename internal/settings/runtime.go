@@ -8,10 +8,12 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	_ "time/tzdata" // zone names are checked the same on every host
 
 	"github.com/docker/go-units"
 
 	"github.com/hutchsandbox/hutch/internal/errdefs"
+	"github.com/hutchsandbox/hutch/internal/microvm/egress"
 )
 
 // Runtime holds the sandbox.* settings that shape managed runtimes. Zero
@@ -26,6 +28,11 @@ type Runtime struct {
 	BoostMemoryBytes int64
 	// IdleTimeout stops a runtime that ran nothing for this long.
 	IdleTimeout time.Duration
+	// TimeZone is the IANA zone commands run in (TZ), in every mode.
+	TimeZone string
+	// NetworkAllow lists the hosts a microVM may reach through hutch's
+	// egress proxy; empty: no network at all.
+	NetworkAllow []string
 }
 
 // runtimeKey is one settable sandbox.* key: its path in the file, how a
@@ -46,6 +53,8 @@ var RuntimeKeys = []runtimeKey{
 	{"sandbox.boost.cpus", []string{"boost", "cpus"}, "CPUs a boost raises to", parseCPUValue, func(r *Runtime, v any) { r.BoostCPUs = v.(float64) }},
 	{"sandbox.boost.memory", []string{"boost", "memory"}, "memory a boost raises to", parseMemoryValue, func(r *Runtime, v any) { r.BoostMemoryBytes = v.(int64) }},
 	{"sandbox.idleTimeout", []string{"idleTimeout"}, "stop a runtime idle this long (10m, 1h)", parseDurationValue, func(r *Runtime, v any) { r.IdleTimeout = v.(time.Duration) }},
+	{"sandbox.timezone", []string{"timezone"}, "time zone commands run in, in every mode (Europe/Berlin, UTC)", parseTimeZoneValue, func(r *Runtime, v any) { r.TimeZone = v.(string) }},
+	{"sandbox.network.allow", []string{"network", "allow"}, "hosts a microVM may reach through hutch's proxy, comma-separated (github.com,*.npmjs.org); unset: no network", parseAllowValue, func(r *Runtime, v any) { r.NetworkAllow = v.([]string) }},
 }
 
 // Name is the key as users write it.
@@ -117,9 +126,41 @@ func ParsePids(s string) (int64, error) {
 	return v, nil
 }
 
-func parseCPUValue(s string) (any, error)    { return ParseCPUs(s) }
-func parseMemoryValue(s string) (any, error) { return ParseMemory(s) }
-func parsePidsValue(s string) (any, error)   { return ParsePids(s) }
+// timeZoneName is what an IANA zone name looks like: Europe/Berlin,
+// America/Argentina/Buenos_Aires, Etc/GMT+2, UTC.
+var timeZoneName = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_+-]*(/[A-Za-z0-9_+-]+)*$`)
+
+// ParseTimeZone checks an IANA time zone name against the zone database
+// built into hutch, so a typo is refused here rather than silently giving
+// commands UTC.
+func ParseTimeZone(s string) (string, error) {
+	if !timeZoneName.MatchString(s) {
+		return "", errdefs.New(errdefs.ErrInvalid, fmt.Sprintf("Time zone %q must be an IANA name such as Europe/Berlin or UTC", s))
+	}
+	if _, err := time.LoadLocation(s); err != nil {
+		return "", errdefs.New(errdefs.ErrInvalid, fmt.Sprintf("Time zone %q is not in the time zone database; use an IANA name such as Europe/Berlin or UTC", s))
+	}
+	return s, nil
+}
+
+// ParseNetworkAllow parses sandbox.network.allow: comma-separated host
+// entries, each checked as the egress proxy reads it.
+func ParseNetworkAllow(s string) ([]string, error) {
+	var entries []string
+	for e := range strings.SplitSeq(s, ",") {
+		entries = append(entries, strings.TrimSpace(e))
+	}
+	if _, err := egress.ParseAllowlist(entries); err != nil {
+		return nil, err
+	}
+	return entries, nil
+}
+
+func parseAllowValue(s string) (any, error)    { return ParseNetworkAllow(s) }
+func parseTimeZoneValue(s string) (any, error) { return ParseTimeZone(s) }
+func parseCPUValue(s string) (any, error)      { return ParseCPUs(s) }
+func parseMemoryValue(s string) (any, error)   { return ParseMemory(s) }
+func parsePidsValue(s string) (any, error)     { return ParsePids(s) }
 func parseDurationValue(s string) (any, error) {
 	if err := checkPlain(s, "Duration"); err != nil {
 		return nil, err

@@ -73,6 +73,11 @@ type ExecRequest struct {
 	TimeoutSeconds float64 `json:"timeoutSeconds,omitempty"`
 	// Env is added to this command only. A bridge never logs or keeps it.
 	Env map[string]string `json:"env,omitempty"`
+	// TimeZone, when set, is the command's TZ unless Env sets one (the
+	// caller's sandbox.timezone). A bridge that does not know the field
+	// ignores it, which is why it is not sent inside Env: a bridge serving
+	// host mode refuses any env.
+	TimeZone string `json:"timeZone,omitempty"`
 
 	// Argv (extension argv) runs a program directly, instead of Command.
 	Argv []string `json:"argv,omitempty"`

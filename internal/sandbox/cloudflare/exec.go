@@ -143,6 +143,7 @@ func (r *Runtime) Exec(ctx context.Context, spec sandbox.Spec, req sandbox.ExecR
 		SandboxID: RemoteSandboxID(r.cfg.SandboxID, spec.OfficeKey),
 		Cwd:       RemoteDir(req.Dir),
 		Env:       req.Env,
+		TimeZone:  req.TimeZone,
 		Stream:    h.Has(ExtStream),
 	}
 	if req.Timeout > 0 {

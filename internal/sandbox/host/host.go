@@ -197,6 +197,9 @@ func (r *Runtime) run(ctx context.Context, req sandbox.ExecRequest, path string,
 		SysProcAttr: &syscall.SysProcAttr{Setpgid: true},
 		// Env nil: hutch's own environment (with PWD set to Dir).
 	}
+	if req.TimeZone != "" {
+		cmd.Env = append(os.Environ(), "TZ="+req.TimeZone)
+	}
 	var stdinR, stdinW *os.File
 	if req.Stdin != nil {
 		stdinR, stdinW, err = newPipe()

@@ -124,7 +124,7 @@ func (r *Runtime) desired(ctx context.Context, spec sandbox.Spec) (desired, erro
 		d.Limits = &l
 	}
 	for _, v := range spec.VaultFiles {
-		dg, err := digestTree(v.HostPath)
+		dg, err := DigestTree(v.HostPath)
 		if err != nil {
 			return desired{}, err
 		}

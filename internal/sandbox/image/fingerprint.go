@@ -56,10 +56,10 @@ func (d desired) fingerprint() string {
 	return hex.EncodeToString(sum[:16])
 }
 
-// digestTree hashes a file, or a directory's relative paths, modes and
+// DigestTree hashes a file, or a directory's relative paths, modes and
 // file contents, so a rotated credential changes the fingerprint. The
 // digest never leaves the host in a form that reveals content.
-func digestTree(root string) (string, error) {
+func DigestTree(root string) (string, error) {
 	h := sha256.New()
 	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {

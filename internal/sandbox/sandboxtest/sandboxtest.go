@@ -1,6 +1,6 @@
 // Package sandboxtest is the conformance suite every sandbox mode must
 // pass: Run checks the exec contract of sandbox.Runtime (exit codes, argv,
-// streams, stdin, working directory, env, timeout, abort, process-tree
+// streams, stdin, working directory, env, time zone, timeout, abort, process-tree
 // cleanup, signals, output cap, concurrency) through Runtime.Exec alone,
 // so it holds for commands that run on the host, in a container or in a VM
 // alike. The commands it runs use POSIX sh and busybox applets only.
@@ -65,6 +65,8 @@ func Run(t *testing.T, h Harness) {
 		{"stdin", testStdin},
 		{"working_dir", testWorkingDir},
 		{"env", testEnv},
+		{"time_zone", testTimeZone},
+		{"time_zone_env_wins", testTimeZoneEnvWins},
 		{"timeout_kills_tree", testTimeout},
 		{"abort_kills_tree", testAbort},
 		{"leader_exit_kills_background", testLeaderExit},
@@ -242,6 +244,27 @@ func testWorkingDir(t *testing.T, rt sandbox.Runtime, spec sandbox.Spec) {
 				t.Errorf("Exec with missing Dir %q: result %+v, error %v; want an error of class ErrInvalid", tt.dir, res, err)
 			}
 		})
+	}
+}
+
+// testTimeZone: every mode runs a command with TZ set to the request's
+// TimeZone (sandbox.timezone), unless the request's env sets TZ.
+func testTimeZone(t *testing.T, rt sandbox.Runtime, spec sandbox.Spec) {
+	o := run(t, rt, spec, sandbox.ExecRequest{Argv: []string{`printf %s "$TZ"`}, TimeZone: "Asia/Tokyo"})
+	if o.stdout != "Asia/Tokyo" || o.res.ExitCode != 0 {
+		t.Errorf("TZ with TimeZone Asia/Tokyo: exit %d, printed %q, stderr %q", o.res.ExitCode, o.stdout, o.stderr)
+	}
+}
+
+// testTimeZoneEnvWins: a TZ in the request's env (a vault's) wins over
+// TimeZone, in the modes that inject env.
+func testTimeZoneEnvWins(t *testing.T, rt sandbox.Runtime, spec sandbox.Spec) {
+	if !rt.Capabilities().VaultEnv {
+		t.Skip("the mode injects no env")
+	}
+	o := run(t, rt, spec, sandbox.ExecRequest{Argv: []string{`printf %s "$TZ"`}, TimeZone: "Asia/Tokyo", Env: map[string]string{"TZ": "UTC"}})
+	if o.stdout != "UTC" || o.res.ExitCode != 0 {
+		t.Errorf("TZ with TimeZone Asia/Tokyo and Env TZ=UTC: exit %d, printed %q, stderr %q; want UTC", o.res.ExitCode, o.stdout, o.stderr)
 	}
 }
 

@@ -1,0 +1,334 @@
+package microvm
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/hutchsandbox/hutch/internal/agent"
+	"github.com/hutchsandbox/hutch/internal/errdefs"
+	"github.com/hutchsandbox/hutch/internal/sandbox"
+	"github.com/hutchsandbox/hutch/internal/sandbox/image"
+)
+
+// Name is how a VM is named in listings.
+func Name(key string) string { return "hutch-vm-" + key }
+
+// List returns every office with a VM or a root disk of this state dir.
+func (r *Runtime) List(ctx context.Context) ([]sandbox.Status, error) {
+	keys := map[string]bool{}
+	r.mu.Lock()
+	for k, s := range r.sessions {
+		s.mu.Lock()
+		if s.vm != nil {
+			keys[k] = true
+		}
+		s.mu.Unlock()
+	}
+	r.mu.Unlock()
+	entries, err := os.ReadDir(filepath.Join(r.cfg.StateDir, "conversations"))
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("list microVM disks: %w", err)
+	}
+	for _, e := range entries {
+		if _, err := os.Stat(filepath.Join(r.diskDir(e.Name()), "root.qcow2")); err == nil {
+			keys[e.Name()] = true
+		}
+	}
+	out := make([]sandbox.Status, 0, len(keys))
+	for k := range keys {
+		st, err := r.Status(ctx, k)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, st)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].OfficeKey < out[j].OfficeKey })
+	return out, nil
+}
+
+// Status describes one office's VM: running (in this process), stopped
+// (its root disk exists) or missing.
+func (r *Runtime) Status(_ context.Context, key string) (sandbox.Status, error) {
+	out := sandbox.Status{OfficeKey: key, Name: Name(key), State: sandbox.StateMissing, Image: "gondolin:default"}
+	if _, err := os.Stat(filepath.Join(r.diskDir(key), "root.qcow2")); err == nil {
+		out.State = sandbox.StateStopped
+	}
+	r.mu.Lock()
+	s := r.sessions[key]
+	r.mu.Unlock()
+	if s == nil {
+		return out, nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out.ActiveCommands, out.LastActivity = s.active, s.lastActivity
+	if s.spec != nil {
+		out.Platform, out.ConversationID = s.spec.Platform, s.spec.ConversationID
+	}
+	if v := s.vm; v != nil && v.alive() {
+		out.State = sandbox.StateRunning
+		out.ID = fmt.Sprint(v.qemu.Process.Pid)
+		out.StartedAt = v.started
+		out.Fingerprint = v.fingerprint
+		out.Limits = v.limits
+		out.Boosted, out.TempLimits = s.boost != nil, s.temp != nil
+	}
+	return out, nil
+}
+
+// Stop powers an office's VM off once no command runs in it; its root
+// disk stays and the next command boots it again.
+func (r *Runtime) Stop(ctx context.Context, key string) error {
+	s := r.session(key)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.vm == nil {
+		if _, err := os.Stat(filepath.Join(r.diskDir(key), "root.qcow2")); err != nil {
+			return errdefs.New(errdefs.ErrNotFound, fmt.Sprintf("No runtime for office %s", key))
+		}
+		return nil
+	}
+	if err := s.waitIdleLocked(ctx); err != nil {
+		return err
+	}
+	r.stopVMLocked(s, "stop")
+	return nil
+}
+
+// Remove stops an office's VM and deletes its root disk. The office
+// directory and the vault stay.
+func (r *Runtime) Remove(ctx context.Context, key string) error {
+	s := r.session(key)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	dd := r.diskDir(key)
+	if _, err := os.Stat(dd); err != nil && s.vm == nil {
+		return errdefs.New(errdefs.ErrNotFound, fmt.Sprintf("No runtime for office %s", key))
+	}
+	if s.vm != nil {
+		if err := s.waitIdleLocked(ctx); err != nil {
+			return err
+		}
+		r.stopVMLocked(s, "remove")
+	}
+	if err := os.RemoveAll(dd); err != nil {
+		return fmt.Errorf("remove the root disk of office %s: %w", key, err)
+	}
+	r.log.Info("removed microVM", "office_key", key)
+	return nil
+}
+
+// Boost raises an office's limits until its VM stops. A VM's vCPUs and
+// memory are fixed at boot, so the VM is replaced at once (after the
+// commands in it end), keeping its root disk.
+func (r *Runtime) Boost(ctx context.Context, key string, boost sandbox.Limits) (sandbox.Status, error) {
+	if boost == (sandbox.Limits{}) {
+		boost = r.cfg.Boost
+	}
+	return r.relimit(ctx, key, func(s *session) { s.boost = &boost })
+}
+
+// SetLimits sets temporary limits until the office's VM stops; like a
+// boost, they replace the running VM.
+func (r *Runtime) SetLimits(ctx context.Context, key string, l sandbox.Limits) (sandbox.Status, error) {
+	return r.relimit(ctx, key, func(s *session) {
+		if s.temp != nil {
+			l = l.Over(*s.temp)
+		}
+		s.temp = &l
+	})
+}
+
+func (r *Runtime) relimit(ctx context.Context, key string, change func(*session)) (sandbox.Status, error) {
+	s := r.session(key)
+	s.mu.Lock()
+	if s.vm == nil || !s.vm.alive() || s.spec == nil {
+		s.mu.Unlock()
+		return sandbox.Status{}, errdefs.New(errdefs.ErrFailedPrecondition, fmt.Sprintf(
+			"The runtime of office %s is not running; boosts and temporary limits last one run, so run a command first", key))
+	}
+	if err := s.waitIdleLocked(ctx); err != nil {
+		s.mu.Unlock()
+		return sandbox.Status{}, err
+	}
+	boost, temp := s.boost, s.temp
+	r.stopVMLocked(s, "new limits")
+	s.boost, s.temp = boost, temp
+	change(s)
+	r.log.Info("microVM limits change: booting a replacement", "office_key", key)
+	_, err := r.ensureLocked(ctx, s, *s.spec)
+	s.mu.Unlock()
+	if err != nil {
+		return sandbox.Status{}, err
+	}
+	return r.Status(ctx, key)
+}
+
+// StopIdle stops every VM with no command running and none started
+// within idle.
+func (r *Runtime) StopIdle(ctx context.Context, idle time.Duration) ([]string, error) {
+	var stopped []string
+	for _, s := range r.allSessions() {
+		s.mu.Lock()
+		if s.vm != nil && s.active == 0 && !s.lastActivity.IsZero() && time.Since(s.lastActivity) >= idle {
+			r.stopVMLocked(s, "idle")
+			stopped = append(stopped, s.key)
+		}
+		s.mu.Unlock()
+	}
+	return stopped, ctx.Err()
+}
+
+func (r *Runtime) allSessions() []*session {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make([]*session, 0, len(r.sessions))
+	for _, s := range r.sessions {
+		out = append(out, s)
+	}
+	return out
+}
+
+// Close stops every VM of this process, in parallel, syncing projected
+// files back first. Commands still running are killed with their VM.
+// Later commands are refused. It is what a daemon does on SIGTERM.
+func (r *Runtime) Close() error {
+	r.mu.Lock()
+	r.closed = true
+	r.mu.Unlock()
+	var wg sync.WaitGroup
+	for _, s := range r.allSessions() {
+		wg.Go(func() {
+			s.mu.Lock()
+			defer s.mu.Unlock()
+			r.stopVMLocked(s, "shutdown")
+		})
+	}
+	wg.Wait()
+	return nil
+}
+
+// Reconcile runs at start. It ends the VMs a hutch that died left
+// running (their records say which processes they were), and removes
+// the root disks of offices it can no longer account for.
+func (r *Runtime) Reconcile(ctx context.Context, known func(officeKey string) bool) (image.ReconcileReport, error) {
+	var rep image.ReconcileReport
+	dirs, err := os.ReadDir(filepath.Join(r.cfg.RunDir, "vm"))
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return rep, fmt.Errorf("microVM run dirs: %w", err)
+	}
+	for _, e := range dirs {
+		if !e.IsDir() {
+			continue
+		}
+		dir := filepath.Join(r.cfg.RunDir, "vm", e.Name())
+		unlock, err := lockVM(dir)
+		if err != nil {
+			continue // a live hutch owns it
+		}
+		if key := r.endLeftover(dir); key != "" {
+			rep.Removed = append(rep.Removed, key)
+		}
+		_ = os.RemoveAll(dir)
+		unlock()
+	}
+	entries, err := os.ReadDir(filepath.Join(r.cfg.StateDir, "conversations"))
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return rep, fmt.Errorf("microVM disks: %w", err)
+	}
+	for _, e := range entries {
+		key := e.Name()
+		if _, err := os.Stat(r.diskDir(key)); err != nil {
+			continue
+		}
+		if known(key) {
+			rep.Adopted = append(rep.Adopted, key)
+			continue
+		}
+		if err := r.Remove(ctx, key); err != nil && !errdefs.IsNotFound(err) {
+			return rep, err
+		}
+		rep.Removed = append(rep.Removed, key)
+	}
+	return rep, nil
+}
+
+// endLeftover ends the processes a VM's record names, if they are still
+// the ones recorded: first a clean power-off through the agent socket
+// (the guest flushes its disk), then SIGKILL. It returns the office key
+// when it ended anything. The caller holds the VM's lock.
+func (r *Runtime) endLeftover(dir string) string {
+	data, err := os.ReadFile(filepath.Join(dir, recordName))
+	if err != nil {
+		return ""
+	}
+	var rec record
+	if json.Unmarshal(data, &rec) != nil {
+		return ""
+	}
+	var live []procRef
+	for _, p := range rec.Processes {
+		if p.matches() {
+			live = append(live, p)
+		}
+	}
+	if len(live) == 0 {
+		return ""
+	}
+	r.log.Warn("ending a microVM left running by a hutch process that died", "office_key", rec.OfficeKey, "owner_pid", rec.OwnerPID)
+	sock := filepath.Join(dir, "agent.sock")
+	cl := agent.NewClient(func(ctx context.Context) (net.Conn, error) {
+		var d net.Dialer
+		c, err := d.DialContext(ctx, "unix", sock)
+		if err != nil {
+			return nil, err
+		}
+		sc, err := agent.SyncSession(ctx, c)
+		if err != nil {
+			c.Close()
+		}
+		return sc, err
+	}, r.log)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	_ = cl.GuestPowerOff(ctx)
+	cancel()
+	cl.Close()
+	deadline := time.Now().Add(5 * time.Second)
+	for _, p := range live {
+		for p.matches() && time.Now().Before(deadline) && strings.HasSuffix(p.Marker, "agent.sock") {
+			time.Sleep(50 * time.Millisecond)
+		}
+		if p.matches() {
+			_ = syscall.Kill(p.PID, syscall.SIGKILL)
+		}
+	}
+	// The next boot opens the same disk, which QEMU locks: wait until
+	// the killed processes have exited (a zombie holds no files).
+	deadline = time.Now().Add(5 * time.Second)
+	for _, p := range live {
+		for p.matches() && procState(p.PID) != 'Z' && time.Now().Before(deadline) {
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	return rec.OfficeKey
+}
+
+// Check verifies, before a daemon starts in this mode, that the guest
+// assets are there and intact.
+func (r *Runtime) Check() error {
+	m, err := r.assets.load(r.cfg.AssetDir)
+	if err != nil {
+		return err
+	}
+	return r.assets.verify(r.cfg.AssetDir, m)
+}

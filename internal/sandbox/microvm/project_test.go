@@ -1,0 +1,158 @@
+package microvm
+
+import (
+	"log/slog"
+	"os"
+	"path/filepath"
+	"runtime"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/hutchsandbox/hutch/internal/microvm/assets"
+	"github.com/hutchsandbox/hutch/internal/sandbox"
+)
+
+func TestWholeCPUs(t *testing.T) {
+	n := runtime.NumCPU()
+	for in, want := range map[float64]int{0: 1, 0.5: 1, 1: 1, 1.0000000001: 1, 1.5: min(2, n), 2: min(2, n), 1000: n} {
+		if got := WholeCPUs(in); got != want {
+			t.Errorf("WholeCPUs(%g) = %d, want %d", in, got, want)
+		}
+	}
+}
+
+func TestCommandMemory(t *testing.T) {
+	for in, want := range map[int64]int64{1 << 30: 896 << 20, 256 << 20: 160 << 20, 4 << 30: 3584 << 20, 100 << 20: 32 << 20} {
+		if got := commandMemory(in); got != want {
+			t.Errorf("commandMemory(%d MiB) = %d MiB, want %d MiB", in>>20, got>>20, want>>20)
+		}
+	}
+}
+
+// TestProjectSpec: directories become shares in order, single files
+// copies (synced when writable under /workspace), vault entries 0600
+// read-only copies of every file of a vault directory.
+func TestProjectSpec(t *testing.T) {
+	ws := t.TempDir()
+	mk := func(p, content string) string {
+		t.Helper()
+		full := filepath.Join(ws, p)
+		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if content != "" {
+			if err := os.WriteFile(full, []byte(content), 0o640); err != nil {
+				t.Fatal(err)
+			}
+		} else if err := os.MkdirAll(full, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		return full
+	}
+	office, skills := mk("office", ""), mk("skills", "")
+	memory := mk("MEMORY.md", "# memory")
+	netrc := mk("vault/.netrc", "secret")
+	gh := mk("vault/gh", "")
+	mk("vault/gh/hosts.yml", "token")
+	spec := sandbox.Spec{
+		Mounts: []sandbox.Mount{
+			{HostPath: office, RuntimePath: "/workspace/k"},
+			{HostPath: memory, RuntimePath: "/workspace/MEMORY.md"},
+			{HostPath: skills, RuntimePath: "/workspace/skills", ReadOnly: true},
+		},
+		VaultFiles: []sandbox.Mount{
+			{HostPath: netrc, RuntimePath: "/root/.netrc", ReadOnly: true},
+			{HostPath: gh, RuntimePath: "/root/.config/gh", ReadOnly: true},
+		},
+	}
+	got, err := projectSpec(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := plan{
+		Shares: []share{
+			{Tag: "fs0", HostPath: office, RuntimePath: "/workspace/k"},
+			{Tag: "fs1", HostPath: skills, RuntimePath: "/workspace/skills", ReadOnly: true},
+		},
+		Files: []copied{
+			{HostPath: memory, RuntimePath: "/workspace/MEMORY.md", Mode: 0o640, Sync: true},
+			{HostPath: netrc, RuntimePath: "/root/.netrc", Mode: 0o600, ReadOnly: true},
+			{HostPath: filepath.Join(gh, "hosts.yml"), RuntimePath: "/root/.config/gh/hosts.yml", Mode: 0o600, ReadOnly: true},
+		},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("projectSpec (-want +got):\n%s", diff)
+	}
+	// Read-only MEMORY.md (private) is copied, never synced.
+	spec.Mounts[1].ReadOnly = true
+	got, _ = projectSpec(spec)
+	if f := got.Files[0]; f.Sync || !f.ReadOnly {
+		t.Errorf("private MEMORY.md: %+v", f)
+	}
+	// A projected path that is missing is refused, not skipped.
+	spec.Mounts = append(spec.Mounts, sandbox.Mount{HostPath: filepath.Join(ws, "events"), RuntimePath: "/workspace/events"})
+	if _, err := projectSpec(spec); err == nil {
+		t.Error("a missing projected directory was accepted")
+	}
+}
+
+// TestFingerprint: what a VM is booted from changes its fingerprint;
+// the order of mounts does not.
+func TestFingerprint(t *testing.T) {
+	dir := t.TempDir()
+	cred := filepath.Join(dir, "cred")
+	if err := os.WriteFile(cred, []byte("one"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r := &Runtime{cfg: Config{Accel: "tcg"}}
+	r.log = discard()
+	m := assets.Manifest{Assets: []assets.Asset{{Name: "kernel", SHA256: "aa"}, {Name: "rootfs", SHA256: "bb"}}}
+	spec := sandbox.Spec{
+		Mounts:     []sandbox.Mount{{HostPath: "/a", RuntimePath: "/workspace/a"}, {HostPath: "/b", RuntimePath: "/workspace/b"}},
+		VaultFiles: []sandbox.Mount{{HostPath: cred, RuntimePath: "/root/cred"}},
+		Limits:     sandbox.Limits{CPUs: 1, MemoryBytes: 512 << 20, Pids: 100},
+	}
+	fp := func(spec sandbox.Spec, s *session, m assets.Manifest) string {
+		t.Helper()
+		d, err := r.desired(s, spec, m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d.fingerprint()
+	}
+	base := fp(spec, &session{}, m)
+	swapped := spec
+	swapped.Mounts = []sandbox.Mount{spec.Mounts[1], spec.Mounts[0]}
+	if fp(swapped, &session{}, m) != base {
+		t.Error("mount order changed the fingerprint")
+	}
+	if err := os.WriteFile(cred, []byte("two"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	rotated := fp(spec, &session{}, m)
+	if rotated == base {
+		t.Error("a rotated credential kept the fingerprint")
+	}
+	boost := sandbox.Limits{CPUs: 2, MemoryBytes: 2 << 30}
+	if fp(spec, &session{boost: &boost}, m) == rotated {
+		t.Error("a boost kept the fingerprint")
+	}
+	ro := spec
+	ro.Mounts = []sandbox.Mount{spec.Mounts[0], {HostPath: "/b", RuntimePath: "/workspace/b", ReadOnly: true}}
+	if fp(ro, &session{}, m) == rotated {
+		t.Error("a door policy change (read-only mount) kept the fingerprint")
+	}
+	m2 := assets.Manifest{Assets: []assets.Asset{{Name: "kernel", SHA256: "aa"}, {Name: "rootfs", SHA256: "cc"}}}
+	if fp(spec, &session{}, m2) == rotated {
+		t.Error("a rebuilt root filesystem kept the fingerprint")
+	}
+	// Fractional CPUs are rounded up to whole vCPUs: 0.5 and 1 are the same VM.
+	half := spec
+	half.Limits.CPUs = 0.5
+	if fp(half, &session{}, m) != rotated {
+		t.Error("0.5 CPUs and 1 CPU gave different VMs")
+	}
+}
+
+func discard() *slog.Logger { return slog.New(slog.DiscardHandler) }

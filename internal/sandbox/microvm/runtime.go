@@ -1,0 +1,333 @@
+package microvm
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"os"
+	"path"
+	"path/filepath"
+	"runtime"
+	"sync"
+	"time"
+
+	"github.com/hutchsandbox/hutch/internal/agent"
+	"github.com/hutchsandbox/hutch/internal/agentbin"
+	"github.com/hutchsandbox/hutch/internal/errdefs"
+	"github.com/hutchsandbox/hutch/internal/microvm/qemu"
+	"github.com/hutchsandbox/hutch/internal/sandbox"
+	"github.com/hutchsandbox/hutch/internal/sandbox/image"
+)
+
+// Defaults where the config sets none.
+const (
+	// DefaultBootTimeout bounds a boot, from QEMU's start to the agent's
+	// first answer. Under TCG a boot takes 2 to 5 s on an idle machine;
+	// the bound is for a loaded one.
+	DefaultBootTimeout = 2 * time.Minute
+	// DefaultSyncInterval is how often projected single files are synced.
+	DefaultSyncInterval = 2 * time.Second
+	// minMemoryMiB is the least memory a guest boots with.
+	minMemoryMiB = 128
+)
+
+// Config configures the microVM mode.
+type Config struct {
+	// StateDir is hutch's state dir: each office's root disk lives under
+	// it (conversations/<office key>/microvm). Never shared with a guest.
+	StateDir string
+	// RunDir holds one directory per running VM (sockets, console log,
+	// the record of its processes) and the staged initrds.
+	RunDir string
+	// AssetDir holds the guest assets and their manifest (default
+	// <StateDir>/microvm/default).
+	AssetDir string
+	// Agent is the verified static hutch binary, the guest's init.
+	Agent agentbin.Binary
+	// QEMU, Virtiofsd and QEMUImg are the executables; empty: found.
+	QEMU, Virtiofsd, QEMUImg string
+	// Accel is the accelerator; empty detects it (kvm when usable).
+	Accel qemu.Accel
+	// Boost is what Boost raises limits to when the caller gives none.
+	Boost sandbox.Limits
+	// TimeZone is the zone commands run in (TZ); empty: UTC.
+	TimeZone string
+	// BootTimeout and SyncInterval override the defaults.
+	BootTimeout, SyncInterval time.Duration
+	// Log receives what the mode does; nil discards.
+	Log *slog.Logger
+	// Event, when set, is told of lifecycle events: "created", "started",
+	// "recreated", "stopped".
+	Event func(event string)
+}
+
+// DefaultAssetDir is where `hutch microvm image build` puts the assets of
+// gondolin:default.
+func DefaultAssetDir(stateDir string) string {
+	return filepath.Join(stateDir, "microvm", "default")
+}
+
+// Runtime is the microVM mode.
+type Runtime struct {
+	cfg    Config
+	log    *slog.Logger
+	tscKHz int64
+
+	assets assetCache
+
+	mu       sync.Mutex // guards sessions and closed
+	sessions map[string]*session
+	closed   bool
+}
+
+var (
+	_ sandbox.Runtime   = (*Runtime)(nil)
+	_ sandbox.Lifecycle = (*Runtime)(nil)
+)
+
+// session is one office's VM as this process knows it.
+type session struct {
+	key string
+
+	// mu serialises boots and stops and guards the following.
+	mu           sync.Mutex
+	cond         *sync.Cond // broadcast when active drops or a waiter's ctx ends
+	active       int
+	lastActivity time.Time
+	vm           *vm // nil: no VM runs for this office in this process
+	// spec is the last spec a command brought, for boosts (which boot a
+	// replacement at once) and file syncs.
+	spec *sandbox.Spec
+	// boost and temp raise or override the limits of the current VM's
+	// life; a stop ends them.
+	boost, temp *sandbox.Limits
+	// roundedFrom is the fractional CPU value last reported as rounded,
+	// so the notice is logged once per value.
+	roundedFrom float64
+}
+
+// New returns the microVM mode. It checks that the tools it runs exist;
+// the assets are checked before every boot.
+func New(cfg Config) (*Runtime, error) {
+	switch {
+	case !filepath.IsAbs(cfg.StateDir):
+		return nil, errors.New("microVM mode: state dir must be an absolute path")
+	case !filepath.IsAbs(cfg.RunDir):
+		return nil, errors.New("microVM mode: run dir must be an absolute path")
+	case cfg.Agent.Path == "":
+		return nil, errors.New("microVM mode: no agent binary")
+	}
+	if cfg.AssetDir == "" {
+		cfg.AssetDir = DefaultAssetDir(cfg.StateDir)
+	}
+	if cfg.Log == nil {
+		cfg.Log = slog.New(slog.DiscardHandler)
+	}
+	if cfg.BootTimeout <= 0 {
+		cfg.BootTimeout = DefaultBootTimeout
+	}
+	if cfg.SyncInterval <= 0 {
+		cfg.SyncInterval = DefaultSyncInterval
+	}
+	if cfg.Boost == (sandbox.Limits{}) {
+		cfg.Boost = image.DefaultBoost
+	}
+	if cfg.Accel == "" {
+		cfg.Accel = qemu.DetectAccel()
+	}
+	var err error
+	if cfg.QEMU, err = findTool(cfg.QEMU, "qemu-system-x86_64", "apt-get install qemu-system-x86"); err != nil {
+		return nil, err
+	}
+	if cfg.QEMUImg, err = findTool(cfg.QEMUImg, "qemu-img", "apt-get install qemu-utils"); err != nil {
+		return nil, err
+	}
+	if cfg.Virtiofsd == "" {
+		if cfg.Virtiofsd, err = qemu.FindVirtiofsd(); err != nil {
+			return nil, errdefs.New(errdefs.ErrFailedPrecondition, "microVM mode: "+err.Error())
+		}
+	}
+	if err := os.MkdirAll(cfg.RunDir, 0o711); err != nil {
+		return nil, fmt.Errorf("run dir: %w", err)
+	}
+	r := &Runtime{cfg: cfg, log: cfg.Log.With("mode", "gondolin"), sessions: map[string]*session{}}
+	r.assets.file = filepath.Join(cfg.RunDir, "microvm", "verified.json")
+	if cfg.Accel == qemu.AccelTCG {
+		r.tscKHz = qemu.HostTSCKHz()
+	}
+	return r, nil
+}
+
+// Mode returns gondolin:default.
+func (r *Runtime) Mode() sandbox.Mode {
+	return sandbox.Mode{Kind: sandbox.KindGondolin, Target: "default"}
+}
+
+// Capabilities returns the microVM mode's capabilities.
+func (r *Runtime) Capabilities() sandbox.Capabilities {
+	return sandbox.CapabilitiesOf(sandbox.KindGondolin)
+}
+
+// Accel is the accelerator VMs boot with.
+func (r *Runtime) Accel() qemu.Accel { return r.cfg.Accel }
+
+func (r *Runtime) session(key string) *session {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	s := r.sessions[key]
+	if s == nil {
+		s = &session{key: key}
+		s.cond = sync.NewCond(&s.mu)
+		r.sessions[key] = s
+	}
+	return s
+}
+
+// Exec boots the office's VM as needed and runs one command in it.
+func (r *Runtime) Exec(ctx context.Context, spec sandbox.Spec, req sandbox.ExecRequest) (sandbox.ExecResult, error) {
+	if spec.OfficeKey == "" || spec.OfficeRuntimePath == "" {
+		return sandbox.ExecResult{}, errdefs.New(errdefs.ErrInvalid, "microVM mode: spec has no office")
+	}
+	s := r.session(spec.OfficeKey)
+	s.mu.Lock()
+	cl, err := r.ensureLocked(ctx, s, spec)
+	if err != nil {
+		s.mu.Unlock()
+		return sandbox.ExecResult{}, err
+	}
+	s.active++
+	s.lastActivity = time.Now()
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		s.active--
+		s.lastActivity = time.Now()
+		s.cond.Broadcast()
+		s.mu.Unlock()
+	}()
+	switch {
+	case req.Dir == "":
+		req.Dir = spec.OfficeRuntimePath
+	case !path.IsAbs(req.Dir):
+		req.Dir = path.Join(spec.OfficeRuntimePath, req.Dir)
+	}
+	return cl.Exec(ctx, req)
+}
+
+// Agent boots the office's VM as needed and returns its agent client,
+// for file operations. The caller must not hold it across a re-create.
+func (r *Runtime) Agent(ctx context.Context, spec sandbox.Spec) (*agent.Client, error) {
+	s := r.session(spec.OfficeKey)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	cl, err := r.ensureLocked(ctx, s, spec)
+	if err == nil {
+		s.lastActivity = time.Now()
+	}
+	return cl, err
+}
+
+// ensureLocked brings the office's VM to what spec needs and returns its
+// agent client. s.mu is held.
+func (r *Runtime) ensureLocked(ctx context.Context, s *session, spec sandbox.Spec) (*agent.Client, error) {
+	r.mu.Lock()
+	closed := r.closed
+	r.mu.Unlock()
+	if closed {
+		return nil, errdefs.New(errdefs.ErrUnavailable, "microVM mode is shutting down")
+	}
+	sp := spec
+	s.spec = &sp
+	if s.vm != nil && !s.vm.alive() {
+		r.log.Warn("the microVM exited on its own; booting a new one", "office_key", s.key, "console", s.vm.consoleTail())
+		r.cleanupVM(s.vm)
+		s.vm, s.boost, s.temp = nil, nil, nil
+	}
+	m, err := r.assets.load(r.cfg.AssetDir)
+	if err != nil {
+		return nil, err
+	}
+	d, err := r.desired(s, spec, m)
+	if err != nil {
+		return nil, err
+	}
+	fp := d.fingerprint()
+	if s.vm != nil && s.vm.fingerprint == fp {
+		return s.vm.client, nil
+	}
+	if s.vm != nil {
+		if err := s.waitIdleLocked(ctx); err != nil {
+			return nil, err
+		}
+		r.log.Info("re-creating the microVM: what it was built from changed", "office_key", s.key)
+		r.event("recreated")
+		r.stopVMLocked(s, "re-create")
+		// A stop ends a boost; the replacement boots with base limits.
+		if d, err = r.desired(s, spec, m); err != nil {
+			return nil, err
+		}
+		fp = d.fingerprint()
+	}
+	if err := r.assets.verify(r.cfg.AssetDir, m); err != nil {
+		return nil, err
+	}
+	v, err := r.boot(ctx, s, spec, m, d, fp)
+	if err != nil {
+		return nil, err
+	}
+	s.vm = v
+	return v.client, nil
+}
+
+// effective is the office's limits for the VM to boot: the base limits
+// from settings, raised by a boost, overridden by temporary limits; whole
+// vCPUs only.
+func (r *Runtime) effective(s *session, spec sandbox.Spec) sandbox.Limits {
+	eff := spec.Limits.Over(image.DefaultLimits)
+	if s.boost != nil {
+		eff = s.boost.Over(eff)
+	}
+	if s.temp != nil {
+		eff = s.temp.Over(eff)
+	}
+	whole := WholeCPUs(eff.CPUs)
+	if float64(whole) != eff.CPUs && s.roundedFrom != eff.CPUs {
+		s.roundedFrom = eff.CPUs
+		r.log.Info(fmt.Sprintf("a microVM has whole vCPUs only: %g CPUs rounded up to %d", eff.CPUs, whole), "office_key", s.key)
+	}
+	eff.CPUs = float64(whole)
+	eff.MemoryBytes = max(eff.MemoryBytes, minMemoryMiB<<20)
+	return eff
+}
+
+// WholeCPUs is the number of vCPUs a CPU limit gives a VM: rounded up,
+// at least one, at most the host's CPUs (more would only add contention).
+func WholeCPUs(cpus float64) int {
+	n := int(math.Ceil(cpus - 1e-9))
+	return min(max(n, 1), runtime.NumCPU())
+}
+
+// waitIdleLocked waits, with s.mu held, until no command runs in s.
+func (s *session) waitIdleLocked(ctx context.Context) error {
+	stop := context.AfterFunc(ctx, func() {
+		s.mu.Lock()
+		s.cond.Broadcast()
+		s.mu.Unlock()
+	})
+	defer stop()
+	for s.active > 0 {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		s.cond.Wait()
+	}
+	return ctx.Err()
+}
+
+func (r *Runtime) event(e string) {
+	if r.cfg.Event != nil {
+		r.cfg.Event(e)
+	}
+}
