@@ -201,12 +201,7 @@ func (s *server) connect(w http.ResponseWriter, r *http.Request) {
 		s.badRequest(w, r, "CONNECT is served over HTTP/1.1 only")
 		return
 	}
-	if !s.allow.Allows(host, port) {
-		s.notListed(w, r, host, port)
-		return
-	}
-	if !s.takeSlot() {
-		s.tooMany(w, r, host, port)
+	if !s.admit(w, r, host, port) {
 		return
 	}
 	defer s.freeSlot()
@@ -275,12 +270,7 @@ func (s *server) forward(w http.ResponseWriter, r *http.Request) {
 		s.badRequest(w, r, "bad host or port in the request URL")
 		return
 	}
-	if !s.allow.Allows(host, port) {
-		s.notListed(w, r, host, port)
-		return
-	}
-	if !s.takeSlot() {
-		s.tooMany(w, r, host, port)
+	if !s.admit(w, r, host, port) {
 		return
 	}
 	defer s.freeSlot()
@@ -464,4 +454,19 @@ func (s *server) shutdown() {
 	}
 	s.mu.Unlock()
 	s.active.Wait()
+}
+
+// admit decides one request: refused (and answered) when host:port is
+// not listed or every slot is taken; otherwise it holds a slot, which the
+// caller frees when done.
+func (s *server) admit(w http.ResponseWriter, r *http.Request, host string, port int) bool {
+	if !s.allow.Allows(host, port) {
+		s.notListed(w, r, host, port)
+		return false
+	}
+	if !s.takeSlot() {
+		s.tooMany(w, r, host, port)
+		return false
+	}
+	return true
 }

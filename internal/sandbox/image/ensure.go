@@ -242,7 +242,7 @@ func (r *Runtime) ensureLocked(ctx context.Context, s *session, spec sandbox.Spe
 			r.dropSnapshot(ctx, spec.OfficeKey)
 		}
 	case st.fingerprint != fp:
-		if err := s.waitIdleLocked(ctx); err != nil {
+		if err := s.WaitIdle(ctx); err != nil {
 			return nil, err
 		}
 		if err := r.recreate(ctx, s, spec, d, fp, st); err != nil {
@@ -342,7 +342,7 @@ func (r *Runtime) createAndStart(ctx context.Context, s *session, spec sandbox.S
 		return err
 	}
 	r.event("started")
-	clearRuntimeState(r.cfg.StateDir, s.key)
+	clearRuntimeState(r.cfg.StateDir, s.Key)
 	return r.waitAgent(ctx, s, id)
 }
 
@@ -360,16 +360,16 @@ func (r *Runtime) attachNetwork(ctx context.Context, containerID, netID, key str
 }
 
 func (r *Runtime) start(ctx context.Context, s *session, id string) error {
-	if err := prepareSocketDir(socketDir(r.cfg.RunDir, s.key)); err != nil {
+	if err := prepareSocketDir(socketDir(r.cfg.RunDir, s.Key)); err != nil {
 		return err
 	}
 	if _, err := r.api.ContainerStart(ctx, id, client.ContainerStartOptions{}); err != nil {
-		return engine.Classify(err, "start container "+ContainerName(s.key))
+		return engine.Classify(err, "start container "+ContainerName(s.Key))
 	}
 	r.event("started")
 	// Temporary limits and boosts end when a runtime stops; a start is a
 	// new life.
-	clearRuntimeState(r.cfg.StateDir, s.key)
+	clearRuntimeState(r.cfg.StateDir, s.Key)
 	return r.waitAgent(ctx, s, id)
 }
 

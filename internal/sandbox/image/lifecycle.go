@@ -146,13 +146,10 @@ func (r *Runtime) Status(ctx context.Context, key string) (sandbox.Status, error
 		return sandbox.Status{}, err
 	}
 	out := sandbox.Status{OfficeKey: key, Name: ContainerName(key), State: sandbox.StateMissing}
-	r.mu.Lock()
-	s := r.sessions[key]
-	r.mu.Unlock()
-	if s != nil {
-		s.mu.Lock()
-		out.ActiveCommands, out.LastActivity = s.active, s.lastActivity
-		s.mu.Unlock()
+	if s, ok := r.sessions.Lookup(key); ok {
+		s.Lock()
+		out.ActiveCommands, out.LastActivity = s.Active(), s.LastActivity()
+		s.Unlock()
 	}
 	if !st.exists {
 		return out, nil
@@ -195,9 +192,9 @@ func (r *Runtime) owned(ctx context.Context, key string) (containerState, error)
 
 // Stop stops an office's container once no command runs in it.
 func (r *Runtime) Stop(ctx context.Context, key string) error {
-	s := r.session(key)
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s := r.sessions.Get(key)
+	s.Lock()
+	defer s.Unlock()
 	st, err := r.owned(ctx, key)
 	if err != nil {
 		return err
@@ -206,24 +203,24 @@ func (r *Runtime) Stop(ctx context.Context, key string) error {
 }
 
 func (r *Runtime) stopLocked(ctx context.Context, s *session, st containerState) error {
-	clearRuntimeState(r.cfg.StateDir, s.key)
+	clearRuntimeState(r.cfg.StateDir, s.Key)
 	if !st.running {
 		return nil
 	}
 	timeout := 5
 	if _, err := r.api.ContainerStop(ctx, st.id, client.ContainerStopOptions{Timeout: &timeout}); err != nil && !engine.IsNotFound(err) {
-		return engine.Classify(err, "stop container "+ContainerName(s.key))
+		return engine.Classify(err, "stop container "+ContainerName(s.Key))
 	}
-	r.log.Info("stopped container", "office_key", s.key)
+	r.log.Info("stopped container", "office_key", s.Key)
 	return nil
 }
 
 // Remove deletes an office's container, snapshot and network. The office
 // directory and the vault stay.
 func (r *Runtime) Remove(ctx context.Context, key string) error {
-	s := r.session(key)
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s := r.sessions.Get(key)
+	s.Lock()
+	defer s.Unlock()
 	st, err := r.owned(ctx, key)
 	if err != nil && !(errdefs.IsNotFound(err) && r.hasLeftovers(ctx, key)) {
 		return err
@@ -293,15 +290,15 @@ func (r *Runtime) setRuntimeLimits(ctx context.Context, key string, change func(
 			"The container engine (Podman %s) cannot change a running container's limits: its Docker-compatible API has no container update before Podman 5.1. Boosts and temporary limits need Docker or Podman 5.1 or later; limits in settings still apply, by re-creating the container.",
 			r.cfg.Engine.ServerVersion))
 	}
-	s := r.session(key)
-	s.mu.Lock()
+	s := r.sessions.Get(key)
+	s.Lock()
 	st, err := r.owned(ctx, key)
 	if err != nil {
-		s.mu.Unlock()
+		s.Unlock()
 		return sandbox.Status{}, err
 	}
 	if !st.running {
-		s.mu.Unlock()
+		s.Unlock()
 		return sandbox.Status{}, errdefs.New(errdefs.ErrFailedPrecondition, fmt.Sprintf(
 			"The runtime of office %s is not running; boosts and temporary limits last one run, so run a command first", key))
 	}
@@ -320,7 +317,7 @@ func (r *Runtime) setRuntimeLimits(ctx context.Context, key string, change func(
 	if err == nil {
 		err = saveRuntimeState(r.cfg.StateDir, key, rs)
 	}
-	s.mu.Unlock()
+	s.Unlock()
 	if err != nil {
 		return sandbox.Status{}, err
 	}
@@ -331,30 +328,25 @@ func (r *Runtime) setRuntimeLimits(ctx context.Context, key string, change func(
 // running and none started within idle. A command in flight always
 // counts as activity.
 func (r *Runtime) StopIdle(ctx context.Context, idle time.Duration) ([]string, error) {
-	r.mu.Lock()
-	sessions := make([]*session, 0, len(r.sessions))
-	for _, s := range r.sessions {
-		sessions = append(sessions, s)
-	}
-	r.mu.Unlock()
+	sessions := r.sessions.All()
 	var stopped []string
 	var errs []error
 	for _, s := range sessions {
-		s.mu.Lock()
-		if s.active > 0 || s.lastActivity.IsZero() || time.Since(s.lastActivity) < idle {
-			s.mu.Unlock()
+		s.Lock()
+		if !s.IdleFor(idle) {
+			s.Unlock()
 			continue
 		}
-		st, err := r.inspect(ctx, ContainerName(s.key))
+		st, err := r.inspect(ctx, ContainerName(s.Key))
 		if err == nil && st.exists && st.running {
 			if err = r.stopLocked(ctx, s, st); err == nil {
-				stopped = append(stopped, s.key)
+				stopped = append(stopped, s.Key)
 			}
 		}
 		if err != nil {
 			errs = append(errs, err)
 		}
-		s.mu.Unlock()
+		s.Unlock()
 	}
 	return stopped, errors.Join(errs...)
 }
@@ -385,12 +377,10 @@ func (r *Runtime) Reconcile(ctx context.Context, known func(officeKey string) bo
 			continue
 		}
 		if known(key) {
-			s := r.session(key)
-			s.mu.Lock()
-			if s.lastActivity.IsZero() {
-				s.lastActivity = now
-			}
-			s.mu.Unlock()
+			s := r.sessions.Get(key)
+			s.Lock()
+			s.Adopt(now)
+			s.Unlock()
 			rep.Adopted = append(rep.Adopted, key)
 			continue
 		}

@@ -8,10 +8,8 @@ import (
 	"net"
 	"net/netip"
 	"os"
-	"path"
 	"path/filepath"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/hutchsandbox/hutch/internal/agent"
@@ -19,6 +17,7 @@ import (
 	"github.com/hutchsandbox/hutch/internal/engine"
 	"github.com/hutchsandbox/hutch/internal/errdefs"
 	"github.com/hutchsandbox/hutch/internal/sandbox"
+	"github.com/hutchsandbox/hutch/internal/sandbox/activity"
 )
 
 // Config configures the image mode.
@@ -70,16 +69,11 @@ type Runtime struct {
 	log      *slog.Logger
 	agentBin string // staged agent binary on the host
 
-	*sessionTable // shared by every Runtime made WithImage from this one
-}
-
-// sessionTable is what this process knows of each office's runtime. It
-// is shared across the image references one process serves, so that
-// active commands, idle clocks and provisioning locks are per office,
-// whatever image a caller named.
-type sessionTable struct {
-	mu       sync.Mutex // guards sessions
-	sessions map[string]*session
+	// sessions is what this process knows of each office's runtime. It
+	// is shared by every Runtime made WithImage from this one, so that
+	// active commands, idle clocks and provisioning locks are per office,
+	// whatever image a caller named.
+	sessions *activity.Table[session]
 }
 
 var (
@@ -87,16 +81,12 @@ var (
 	_ sandbox.Lifecycle = (*Runtime)(nil)
 )
 
-// session is one office's runtime as this process knows it.
+// session is one office's runtime as this process knows it. Its lock
+// (that of the embedded activity) serialises provisioning and guards the
+// following.
 type session struct {
-	key string
-
-	// mu serialises provisioning and guards the following.
-	mu           sync.Mutex
-	cond         *sync.Cond // broadcast when active drops or a waiter's ctx ends
-	active       int
-	lastActivity time.Time
-	client       *agent.Client
+	*activity.Office
+	client *agent.Client
 	// verified is "<container id>@<start time>" of the run of the
 	// container this process has checked (agent answering, no stale
 	// snapshot); a restart changes it.
@@ -122,11 +112,11 @@ func New(cfg Config) (*Runtime, error) {
 		return nil, err
 	}
 	return &Runtime{
-		cfg:          cfg,
-		api:          cfg.Engine.Client,
-		log:          cfg.Log.With("mode", "image"),
-		agentBin:     bin,
-		sessionTable: &sessionTable{sessions: map[string]*session{}},
+		cfg:      cfg,
+		api:      cfg.Engine.Client,
+		log:      cfg.Log.With("mode", "image"),
+		agentBin: bin,
+		sessions: &activity.Table[session]{New: func(o *activity.Office) *session { return &session{Office: o} }},
 	}, nil
 }
 
@@ -149,59 +139,25 @@ func (r *Runtime) Capabilities() sandbox.Capabilities {
 	return sandbox.CapabilitiesOf(sandbox.KindImage)
 }
 
-func (r *Runtime) session(key string) *session {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	s := r.sessions[key]
-	if s == nil {
-		s = &session{key: key}
-		s.cond = sync.NewCond(&s.mu)
-		r.sessions[key] = s
-	}
-	return s
-}
-
 // Exec provisions the office's container as needed and runs one command
 // in it through the agent.
 func (r *Runtime) Exec(ctx context.Context, spec sandbox.Spec, req sandbox.ExecRequest) (sandbox.ExecResult, error) {
 	if spec.OfficeKey == "" || spec.OfficeRuntimePath == "" {
 		return sandbox.ExecResult{}, errdefs.New(errdefs.ErrInvalid, "image mode: spec has no office")
 	}
-	s := r.session(spec.OfficeKey)
-	s.mu.Lock()
-	cl, err := r.ensureLocked(ctx, s, spec)
-	if err != nil {
-		s.mu.Unlock()
-		return sandbox.ExecResult{}, err
-	}
-	s.active++
-	s.lastActivity = time.Now()
-	s.mu.Unlock()
-	defer func() {
-		s.mu.Lock()
-		s.active--
-		s.lastActivity = time.Now()
-		s.cond.Broadcast()
-		s.mu.Unlock()
-	}()
-	switch {
-	case req.Dir == "":
-		req.Dir = spec.OfficeRuntimePath
-	case !path.IsAbs(req.Dir):
-		req.Dir = path.Join(spec.OfficeRuntimePath, req.Dir)
-	}
-	return cl.Exec(ctx, req)
+	s := r.sessions.Get(spec.OfficeKey)
+	return activity.Exec(ctx, s.Office, func() (*agent.Client, error) { return r.ensureLocked(ctx, s, spec) }, spec.OfficeRuntimePath, req)
 }
 
 // Agent provisions the office's container and returns its agent client,
 // for file operations. The caller must not hold it across a re-create.
 func (r *Runtime) Agent(ctx context.Context, spec sandbox.Spec) (*agent.Client, error) {
-	s := r.session(spec.OfficeKey)
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s := r.sessions.Get(spec.OfficeKey)
+	s.Lock()
+	defer s.Unlock()
 	cl, err := r.ensureLocked(ctx, s, spec)
 	if err == nil {
-		s.lastActivity = time.Now()
+		s.Touch()
 	}
 	return cl, err
 }
@@ -211,11 +167,11 @@ func (r *Runtime) Agent(ctx context.Context, spec sandbox.Spec) (*agent.Client, 
 // re-dials by itself when the container restarted.
 func (r *Runtime) clientLocked(s *session) *agent.Client {
 	if s.client == nil {
-		sock := filepath.Join(socketDir(r.cfg.RunDir, s.key), socketName)
+		sock := filepath.Join(socketDir(r.cfg.RunDir, s.Key), socketName)
 		s.client = agent.NewClient(func(ctx context.Context) (net.Conn, error) {
 			var d net.Dialer
 			return d.DialContext(ctx, "unix", sock)
-		}, r.log.With("office_key", s.key))
+		}, r.log.With("office_key", s.Key))
 	}
 	return s.client
 }
@@ -239,32 +195,15 @@ func (r *Runtime) waitAgent(ctx context.Context, s *session, id string) error {
 		if i%20 == 19 {
 			if st, ierr := r.inspect(ctx, id); ierr == nil && !st.running {
 				return errdefs.New(errdefs.ErrUnavailable, fmt.Sprintf(
-					"Container %s exited before its agent answered (exit code %d)%s", ContainerName(s.key), st.exitCode, r.logsTail(ctx, id)))
+					"Container %s exited before its agent answered (exit code %d)%s", ContainerName(s.Key), st.exitCode, r.logsTail(ctx, id)))
 			}
 		}
 		if time.Now().After(deadline) {
-			return errdefs.New(errdefs.ErrUnavailable, fmt.Sprintf("The agent in container %s did not answer within 30 s: %v", ContainerName(s.key), err))
+			return errdefs.New(errdefs.ErrUnavailable, fmt.Sprintf("The agent in container %s did not answer within 30 s: %v", ContainerName(s.Key), err))
 		}
 		time.Sleep(delay)
 		delay = min(delay*2, 50*time.Millisecond)
 	}
-}
-
-// waitIdleLocked waits, with s.mu held, until no command runs in s.
-func (s *session) waitIdleLocked(ctx context.Context) error {
-	stop := context.AfterFunc(ctx, func() {
-		s.mu.Lock()
-		s.cond.Broadcast()
-		s.mu.Unlock()
-	})
-	defer stop()
-	for s.active > 0 {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		s.cond.Wait()
-	}
-	return ctx.Err()
 }
 
 func shortID(id string) string {

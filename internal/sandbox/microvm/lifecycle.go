@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"path/filepath"
 	"sort"
@@ -26,15 +25,13 @@ func Name(key string) string { return "hutch-vm-" + key }
 // List returns every office with a VM or a root disk of this state dir.
 func (r *Runtime) List(ctx context.Context) ([]sandbox.Status, error) {
 	keys := map[string]bool{}
-	r.mu.Lock()
-	for k, s := range r.sessions {
-		s.mu.Lock()
+	for _, s := range r.sessions.All() {
+		s.Lock()
 		if s.vm != nil {
-			keys[k] = true
+			keys[s.Key] = true
 		}
-		s.mu.Unlock()
+		s.Unlock()
 	}
-	r.mu.Unlock()
 	entries, err := os.ReadDir(filepath.Join(r.cfg.StateDir, "conversations"))
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("list microVM disks: %w", err)
@@ -63,15 +60,13 @@ func (r *Runtime) Status(_ context.Context, key string) (sandbox.Status, error) 
 	if _, err := os.Stat(filepath.Join(r.diskDir(key), "root.qcow2")); err == nil {
 		out.State = sandbox.StateStopped
 	}
-	r.mu.Lock()
-	s := r.sessions[key]
-	r.mu.Unlock()
-	if s == nil {
+	s, ok := r.sessions.Lookup(key)
+	if !ok {
 		return out, nil
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	out.ActiveCommands, out.LastActivity = s.active, s.lastActivity
+	s.Lock()
+	defer s.Unlock()
+	out.ActiveCommands, out.LastActivity = s.Active(), s.LastActivity()
 	if s.spec != nil {
 		out.Platform, out.ConversationID = s.spec.Platform, s.spec.ConversationID
 	}
@@ -89,16 +84,16 @@ func (r *Runtime) Status(_ context.Context, key string) (sandbox.Status, error) 
 // Stop powers an office's VM off once no command runs in it; its root
 // disk stays and the next command boots it again.
 func (r *Runtime) Stop(ctx context.Context, key string) error {
-	s := r.session(key)
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s := r.sessions.Get(key)
+	s.Lock()
+	defer s.Unlock()
 	if s.vm == nil {
 		if _, err := os.Stat(filepath.Join(r.diskDir(key), "root.qcow2")); err != nil {
 			return errdefs.New(errdefs.ErrNotFound, fmt.Sprintf("No runtime for office %s", key))
 		}
 		return nil
 	}
-	if err := s.waitIdleLocked(ctx); err != nil {
+	if err := s.WaitIdle(ctx); err != nil {
 		return err
 	}
 	r.stopVMLocked(s, "stop")
@@ -108,15 +103,15 @@ func (r *Runtime) Stop(ctx context.Context, key string) error {
 // Remove stops an office's VM and deletes its root disk. The office
 // directory and the vault stay.
 func (r *Runtime) Remove(ctx context.Context, key string) error {
-	s := r.session(key)
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s := r.sessions.Get(key)
+	s.Lock()
+	defer s.Unlock()
 	dd := r.diskDir(key)
 	if _, err := os.Stat(dd); err != nil && s.vm == nil {
 		return errdefs.New(errdefs.ErrNotFound, fmt.Sprintf("No runtime for office %s", key))
 	}
 	if s.vm != nil {
-		if err := s.waitIdleLocked(ctx); err != nil {
+		if err := s.WaitIdle(ctx); err != nil {
 			return err
 		}
 		r.stopVMLocked(s, "remove")
@@ -150,15 +145,15 @@ func (r *Runtime) SetLimits(ctx context.Context, key string, l sandbox.Limits) (
 }
 
 func (r *Runtime) relimit(ctx context.Context, key string, change func(*session)) (sandbox.Status, error) {
-	s := r.session(key)
-	s.mu.Lock()
+	s := r.sessions.Get(key)
+	s.Lock()
 	if s.vm == nil || !s.vm.alive() || s.spec == nil {
-		s.mu.Unlock()
+		s.Unlock()
 		return sandbox.Status{}, errdefs.New(errdefs.ErrFailedPrecondition, fmt.Sprintf(
 			"The runtime of office %s is not running; boosts and temporary limits last one run, so run a command first", key))
 	}
-	if err := s.waitIdleLocked(ctx); err != nil {
-		s.mu.Unlock()
+	if err := s.WaitIdle(ctx); err != nil {
+		s.Unlock()
 		return sandbox.Status{}, err
 	}
 	boost, temp := s.boost, s.temp
@@ -167,7 +162,7 @@ func (r *Runtime) relimit(ctx context.Context, key string, change func(*session)
 	change(s)
 	r.log.Info("microVM limits change: booting a replacement", "office_key", key)
 	_, err := r.ensureLocked(ctx, s, *s.spec)
-	s.mu.Unlock()
+	s.Unlock()
 	if err != nil {
 		return sandbox.Status{}, err
 	}
@@ -178,25 +173,15 @@ func (r *Runtime) relimit(ctx context.Context, key string, change func(*session)
 // within idle.
 func (r *Runtime) StopIdle(ctx context.Context, idle time.Duration) ([]string, error) {
 	var stopped []string
-	for _, s := range r.allSessions() {
-		s.mu.Lock()
-		if s.vm != nil && s.active == 0 && !s.lastActivity.IsZero() && time.Since(s.lastActivity) >= idle {
+	for _, s := range r.sessions.All() {
+		s.Lock()
+		if s.vm != nil && s.IdleFor(idle) {
 			r.stopVMLocked(s, "idle")
-			stopped = append(stopped, s.key)
+			stopped = append(stopped, s.Key)
 		}
-		s.mu.Unlock()
+		s.Unlock()
 	}
 	return stopped, ctx.Err()
-}
-
-func (r *Runtime) allSessions() []*session {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	out := make([]*session, 0, len(r.sessions))
-	for _, s := range r.sessions {
-		out = append(out, s)
-	}
-	return out
 }
 
 // Close stops every VM of this process, in parallel, syncing projected
@@ -207,10 +192,10 @@ func (r *Runtime) Close() error {
 	r.closed = true
 	r.mu.Unlock()
 	var wg sync.WaitGroup
-	for _, s := range r.allSessions() {
+	for _, s := range r.sessions.All() {
 		wg.Go(func() {
-			s.mu.Lock()
-			defer s.mu.Unlock()
+			s.Lock()
+			defer s.Unlock()
 			r.stopVMLocked(s, "shutdown")
 		})
 	}
@@ -287,18 +272,7 @@ func (r *Runtime) endLeftover(dir string) string {
 	}
 	r.log.Warn("ending a microVM left running by a hutch process that died", "office_key", rec.OfficeKey, "owner_pid", rec.OwnerPID)
 	sock := filepath.Join(dir, "agent.sock")
-	cl := agent.NewClient(func(ctx context.Context) (net.Conn, error) {
-		var d net.Dialer
-		c, err := d.DialContext(ctx, "unix", sock)
-		if err != nil {
-			return nil, err
-		}
-		sc, err := agent.SyncSession(ctx, c)
-		if err != nil {
-			c.Close()
-		}
-		return sc, err
-	}, r.log)
+	cl := agent.NewClient(dialAgent(sock), r.log)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 	_ = cl.GuestPowerOff(ctx)
 	cancel()

@@ -342,6 +342,18 @@ func TestLifecycle(t *testing.T) {
 	if out, _ := run(t, f.rt, spec, "cat /root/on-disk"); out != "kept\n" {
 		t.Errorf("after a stop: %q", out)
 	}
+	// Idle stop: a VM that ran nothing for the idle time powers off; one
+	// that ran something since does not.
+	if stopped, err := f.rt.StopIdle(ctx, time.Hour); err != nil || len(stopped) != 0 {
+		t.Errorf("StopIdle(1h) right after a command stopped %v, %v", stopped, err)
+	}
+	st3, _ := f.rt.Status(ctx, spec.OfficeKey)
+	if stopped, err := f.rt.StopIdle(ctx, 0); err != nil || len(stopped) != 1 || stopped[0] != spec.OfficeKey {
+		t.Errorf("StopIdle(0) stopped %v, %v", stopped, err)
+	}
+	if alive(pid2(st3)) {
+		t.Errorf("QEMU %s still runs after an idle stop", st3.ID)
+	}
 	if err := f.rt.Remove(ctx, spec.OfficeKey); err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/hutchsandbox/hutch/internal/microvm/assets"
 	"github.com/hutchsandbox/hutch/internal/sandbox"
+	"github.com/hutchsandbox/hutch/internal/sandbox/activity"
 )
 
 func TestWholeCPUs(t *testing.T) {
@@ -121,38 +122,48 @@ func TestFingerprint(t *testing.T) {
 		}
 		return d.fingerprint()
 	}
-	base := fp(spec, &session{}, m)
+	base := fp(spec, newSession(), m)
 	swapped := spec
 	swapped.Mounts = []sandbox.Mount{spec.Mounts[1], spec.Mounts[0]}
-	if fp(swapped, &session{}, m) != base {
+	if fp(swapped, newSession(), m) != base {
 		t.Error("mount order changed the fingerprint")
 	}
 	if err := os.WriteFile(cred, []byte("two"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	rotated := fp(spec, &session{}, m)
+	rotated := fp(spec, newSession(), m)
 	if rotated == base {
 		t.Error("a rotated credential kept the fingerprint")
 	}
 	boost := sandbox.Limits{CPUs: 2, MemoryBytes: 2 << 30}
-	if fp(spec, &session{boost: &boost}, m) == rotated {
+	if fp(spec, withBoost(newSession(), &boost), m) == rotated {
 		t.Error("a boost kept the fingerprint")
 	}
 	ro := spec
 	ro.Mounts = []sandbox.Mount{spec.Mounts[0], {HostPath: "/b", RuntimePath: "/workspace/b", ReadOnly: true}}
-	if fp(ro, &session{}, m) == rotated {
+	if fp(ro, newSession(), m) == rotated {
 		t.Error("a door policy change (read-only mount) kept the fingerprint")
 	}
 	m2 := assets.Manifest{Assets: []assets.Asset{{Name: "kernel", SHA256: "aa"}, {Name: "rootfs", SHA256: "cc"}}}
-	if fp(spec, &session{}, m2) == rotated {
+	if fp(spec, newSession(), m2) == rotated {
 		t.Error("a rebuilt root filesystem kept the fingerprint")
 	}
 	// Fractional CPUs are rounded up to whole vCPUs: 0.5 and 1 are the same VM.
 	half := spec
 	half.Limits.CPUs = 0.5
-	if fp(half, &session{}, m) != rotated {
+	if fp(half, newSession(), m) != rotated {
 		t.Error("0.5 CPUs and 1 CPU gave different VMs")
 	}
 }
 
 func discard() *slog.Logger { return slog.New(slog.DiscardHandler) }
+
+func newSession() *session {
+	t := activity.Table[session]{New: func(o *activity.Office) *session { return &session{Office: o} }}
+	return t.Get("v1-web-test-0123456789abcdef")
+}
+
+func withBoost(s *session, b *sandbox.Limits) *session {
+	s.boost = b
+	return s
+}

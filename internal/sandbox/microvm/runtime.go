@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"math"
 	"os"
-	"path"
 	"path/filepath"
 	"runtime"
 	"sync"
@@ -18,6 +17,7 @@ import (
 	"github.com/hutchsandbox/hutch/internal/errdefs"
 	"github.com/hutchsandbox/hutch/internal/microvm/qemu"
 	"github.com/hutchsandbox/hutch/internal/sandbox"
+	"github.com/hutchsandbox/hutch/internal/sandbox/activity"
 	"github.com/hutchsandbox/hutch/internal/sandbox/image"
 )
 
@@ -75,11 +75,11 @@ type Runtime struct {
 	log    *slog.Logger
 	tscKHz int64
 
-	assets assetCache
+	assets   assetCache
+	sessions activity.Table[session]
 
-	mu       sync.Mutex // guards sessions and closed
-	sessions map[string]*session
-	closed   bool
+	mu     sync.Mutex // guards closed
+	closed bool
 }
 
 var (
@@ -87,16 +87,11 @@ var (
 	_ sandbox.Lifecycle = (*Runtime)(nil)
 )
 
-// session is one office's VM as this process knows it.
+// session is one office's VM as this process knows it. Its lock (that of
+// the embedded activity) serialises boots and stops and guards the rest.
 type session struct {
-	key string
-
-	// mu serialises boots and stops and guards the following.
-	mu           sync.Mutex
-	cond         *sync.Cond // broadcast when active drops or a waiter's ctx ends
-	active       int
-	lastActivity time.Time
-	vm           *vm // nil: no VM runs for this office in this process
+	*activity.Office
+	vm *vm // nil: no VM runs for this office in this process
 	// spec is the last spec a command brought, for boosts (which boot a
 	// replacement at once) and file syncs.
 	spec *sandbox.Spec
@@ -152,7 +147,8 @@ func New(cfg Config) (*Runtime, error) {
 	if err := os.MkdirAll(cfg.RunDir, 0o711); err != nil {
 		return nil, fmt.Errorf("run dir: %w", err)
 	}
-	r := &Runtime{cfg: cfg, log: cfg.Log.With("mode", "gondolin"), sessions: map[string]*session{}}
+	r := &Runtime{cfg: cfg, log: cfg.Log.With("mode", "gondolin")}
+	r.sessions.New = func(o *activity.Office) *session { return &session{Office: o} }
 	r.assets.file = filepath.Join(cfg.RunDir, "microvm", "verified.json")
 	if cfg.Accel == qemu.AccelTCG {
 		r.tscKHz = qemu.HostTSCKHz()
@@ -173,58 +169,24 @@ func (r *Runtime) Capabilities() sandbox.Capabilities {
 // Accel is the accelerator VMs boot with.
 func (r *Runtime) Accel() qemu.Accel { return r.cfg.Accel }
 
-func (r *Runtime) session(key string) *session {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	s := r.sessions[key]
-	if s == nil {
-		s = &session{key: key}
-		s.cond = sync.NewCond(&s.mu)
-		r.sessions[key] = s
-	}
-	return s
-}
-
 // Exec boots the office's VM as needed and runs one command in it.
 func (r *Runtime) Exec(ctx context.Context, spec sandbox.Spec, req sandbox.ExecRequest) (sandbox.ExecResult, error) {
 	if spec.OfficeKey == "" || spec.OfficeRuntimePath == "" {
 		return sandbox.ExecResult{}, errdefs.New(errdefs.ErrInvalid, "microVM mode: spec has no office")
 	}
-	s := r.session(spec.OfficeKey)
-	s.mu.Lock()
-	cl, err := r.ensureLocked(ctx, s, spec)
-	if err != nil {
-		s.mu.Unlock()
-		return sandbox.ExecResult{}, err
-	}
-	s.active++
-	s.lastActivity = time.Now()
-	s.mu.Unlock()
-	defer func() {
-		s.mu.Lock()
-		s.active--
-		s.lastActivity = time.Now()
-		s.cond.Broadcast()
-		s.mu.Unlock()
-	}()
-	switch {
-	case req.Dir == "":
-		req.Dir = spec.OfficeRuntimePath
-	case !path.IsAbs(req.Dir):
-		req.Dir = path.Join(spec.OfficeRuntimePath, req.Dir)
-	}
-	return cl.Exec(ctx, req)
+	s := r.sessions.Get(spec.OfficeKey)
+	return activity.Exec(ctx, s.Office, func() (*agent.Client, error) { return r.ensureLocked(ctx, s, spec) }, spec.OfficeRuntimePath, req)
 }
 
 // Agent boots the office's VM as needed and returns its agent client,
 // for file operations. The caller must not hold it across a re-create.
 func (r *Runtime) Agent(ctx context.Context, spec sandbox.Spec) (*agent.Client, error) {
-	s := r.session(spec.OfficeKey)
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s := r.sessions.Get(spec.OfficeKey)
+	s.Lock()
+	defer s.Unlock()
 	cl, err := r.ensureLocked(ctx, s, spec)
 	if err == nil {
-		s.lastActivity = time.Now()
+		s.Touch()
 	}
 	return cl, err
 }
@@ -241,7 +203,7 @@ func (r *Runtime) ensureLocked(ctx context.Context, s *session, spec sandbox.Spe
 	sp := spec
 	s.spec = &sp
 	if s.vm != nil && !s.vm.alive() {
-		r.log.Warn("the microVM exited on its own; booting a new one", "office_key", s.key, "console", s.vm.consoleTail())
+		r.log.Warn("the microVM exited on its own; booting a new one", "office_key", s.Key, "console", s.vm.consoleTail())
 		r.cleanupVM(s.vm)
 		s.vm, s.boost, s.temp = nil, nil, nil
 	}
@@ -258,10 +220,10 @@ func (r *Runtime) ensureLocked(ctx context.Context, s *session, spec sandbox.Spe
 		return s.vm.client, nil
 	}
 	if s.vm != nil {
-		if err := s.waitIdleLocked(ctx); err != nil {
+		if err := s.WaitIdle(ctx); err != nil {
 			return nil, err
 		}
-		r.log.Info("re-creating the microVM: what it was built from changed", "office_key", s.key)
+		r.log.Info("re-creating the microVM: what it was built from changed", "office_key", s.Key)
 		r.event("recreated")
 		r.stopVMLocked(s, "re-create")
 		// A stop ends a boost; the replacement boots with base limits.
@@ -295,7 +257,7 @@ func (r *Runtime) effective(s *session, spec sandbox.Spec) sandbox.Limits {
 	whole := WholeCPUs(eff.CPUs)
 	if float64(whole) != eff.CPUs && s.roundedFrom != eff.CPUs {
 		s.roundedFrom = eff.CPUs
-		r.log.Info(fmt.Sprintf("a microVM has whole vCPUs only: %g CPUs rounded up to %d", eff.CPUs, whole), "office_key", s.key)
+		r.log.Info(fmt.Sprintf("a microVM has whole vCPUs only: %g CPUs rounded up to %d", eff.CPUs, whole), "office_key", s.Key)
 	}
 	eff.CPUs = float64(whole)
 	eff.MemoryBytes = max(eff.MemoryBytes, minMemoryMiB<<20)
@@ -307,23 +269,6 @@ func (r *Runtime) effective(s *session, spec sandbox.Spec) sandbox.Limits {
 func WholeCPUs(cpus float64) int {
 	n := int(math.Ceil(cpus - 1e-9))
 	return min(max(n, 1), runtime.NumCPU())
-}
-
-// waitIdleLocked waits, with s.mu held, until no command runs in s.
-func (s *session) waitIdleLocked(ctx context.Context) error {
-	stop := context.AfterFunc(ctx, func() {
-		s.mu.Lock()
-		s.cond.Broadcast()
-		s.mu.Unlock()
-	})
-	defer stop()
-	for s.active > 0 {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		s.cond.Wait()
-	}
-	return ctx.Err()
 }
 
 func (r *Runtime) event(e string) {

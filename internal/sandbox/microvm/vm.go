@@ -127,7 +127,7 @@ func (r *Runtime) boot(ctx context.Context, s *session, spec sandbox.Spec, m ass
 	if err != nil {
 		return nil, err
 	}
-	dir := r.vmDir(s.key)
+	dir := r.vmDir(s.Key)
 	if len(filepath.Join(dir, "vfs-99.sock")) > 100 {
 		return nil, errdefs.New(errdefs.ErrFailedPrecondition, fmt.Sprintf(
 			"The run dir %s is too long for the microVM's unix sockets; set HUTCH_RUN_DIR to a shorter path", r.cfg.RunDir))
@@ -135,7 +135,7 @@ func (r *Runtime) boot(ctx context.Context, s *session, spec sandbox.Spec, m ass
 	unlock, err := lockVM(dir)
 	if errors.Is(err, errBusy) {
 		return nil, errdefs.New(errdefs.ErrConflict, fmt.Sprintf(
-			"The microVM of office %s is owned by another hutch process serving this state dir; run commands through that process (or stop it)", s.key))
+			"The microVM of office %s is owned by another hutch process serving this state dir; run commands through that process (or stop it)", s.Key))
 	}
 	if err != nil {
 		return nil, err
@@ -152,7 +152,7 @@ func (r *Runtime) boot(ctx context.Context, s *session, spec sandbox.Spec, m ass
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("microVM run dir: %w", err)
 	}
-	disk, err := r.ensureDisk(ctx, s.key, m)
+	disk, err := r.ensureDisk(ctx, s.Key, m)
 	if err != nil {
 		return nil, err
 	}
@@ -160,8 +160,8 @@ func (r *Runtime) boot(ctx context.Context, s *session, spec sandbox.Spec, m ass
 	if err != nil {
 		return nil, err
 	}
-	v := &vm{key: s.key, dir: dir, exited: make(chan struct{}), fingerprint: fp, limits: d.Limits, unlock: unlock}
-	rec := record{OfficeKey: s.key, OwnerPID: os.Getpid(), Fingerprint: fp}
+	v := &vm{key: s.Key, dir: dir, exited: make(chan struct{}), fingerprint: fp, limits: d.Limits, unlock: unlock}
+	rec := record{OfficeKey: s.Key, OwnerPID: os.Getpid(), Fingerprint: fp}
 	defer func() {
 		if err != nil {
 			r.cleanupVM(v)
@@ -190,7 +190,7 @@ func (r *Runtime) boot(ctx context.Context, s *session, spec sandbox.Spec, m ass
 		mach.Shares = append(mach.Shares, qemu.Share{Tag: sh.Tag, Socket: sock})
 	}
 	if len(spec.NetworkAllow) > 0 {
-		cmd, stop, err := r.startEgress(dir, s.key, spec.NetworkAllow)
+		cmd, stop, err := r.startEgress(dir, s.Key, spec.NetworkAllow)
 		if err != nil {
 			return nil, err
 		}
@@ -224,23 +224,9 @@ func (r *Runtime) boot(ctx context.Context, s *session, spec sandbox.Spec, m ass
 	if err := writeRecord(dir, rec); err != nil {
 		return nil, err
 	}
-	r.log.Info("booting microVM", "office_key", s.key, "accel", r.cfg.Accel, "vcpus", mach.CPUs, "memory_mib", mach.MemoryMiB, "shares", len(mach.Shares), "pid", cmd.Process.Pid)
+	r.log.Info("booting microVM", "office_key", s.Key, "accel", r.cfg.Accel, "vcpus", mach.CPUs, "memory_mib", mach.MemoryMiB, "shares", len(mach.Shares), "pid", cmd.Process.Pid)
 	r.event("created")
-	sock := mach.AgentSocket
-	v.client = agent.NewClient(func(ctx context.Context) (net.Conn, error) {
-		var dl net.Dialer
-		c, err := dl.DialContext(ctx, "unix", sock)
-		if err != nil {
-			return nil, err
-		}
-		// The guest's port outlives host connections: a sync line makes
-		// sure this session starts clean of an earlier one's bytes.
-		sc, err := agent.SyncSession(ctx, c)
-		if err != nil {
-			c.Close()
-		}
-		return sc, err
-	}, r.log.With("office_key", s.key))
+	v.client = agent.NewClient(dialAgent(mach.AgentSocket), r.log.With("office_key", s.Key))
 	if err := r.waitAgent(ctx, v); err != nil {
 		return nil, err
 	}
@@ -248,10 +234,28 @@ func (r *Runtime) boot(ctx context.Context, s *session, spec sandbox.Spec, m ass
 		return nil, err
 	}
 	v.started = time.Now()
-	r.log.Info("microVM ready", "office_key", s.key, "boot", time.Since(start).Round(time.Millisecond))
+	r.log.Info("microVM ready", "office_key", s.Key, "boot", time.Since(start).Round(time.Millisecond))
 	r.event("started")
 	v.syncer = r.startSyncer(v, p.Files)
 	return v, nil
+}
+
+// dialAgent dials a guest agent's port through its unix socket. The
+// guest's port outlives host connections: a sync line makes sure each
+// session starts clean of an earlier one's bytes.
+func dialAgent(sock string) func(ctx context.Context) (net.Conn, error) {
+	return func(ctx context.Context) (net.Conn, error) {
+		var d net.Dialer
+		c, err := d.DialContext(ctx, "unix", sock)
+		if err != nil {
+			return nil, err
+		}
+		sc, err := agent.SyncSession(ctx, c)
+		if err != nil {
+			c.Close()
+		}
+		return sc, err
+	}
 }
 
 // waitAgent waits for the guest agent's first answer, failing early with
@@ -485,16 +489,16 @@ func (r *Runtime) stopVMLocked(s *session, why string) {
 		err := v.client.GuestPowerOff(ctx)
 		cancel()
 		if err != nil {
-			r.log.Debug("microVM power-off request failed", "office_key", s.key, "error", err)
+			r.log.Debug("microVM power-off request failed", "office_key", s.Key, "error", err)
 		}
 		select {
 		case <-v.exited:
 		case <-time.After(10 * time.Second):
-			r.log.Warn("the microVM did not power off within 10 s; killing QEMU", "office_key", s.key)
+			r.log.Warn("the microVM did not power off within 10 s; killing QEMU", "office_key", s.Key)
 		}
 	}
 	r.cleanupVM(v)
-	r.log.Info("stopped microVM", "office_key", s.key, "why", why)
+	r.log.Info("stopped microVM", "office_key", s.Key, "why", why)
 	r.event("stopped")
 }
 
