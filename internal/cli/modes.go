@@ -66,6 +66,8 @@ func modeLabel(k sandbox.Kind) string {
 		return "image:<image>"
 	case sandbox.KindCloudflare:
 		return "cloudflare:<id>"
+	case sandbox.KindKube:
+		return "kube:<image>"
 	}
 	return string(k)
 }

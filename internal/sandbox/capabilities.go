@@ -49,7 +49,7 @@ type Capabilities struct {
 	Recommendation string
 }
 
-// capabilityTable is seed 000's table, with gondolin from seed 001.
+// capabilityTable is seed 000's table, with gondolin from seed 001 and kube.
 var capabilityTable = map[Kind]Capabilities{
 	KindHost: {
 		CommandExecution: true,
@@ -101,6 +101,24 @@ var capabilityTable = map[Kind]Capabilities{
 		Boost:                  true,
 		AgentLimits:            true,
 		Recommendation:         "preview",
+	},
+	// kube: declares what issue 9 builds (pods on Kubernetes with the
+	// contract of image:); until it runs, every command is refused.
+	KindKube: {
+		CommandExecution:       true,
+		ManagedLifecycle:       true,
+		PerConversationRuntime: true,
+		VaultEnv:               true,
+		PerConversationVault:   true,
+		VaultFileMounts:        true,
+		Workspace:              WorkspaceManaged,
+		IsolatedOffice:         true,
+		ReadOnlyMemory:         true,
+		IdleStop:               true,
+		Limits:                 true,
+		Boost:                  true,
+		AgentLimits:            true,
+		Recommendation:         "scale-out",
 	},
 }
 

@@ -17,10 +17,11 @@ const (
 	KindImage      Kind = "image"
 	KindCloudflare Kind = "cloudflare"
 	KindGondolin   Kind = "gondolin"
+	KindKube       Kind = "kube"
 )
 
 // Kinds lists every kind in the order help texts show them.
-var Kinds = []Kind{KindHost, KindContainer, KindImage, KindCloudflare, KindGondolin}
+var Kinds = []Kind{KindHost, KindContainer, KindImage, KindCloudflare, KindGondolin, KindKube}
 
 // Mode is a parsed --sandbox value: a kind and its target (container name,
 // image reference, bridge sandbox id or VM profile; empty for host).
@@ -43,7 +44,7 @@ func (m Mode) String() string {
 }
 
 // validForms is the list quoted by every "unknown mode" error.
-const validForms = "'host', 'container:<container-name>', 'image:<image-name>', 'cloudflare:<sandbox-id>', or 'gondolin:default' (alias 'microvm:default')"
+const validForms = "'host', 'container:<container-name>', 'image:<image-name>', 'cloudflare:<sandbox-id>', 'gondolin:default' (alias 'microvm:default'), or 'kube:<image-name>'"
 
 // ParseMode parses a --sandbox value. Errors are of class errdefs.ErrInvalid
 // and say what the valid forms are.
@@ -57,7 +58,7 @@ func ParseMode(s string) (Mode, error) {
 			return Mode{}, errdefs.New(errdefs.ErrInvalid, "Sandbox mode is empty. Use "+validForms)
 		}
 		switch prefix {
-		case "container", "image", "cloudflare", "gondolin", "microvm", "docker":
+		case "container", "image", "cloudflare", "gondolin", "microvm", "kube", "docker":
 			// A known prefix written without its colon: explain what is missing.
 			return parseTarget(prefix, "", s)
 		}
@@ -104,6 +105,14 @@ func parseTarget(prefix, rest, whole string) (Mode, error) {
 			return Mode{}, errdefs.New(errdefs.ErrInvalid, fmt.Sprintf("unsupported %s profile '%s'. Use '%s:default'", prefix, rest, prefix))
 		}
 		return Mode{Kind: KindGondolin, Target: "default"}, nil
+	case "kube":
+		if strings.TrimSpace(rest) == "" {
+			return Mode{}, errdefs.New(errdefs.ErrInvalid, "kube sandbox requires image name (e.g., kube:registry.example.com/hutch-sandbox:1)")
+		}
+		if strings.TrimSpace(rest) != rest || strings.ContainsAny(rest, " \t\n") {
+			return Mode{}, errdefs.New(errdefs.ErrInvalid, fmt.Sprintf("image name %q must not contain whitespace", rest))
+		}
+		return Mode{Kind: KindKube, Target: rest}, nil
 	}
 	return Mode{}, errdefs.New(errdefs.ErrInvalid, fmt.Sprintf("Invalid sandbox type '%s'. Use %s", whole, validForms))
 }

@@ -23,6 +23,7 @@ func TestParseMode_Valid(t *testing.T) {
 		{"cloudflare", "cloudflare:team-box", sandbox.Mode{Kind: sandbox.KindCloudflare, Target: "team-box"}},
 		{"gondolin", "gondolin:default", sandbox.Mode{Kind: sandbox.KindGondolin, Target: "default"}},
 		{"microvm_alias", "microvm:default", sandbox.Mode{Kind: sandbox.KindGondolin, Target: "default"}},
+		{"kube", "kube:registry.example.com/hutch-sandbox:1", sandbox.Mode{Kind: sandbox.KindKube, Target: "registry.example.com/hutch-sandbox:1"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -38,7 +39,7 @@ func TestParseMode_Valid(t *testing.T) {
 }
 
 func TestParseMode_Refusals(t *testing.T) {
-	const forms = "'host', 'container:<container-name>', 'image:<image-name>', 'cloudflare:<sandbox-id>', or 'gondolin:default' (alias 'microvm:default')"
+	const forms = "'host', 'container:<container-name>', 'image:<image-name>', 'cloudflare:<sandbox-id>', 'gondolin:default' (alias 'microvm:default'), or 'kube:<image-name>'"
 	tests := []struct {
 		name string
 		in   string
@@ -57,6 +58,9 @@ func TestParseMode_Refusals(t *testing.T) {
 		{"gondolin_empty", "gondolin:", "gondolin sandbox requires a profile (e.g., gondolin:default)"},
 		{"gondolin_other", "gondolin:fast", "unsupported gondolin profile 'fast'. Use 'gondolin:default'"},
 		{"microvm_other", "microvm:x", "unsupported microvm profile 'x'. Use 'microvm:default'"},
+		{"kube_empty", "kube:", "kube sandbox requires image name (e.g., kube:registry.example.com/hutch-sandbox:1)"},
+		{"kube_bare", "kube", "kube sandbox requires image name (e.g., kube:registry.example.com/hutch-sandbox:1)"},
+		{"kube_space", "kube:a b", `image name "a b" must not contain whitespace`},
 		{"host_with_target", "host:x", "Invalid sandbox type 'host:x'. Use " + forms},
 		{"container_space", "container:a b", `container name "a b" is not a valid container name`},
 	}
@@ -77,7 +81,7 @@ func TestParseMode_Refusals(t *testing.T) {
 }
 
 func FuzzParseMode(f *testing.F) {
-	for _, s := range []string{"host", "container:x", "image:a:b", "cloudflare:id", "gondolin:default", "microvm:default", "docker:x", "", ":", "image::", "container: "} {
+	for _, s := range []string{"host", "container:x", "image:a:b", "cloudflare:id", "gondolin:default", "microvm:default", "kube:img", "docker:x", "", ":", "image::", "container: "} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {

@@ -41,5 +41,5 @@ func Admit(kind Kind, caps Capabilities, req Requirements) error {
 // for but cannot run yet.
 func NotImplemented(m Mode) error {
 	return errdefs.New(errdefs.ErrNotSupported, fmt.Sprintf(
-		"Sandbox '%s' is not available in this build yet; use host, container:<name>, image:<image> or cloudflare:<sandbox-id>", m.Kind))
+		"Sandbox '%s' is not available in this build yet; use host, container:<name>, image:<image>, cloudflare:<sandbox-id> or gondolin:default", m.Kind))
 }

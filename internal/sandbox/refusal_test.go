@@ -31,6 +31,9 @@ func TestAdmit_RefusalTexts(t *testing.T) {
 		{"cloudflare_files", sandbox.KindCloudflare, files, `Sandbox type "cloudflare" does not support vault file mounts; keep credentials in vault env, or use image:* to project files`},
 		{"image_files", sandbox.KindImage, files, ""},
 		{"gondolin_files", sandbox.KindGondolin, files, ""},
+		{"kube_isolated", sandbox.KindKube, isolated, ""},
+		{"kube_ro_memory", sandbox.KindKube, roMemory, ""},
+		{"kube_files", sandbox.KindKube, files, ""},
 		{"host_trusted_rw", sandbox.KindHost, sandbox.Requirements{}, ""},
 	}
 	for _, tt := range tests {
@@ -56,27 +59,28 @@ func TestAdmit_RefusalTexts(t *testing.T) {
 }
 
 func TestCapabilitiesOf_SeedTable(t *testing.T) {
-	// One row per capability of seed 000 (plus gondolin from seed 001):
-	// host, container, image, cloudflare, gondolin.
+	// One row per capability of seed 000 (plus gondolin from seed 001 and
+	// kube, which declares image's): host, container, image, cloudflare,
+	// gondolin, kube.
 	type row struct {
 		name string
 		get  func(sandbox.Capabilities) bool
-		want [5]bool
+		want [6]bool
 	}
 	rows := []row{
-		{"command_execution", func(c sandbox.Capabilities) bool { return c.CommandExecution }, [5]bool{true, true, true, true, true}},
-		{"managed_lifecycle", func(c sandbox.Capabilities) bool { return c.ManagedLifecycle }, [5]bool{false, false, true, false, true}},
-		{"per_conversation_runtime", func(c sandbox.Capabilities) bool { return c.PerConversationRuntime }, [5]bool{false, false, true, true, true}},
-		{"vault_env", func(c sandbox.Capabilities) bool { return c.VaultEnv }, [5]bool{false, true, true, true, true}},
-		{"per_conversation_vault", func(c sandbox.Capabilities) bool { return c.PerConversationVault }, [5]bool{false, false, true, true, true}},
-		{"vault_file_mounts", func(c sandbox.Capabilities) bool { return c.VaultFileMounts }, [5]bool{false, false, true, false, true}},
-		{"isolated_office", func(c sandbox.Capabilities) bool { return c.IsolatedOffice }, [5]bool{false, false, true, false, true}},
-		{"read_only_memory", func(c sandbox.Capabilities) bool { return c.ReadOnlyMemory }, [5]bool{false, false, true, false, true}},
-		{"idle_stop", func(c sandbox.Capabilities) bool { return c.IdleStop }, [5]bool{false, false, true, false, true}},
-		{"limits", func(c sandbox.Capabilities) bool { return c.Limits }, [5]bool{false, false, true, false, true}},
-		{"boost", func(c sandbox.Capabilities) bool { return c.Boost }, [5]bool{false, false, true, false, true}},
-		{"agent_limits", func(c sandbox.Capabilities) bool { return c.AgentLimits }, [5]bool{false, false, true, false, true}},
-		{"managed_projection", func(c sandbox.Capabilities) bool { return c.ManagedProjection() }, [5]bool{false, false, true, false, true}},
+		{"command_execution", func(c sandbox.Capabilities) bool { return c.CommandExecution }, [6]bool{true, true, true, true, true, true}},
+		{"managed_lifecycle", func(c sandbox.Capabilities) bool { return c.ManagedLifecycle }, [6]bool{false, false, true, false, true, true}},
+		{"per_conversation_runtime", func(c sandbox.Capabilities) bool { return c.PerConversationRuntime }, [6]bool{false, false, true, true, true, true}},
+		{"vault_env", func(c sandbox.Capabilities) bool { return c.VaultEnv }, [6]bool{false, true, true, true, true, true}},
+		{"per_conversation_vault", func(c sandbox.Capabilities) bool { return c.PerConversationVault }, [6]bool{false, false, true, true, true, true}},
+		{"vault_file_mounts", func(c sandbox.Capabilities) bool { return c.VaultFileMounts }, [6]bool{false, false, true, false, true, true}},
+		{"isolated_office", func(c sandbox.Capabilities) bool { return c.IsolatedOffice }, [6]bool{false, false, true, false, true, true}},
+		{"read_only_memory", func(c sandbox.Capabilities) bool { return c.ReadOnlyMemory }, [6]bool{false, false, true, false, true, true}},
+		{"idle_stop", func(c sandbox.Capabilities) bool { return c.IdleStop }, [6]bool{false, false, true, false, true, true}},
+		{"limits", func(c sandbox.Capabilities) bool { return c.Limits }, [6]bool{false, false, true, false, true, true}},
+		{"boost", func(c sandbox.Capabilities) bool { return c.Boost }, [6]bool{false, false, true, false, true, true}},
+		{"agent_limits", func(c sandbox.Capabilities) bool { return c.AgentLimits }, [6]bool{false, false, true, false, true, true}},
+		{"managed_projection", func(c sandbox.Capabilities) bool { return c.ManagedProjection() }, [6]bool{false, false, true, false, true, true}},
 	}
 	for _, r := range rows {
 		t.Run(r.name, func(t *testing.T) {
