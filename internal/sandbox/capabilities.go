@@ -49,7 +49,32 @@ type Capabilities struct {
 	Recommendation string
 }
 
-// capabilityTable is seed 000's table, with gondolin from seed 001 and kube.
+// managed is what a mode that creates one runtime per conversation and
+// mounts exactly the door policy's projection enforces: image:, and the
+// modes built on the same contract (gondolin:, kube:). They differ only
+// in their standing.
+func managed(recommendation string) Capabilities {
+	return Capabilities{
+		CommandExecution:       true,
+		ManagedLifecycle:       true,
+		PerConversationRuntime: true,
+		VaultEnv:               true,
+		PerConversationVault:   true,
+		VaultFileMounts:        true,
+		Workspace:              WorkspaceManaged,
+		IsolatedOffice:         true,
+		ReadOnlyMemory:         true,
+		IdleStop:               true,
+		Limits:                 true,
+		Boost:                  true,
+		AgentLimits:            true,
+		Recommendation:         recommendation,
+	}
+}
+
+// capabilityTable is seed 000's table, with gondolin from seed 001 and
+// kube (declared for the Kubernetes mode; until it runs, every command is
+// refused).
 var capabilityTable = map[Kind]Capabilities{
 	KindHost: {
 		CommandExecution: true,
@@ -62,22 +87,7 @@ var capabilityTable = map[Kind]Capabilities{
 		Workspace:        WorkspaceSelfManaged,
 		Recommendation:   "legacy / compatibility",
 	},
-	KindImage: {
-		CommandExecution:       true,
-		ManagedLifecycle:       true,
-		PerConversationRuntime: true,
-		VaultEnv:               true,
-		PerConversationVault:   true,
-		VaultFileMounts:        true,
-		Workspace:              WorkspaceManaged,
-		IsolatedOffice:         true,
-		ReadOnlyMemory:         true,
-		IdleStop:               true,
-		Limits:                 true,
-		Boost:                  true,
-		AgentLimits:            true,
-		Recommendation:         "mainline",
-	},
+	KindImage: managed("mainline"),
 	KindCloudflare: {
 		CommandExecution:       true,
 		PerConversationRuntime: true, // the bridge sandbox id is scoped per office
@@ -86,40 +96,8 @@ var capabilityTable = map[Kind]Capabilities{
 		Workspace:              WorkspaceNone,
 		Recommendation:         "under construction",
 	},
-	KindGondolin: {
-		CommandExecution:       true,
-		ManagedLifecycle:       true,
-		PerConversationRuntime: true,
-		VaultEnv:               true,
-		PerConversationVault:   true,
-		VaultFileMounts:        true,
-		Workspace:              WorkspaceManaged,
-		IsolatedOffice:         true,
-		ReadOnlyMemory:         true,
-		IdleStop:               true,
-		Limits:                 true,
-		Boost:                  true,
-		AgentLimits:            true,
-		Recommendation:         "preview",
-	},
-	// kube: declares what issue 9 builds (pods on Kubernetes with the
-	// contract of image:); until it runs, every command is refused.
-	KindKube: {
-		CommandExecution:       true,
-		ManagedLifecycle:       true,
-		PerConversationRuntime: true,
-		VaultEnv:               true,
-		PerConversationVault:   true,
-		VaultFileMounts:        true,
-		Workspace:              WorkspaceManaged,
-		IsolatedOffice:         true,
-		ReadOnlyMemory:         true,
-		IdleStop:               true,
-		Limits:                 true,
-		Boost:                  true,
-		AgentLimits:            true,
-		Recommendation:         "scale-out",
-	},
+	KindGondolin: managed("preview"),
+	KindKube:     managed("scale-out"),
 }
 
 // CapabilitiesOf returns the capabilities a kind declares. An unknown kind

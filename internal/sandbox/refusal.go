@@ -43,3 +43,10 @@ func NotImplemented(m Mode) error {
 	return errdefs.New(errdefs.ErrNotSupported, fmt.Sprintf(
 		"Sandbox '%s' is not available in this build yet; use host, container:<name>, image:<image>, cloudflare:<sandbox-id> or gondolin:default", m.Kind))
 }
+
+// NotRunning is the refusal of a boost or temporary limits for an office
+// whose runtime does not run: they last one run of it.
+func NotRunning(officeKey string) error {
+	return errdefs.New(errdefs.ErrFailedPrecondition, fmt.Sprintf(
+		"The runtime of office %s is not running; boosts and temporary limits last one run, so run a command first", officeKey))
+}

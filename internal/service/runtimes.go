@@ -224,15 +224,6 @@ func (s *Service) managedLocked(ctx context.Context) (*image.Runtime, error) {
 	return s.rt.image, nil
 }
 
-// baseLimits are the global default limits from settings.
-func (s *Service) baseLimits() (sandbox.Limits, error) {
-	rs, err := settings.LoadRuntime(settings.GlobalPath(s.layout.StateDir))
-	if err != nil {
-		return sandbox.Limits{}, err
-	}
-	return sandbox.Limits{CPUs: rs.CPUs, MemoryBytes: rs.MemoryBytes, Pids: rs.Pids}, nil
-}
-
 // IdleDuration is how long a managed runtime may idle before it stops.
 func (s *Service) IdleDuration() (time.Duration, error) {
 	rs, err := settings.LoadRuntime(settings.GlobalPath(s.layout.StateDir))

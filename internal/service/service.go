@@ -373,26 +373,25 @@ func (s *Service) prepare(ctx context.Context, addr office.Address, mode sandbox
 			spec.VaultFiles = append(spec.VaultFiles, sandbox.Mount{HostPath: f.HostPath, RuntimePath: f.RuntimePath, ReadOnly: true})
 		}
 	}
-	if caps.Limits {
-		if spec.Limits, err = s.baseLimits(); err != nil {
-			return nil, err
-		}
-	}
-	p := &prepared{pol: pol, rt: rt, spec: spec}
-	if caps.VaultEnv && pol.VaultKey != "" {
-		if p.env, err = s.vaults.Env(pol.VaultKey); err != nil {
-			return nil, err
-		}
-	}
+	// One read of the runtime settings per command: limits, time zone
+	// and the network allowlist come from it.
 	rs, err := settings.LoadRuntime(settings.GlobalPath(s.layout.StateDir))
 	if err != nil {
 		return nil, err
 	}
-	p.timeZone = rs.TimeZone
+	if caps.Limits {
+		spec.Limits = sandbox.Limits{CPUs: rs.CPUs, MemoryBytes: rs.MemoryBytes, Pids: rs.Pids}
+	}
 	if mode.Kind == sandbox.KindGondolin {
 		// A microVM has no network of its own: only what the allowlist
 		// names, through hutch's proxy.
-		p.spec.NetworkAllow = rs.NetworkAllow
+		spec.NetworkAllow = rs.NetworkAllow
+	}
+	p := &prepared{pol: pol, rt: rt, spec: spec, timeZone: rs.TimeZone}
+	if caps.VaultEnv && pol.VaultKey != "" {
+		if p.env, err = s.vaults.Env(pol.VaultKey); err != nil {
+			return nil, err
+		}
 	}
 	return p, nil
 }

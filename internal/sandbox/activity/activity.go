@@ -168,3 +168,15 @@ func Exec(ctx context.Context, o *Office, ensure func() (*agent.Client, error), 
 	}
 	return cl.Exec(ctx, req)
 }
+
+// Client returns the agent client that ensure provides (run with the
+// office's lock held), for file operations, and counts the use.
+func Client(o *Office, ensure func() (*agent.Client, error)) (*agent.Client, error) {
+	o.Lock()
+	defer o.Unlock()
+	cl, err := ensure()
+	if err == nil {
+		o.Touch()
+	}
+	return cl, err
+}

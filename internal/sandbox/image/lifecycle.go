@@ -299,8 +299,7 @@ func (r *Runtime) setRuntimeLimits(ctx context.Context, key string, change func(
 	}
 	if !st.running {
 		s.Unlock()
-		return sandbox.Status{}, errdefs.New(errdefs.ErrFailedPrecondition, fmt.Sprintf(
-			"The runtime of office %s is not running; boosts and temporary limits last one run, so run a command first", key))
+		return sandbox.Status{}, sandbox.NotRunning(key)
 	}
 	rs := loadRuntimeState(r.cfg.StateDir, key, st)
 	rs.ContainerID, rs.StartedAt = st.id, st.startedAt

@@ -153,13 +153,7 @@ func (r *Runtime) Exec(ctx context.Context, spec sandbox.Spec, req sandbox.ExecR
 // for file operations. The caller must not hold it across a re-create.
 func (r *Runtime) Agent(ctx context.Context, spec sandbox.Spec) (*agent.Client, error) {
 	s := r.sessions.Get(spec.OfficeKey)
-	s.Lock()
-	defer s.Unlock()
-	cl, err := r.ensureLocked(ctx, s, spec)
-	if err == nil {
-		s.Touch()
-	}
-	return cl, err
+	return activity.Client(s.Office, func() (*agent.Client, error) { return r.ensureLocked(ctx, s, spec) })
 }
 
 // clientLocked returns the session's agent client, dialing the runtime's

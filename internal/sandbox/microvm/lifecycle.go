@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
-	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -149,8 +148,7 @@ func (r *Runtime) relimit(ctx context.Context, key string, change func(*session)
 	s.Lock()
 	if s.vm == nil || !s.vm.alive() || s.spec == nil {
 		s.Unlock()
-		return sandbox.Status{}, errdefs.New(errdefs.ErrFailedPrecondition, fmt.Sprintf(
-			"The runtime of office %s is not running; boosts and temporary limits last one run, so run a command first", key))
+		return sandbox.Status{}, sandbox.NotRunning(key)
 	}
 	if err := s.WaitIdle(ctx); err != nil {
 		s.Unlock()
@@ -263,7 +261,7 @@ func (r *Runtime) endLeftover(dir string) string {
 	}
 	var live []procRef
 	for _, p := range rec.Processes {
-		if p.matches() {
+		if p.running() {
 			live = append(live, p)
 		}
 	}
@@ -277,24 +275,27 @@ func (r *Runtime) endLeftover(dir string) string {
 	_ = cl.GuestPowerOff(ctx)
 	cancel()
 	cl.Close()
-	deadline := time.Now().Add(5 * time.Second)
+	// virtiofsd ends with its VM; whatever still runs after the grace is
+	// killed. The next boot opens the same disk, which QEMU locks, so
+	// wait until the processes have exited (a zombie holds no files).
+	waitGone(live, 5*time.Second)
 	for _, p := range live {
-		for p.matches() && time.Now().Before(deadline) && strings.HasSuffix(p.Marker, "agent.sock") {
-			time.Sleep(50 * time.Millisecond)
-		}
-		if p.matches() {
+		if p.running() {
 			_ = syscall.Kill(p.PID, syscall.SIGKILL)
 		}
 	}
-	// The next boot opens the same disk, which QEMU locks: wait until
-	// the killed processes have exited (a zombie holds no files).
-	deadline = time.Now().Add(5 * time.Second)
-	for _, p := range live {
-		for p.matches() && procState(p.PID) != 'Z' && time.Now().Before(deadline) {
+	waitGone(live, 5*time.Second)
+	return rec.OfficeKey
+}
+
+// waitGone waits up to d for every process of procs to have exited.
+func waitGone(procs []procRef, d time.Duration) {
+	deadline := time.Now().Add(d)
+	for _, p := range procs {
+		for p.running() && time.Now().Before(deadline) {
 			time.Sleep(10 * time.Millisecond)
 		}
 	}
-	return rec.OfficeKey
 }
 
 // Check verifies, before a daemon starts in this mode, that the guest

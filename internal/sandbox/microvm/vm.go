@@ -362,6 +362,11 @@ func (r *Runtime) startEgress(dir, key string, allowEntries []string) (string, f
 		return "", nil, err
 	}
 	sock := filepath.Join(dir, "egress.sock")
+	// QEMU splits the command into words and the -netdev option on
+	// commas: neither path may hold a separator or a quote.
+	if strings.ContainsAny(r.cfg.Agent.Path+sock, " \t\n'\"\\,") {
+		return "", nil, errdefs.New(errdefs.ErrInvalid, "The hutch binary's path or the run dir contains a space, quote or comma, which QEMU's per-connection command cannot hold")
+	}
 	l, err := net.Listen("unix", sock)
 	if err != nil {
 		return "", nil, fmt.Errorf("egress proxy: %w", err)
@@ -380,13 +385,7 @@ func (r *Runtime) startEgress(dir, key string, allowEntries []string) (string, f
 		}
 	}()
 	r.log.Info("microVM network: egress through hutch's proxy only", "office_key", key, "allow", allow.String())
-	cmd := r.cfg.Agent.Path + " microvm egress-pipe " + sock
-	if strings.ContainsAny(cmd, "'\"\\ \t") && strings.Count(cmd, " ") != 3 {
-		cancel()
-		<-done
-		return "", nil, errdefs.New(errdefs.ErrInvalid, "The hutch binary's path or the run dir contains spaces or quotes, which QEMU's per-connection command cannot hold")
-	}
-	return cmd, func() { cancel(); <-done }, nil
+	return r.cfg.Agent.Path + " microvm egress-pipe " + sock, func() { cancel(); <-done }, nil
 }
 
 // commandMemory is the memory commands may use in a VM of total bytes:
@@ -555,6 +554,12 @@ func procStart(pid int) uint64 {
 	}
 	n, _ := strconv.ParseUint(fields[19], 10, 64)
 	return n
+}
+
+// running reports whether p names the process recorded and it has not
+// exited (a zombie has).
+func (p procRef) running() bool {
+	return p.matches() && procState(p.PID) != 'Z'
 }
 
 // procState is the state letter of a process (R, S, Z, ...), or 0 when
