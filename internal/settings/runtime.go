@@ -33,6 +33,8 @@ type Runtime struct {
 	// NetworkAllow lists the hosts a microVM may reach through hutch's
 	// egress proxy; empty: no network at all.
 	NetworkAllow []string
+	// Kube holds the sandbox.kube.* settings of the kube:<image> mode.
+	Kube KubeSettings
 }
 
 // runtimeKey is one settable sandbox.* key: its path in the file, how a
@@ -55,6 +57,12 @@ var RuntimeKeys = []runtimeKey{
 	{"sandbox.idleTimeout", []string{"idleTimeout"}, "stop a runtime idle this long (10m, 1h)", parseDurationValue, func(r *Runtime, v any) { r.IdleTimeout = v.(time.Duration) }},
 	{"sandbox.timezone", []string{"timezone"}, "time zone commands run in, in every mode (Europe/Berlin, UTC)", parseTimeZoneValue, func(r *Runtime, v any) { r.TimeZone = v.(string) }},
 	{"sandbox.network.allow", []string{"network", "allow"}, "hosts a microVM may reach through hutch's proxy, comma-separated (github.com,*.npmjs.org); unset: no network", parseAllowValue, func(r *Runtime, v any) { r.NetworkAllow = v.([]string) }},
+	{"sandbox.kube.kubeconfig", []string{"kube", "kubeconfig"}, "kubeconfig file of kube: mode, an absolute path; unset: in-cluster, then KUBECONFIG, then ~/.kube/config", parseKubeconfigValue, func(r *Runtime, v any) { r.Kube.Kubeconfig = v.(string) }},
+	{"sandbox.kube.namespace", []string{"kube", "namespace"}, "namespace of kube: mode pods; unset: the kubeconfig's, else default", parseNamespaceValue, func(r *Runtime, v any) { r.Kube.Namespace = v.(string) }},
+	{"sandbox.kube.storage", []string{"kube", "storage"}, "how kube: mode pods reach the workspace: hostPath (same path on the node, the default), hostPath:/node/path or pvc:<claim>", parseStorageValue, func(r *Runtime, v any) { r.Kube.Storage = v.(KubeStorage) }},
+	{"sandbox.kube.nodeSelector", []string{"kube", "nodeSelector"}, "node labels kube: mode pods must match, comma-separated (disktype=ssd,zone=a)", parseNodeSelectorValue, func(r *Runtime, v any) { r.Kube.NodeSelector = v.(map[string]string) }},
+	{"sandbox.kube.runtimeClass", []string{"kube", "runtimeClass"}, "runtimeClassName of kube: mode pods (gvisor, kata); unset: the cluster's default", parseRuntimeClassValue, func(r *Runtime, v any) { r.Kube.RuntimeClass = v.(string) }},
+	{"sandbox.kube.agentImage", []string{"kube", "agentImage"}, "repository of the hutch agent image kube: mode pods pull, without a tag (it comes from the agent's hash); unset: hutch-agent", parseAgentImageValue, func(r *Runtime, v any) { r.Kube.AgentImage = v.(string) }},
 }
 
 // Name is the key as users write it.
