@@ -4,6 +4,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/hutchsandbox/hutch/internal/agent"
+	"github.com/hutchsandbox/hutch/internal/agentbin"
 	"github.com/hutchsandbox/hutch/internal/microvm/guest"
 )
 
@@ -11,11 +12,12 @@ import (
 // sandbox. It is hidden: the daemon starts it, people do not.
 func newAgentCmd(g *globals) *cobra.Command {
 	var (
-		opts    agent.Options
-		asGuest bool
+		opts                  agent.Options
+		asGuest               bool
+		installTo, wantSHA256 string
 	)
 	cmd := &cobra.Command{
-		Use:    "agent (--listen <socket> | --stdio | --guest) [--init]",
+		Use:    "agent (--listen <socket> | --stdio | --guest) [--init] | --install-to <path> [--sha256 <hex>]",
 		Short:  "Serve commands and file operations inside a sandbox (started by hutch)",
 		Hidden: true,
 		Args:   cobra.NoArgs,
@@ -29,8 +31,30 @@ With --guest the agent is a microVM's init (pid 1, started by the kernel
 from the initramfs): it mounts the root disk, switches to it, confines the
 commands (a cgroup, a reduced capability bounding set) and serves the host
 on the virtio port hutch.agent, one session after the other, until the
-host powers the VM off. It logs to the console at info level by default.`,
+host powers the VM off. It logs to the console at info level by default.
+
+With --install-to the agent only copies its own executable to that path
+(mode 0555, its directory created when missing) and exits: the init
+container of a kube: pod runs it from the agent image to deliver hutch into
+the pod. With --sha256 the copy is refused, and nothing is written, unless
+this executable has that SHA-256, so an agent image of another hutch fails
+the pod with the fix instead of speaking another protocol.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if cmd.Flags().Changed("install-to") {
+				if installTo == "" {
+					return &exitError{code: 2, msg: "hutch agent --install-to needs the path to copy the binary to"}
+				}
+				if opts.Listen != "" || opts.Stdio || asGuest || opts.Init {
+					return &exitError{code: 2, msg: "hutch agent --install-to only installs the binary: drop --listen, --stdio, --guest and --init"}
+				}
+				if err := agentbin.InstallSelf(installTo, wantSHA256); err != nil {
+					return &exitError{code: 1, msg: err.Error()}
+				}
+				return nil
+			}
+			if wantSHA256 != "" {
+				return &exitError{code: 2, msg: "hutch agent --sha256 checks the binary that --install-to installs: add --install-to <path>"}
+			}
 			if asGuest {
 				if opts.Listen != "" || opts.Stdio {
 					return &exitError{code: 2, msg: "hutch agent --guest serves its virtio port alone: drop --listen and --stdio"}
@@ -39,7 +63,7 @@ host powers the VM off. It logs to the console at info level by default.`,
 					g.logLevel = "info"
 				}
 			} else if (opts.Listen == "") == !opts.Stdio {
-				return &exitError{code: 2, msg: "hutch agent needs exactly one of --listen <socket>, --stdio and --guest"}
+				return &exitError{code: 2, msg: "hutch agent needs exactly one of --listen <socket>, --stdio, --guest and --install-to <path>"}
 			}
 			log, err := g.logger()
 			if err != nil {
@@ -65,5 +89,7 @@ host powers the VM off. It logs to the console at info level by default.`,
 	f.BoolVar(&opts.Stdio, "stdio", false, "serve one connection made of stdin and stdout, then exit")
 	f.BoolVar(&opts.Init, "init", false, "act as pid 1: reap every orphan, kill every command on SIGTERM/SIGINT")
 	f.BoolVar(&asGuest, "guest", false, "be a microVM's init and serve the host on the virtio port "+guest.PortName)
+	f.StringVar(&installTo, "install-to", "", "copy this executable to this path (mode 0555) and exit")
+	f.StringVar(&wantSHA256, "sha256", "", "with --install-to: refuse unless this executable has this SHA-256 (hex)")
 	return cmd
 }
