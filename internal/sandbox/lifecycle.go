@@ -57,13 +57,32 @@ type Status struct {
 	Limits     Limits
 	Boosted    bool
 	TempLimits bool
-	StartedAt  time.Time
+	// LimitsApplied says how the change of limits that returned this
+	// status took effect, where a mode has two ways: kube: "resized in
+	// place" or "re-created" (a cluster without in-place resize, or a
+	// node without room). Empty otherwise.
+	LimitsApplied string
+	StartedAt     time.Time
 	// Fingerprint is the hash of what the runtime was built from.
 	Fingerprint string
 	// ActiveCommands counts commands running now (this process only).
 	ActiveCommands int
 	// LastActivity is when the last command started or ended (zero: unknown).
 	LastActivity time.Time
+}
+
+// LimitsAppliedRecreated is Status.LimitsApplied for a runtime that was
+// re-created to take new limits.
+const LimitsAppliedRecreated = "re-created"
+
+// AppliedNote is the sentence that tells a user a change of limits
+// re-created the runtime (what it wrote outside its mounts is gone), or
+// "" when the limits changed in place.
+func (s Status) AppliedNote() string {
+	if s.LimitsApplied != LimitsAppliedRecreated {
+		return ""
+	}
+	return "The cluster could not resize the runtime in place, so it was re-created with the new limits: what it wrote outside its office and mounts is gone."
 }
 
 // Lifecycle is implemented by modes whose runtimes hutch manages (found

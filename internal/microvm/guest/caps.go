@@ -13,8 +13,8 @@ import (
 
 // keptCapabilities is every capability commands keep in the guest; the
 // rest leave the bounding set. It is the set image mode keeps, and
-// mirrors keptCapabilities in internal/sandbox/image/ensure.go (unexported
-// there, and that package is the Docker side of hutch): change both
+// mirrors KeptCapabilities in internal/sandbox/image/ensure.go (names
+// there, numbers here; that package is the Docker side of hutch): change both
 // together. Root in the guest may install packages and run ordinary
 // servers, and nothing more: no mount (a read-only file stays read-only),
 // no module loading, no raw sockets, no changing capability sets.

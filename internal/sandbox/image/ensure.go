@@ -36,12 +36,13 @@ var (
 	DefaultIdleTimeout = 10 * time.Minute
 )
 
-// keptCapabilities is every capability a managed container keeps; the
-// rest are dropped. The set lets root inside install packages (apt and
-// dpkg change owners and modes, drop privileges to _apt, write files of
-// other users) and run ordinary servers, and nothing more: no raw
-// sockets, no mknod, no chroot, no audit, no changing capability sets.
-var keptCapabilities = []string{
+// KeptCapabilities is every capability a managed container (image:, and
+// kube:'s pods) keeps; the rest are dropped. The set lets root inside
+// install packages (apt and dpkg change owners and modes, drop privileges
+// to _apt, write files of other users) and run ordinary servers, and
+// nothing more: no raw sockets, no mknod, no chroot, no audit, no
+// changing capability sets.
+var KeptCapabilities = []string{
 	"CHOWN",            // dpkg and tar set file owners
 	"DAC_OVERRIDE",     // root writes files it does not own (package installs)
 	"FOWNER",           // chmod/utime on files of other owners
@@ -404,7 +405,7 @@ func (r *Runtime) create(ctx context.Context, spec sandbox.Spec, d desired, fp, 
 		Mounts:        mounts,
 		NetworkMode:   container.NetworkMode(netID),
 		CapDrop:       []string{"ALL"},
-		CapAdd:        keptCapabilities,
+		CapAdd:        KeptCapabilities,
 		SecurityOpt:   []string{"no-new-privileges"},
 		RestartPolicy: container.RestartPolicy{Name: container.RestartPolicyDisabled},
 		Resources:     resources(limits),
