@@ -418,6 +418,7 @@ type Status struct {
 	Pids           int64     `json:"pids,omitempty"`
 	Boosted        bool      `json:"boosted"`
 	TempLimits     bool      `json:"tempLimits"`
+	LimitsApplied  string    `json:"limitsApplied,omitempty"`
 	StartedAt      time.Time `json:"startedAt,omitzero"`
 	Fingerprint    string    `json:"fingerprint,omitempty"`
 	ActiveCommands int       `json:"activeCommands"`
@@ -427,7 +428,7 @@ func statusOf(st sandbox.Status) Status {
 	return Status{
 		OfficeKey: st.OfficeKey, Platform: st.Platform, ConversationID: st.ConversationID, Name: st.Name, State: string(st.State),
 		Image: st.Image, CPUs: st.Limits.CPUs, MemoryBytes: st.Limits.MemoryBytes, Pids: st.Limits.Pids,
-		Boosted: st.Boosted, TempLimits: st.TempLimits, StartedAt: st.StartedAt, Fingerprint: st.Fingerprint, ActiveCommands: st.ActiveCommands,
+		Boosted: st.Boosted, TempLimits: st.TempLimits, LimitsApplied: st.LimitsApplied, StartedAt: st.StartedAt, Fingerprint: st.Fingerprint, ActiveCommands: st.ActiveCommands,
 	}
 }
 
@@ -435,7 +436,7 @@ func statusOf(st sandbox.Status) Status {
 // modes whose runtimes hutch does not manage.
 func (s *Server) managed(ctx context.Context) (sandbox.Lifecycle, error) {
 	if !sandbox.CapabilitiesOf(s.Mode.Kind).ManagedLifecycle {
-		return nil, errdefs.New(errdefs.ErrNotSupported, fmt.Sprintf("Sandbox '%s' has no runtimes managed by hutch; status, boost, limits, stop and remove need image:* or gondolin:default", s.Mode.Kind))
+		return nil, errdefs.New(errdefs.ErrNotSupported, fmt.Sprintf("Sandbox '%s' has no runtimes managed by hutch; status, boost, limits, stop and remove need image:*, gondolin:default or kube:*", s.Mode.Kind))
 	}
 	return s.Service.ManagedFor(ctx, s.Mode)
 }

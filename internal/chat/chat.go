@@ -182,7 +182,7 @@ func (h *handler) status() (Reply, error) {
 		lines = append(lines, "Commands here are refused: "+r.Error())
 	}
 	if !sandbox.CapabilitiesOf(h.mode.Kind).ManagedLifecycle {
-		lines = append(lines, fmt.Sprintf("Limits: not managed in `%s` mode; boosts and limits need image:* or gondolin:default mode", h.mode.Kind))
+		lines = append(lines, fmt.Sprintf("Limits: not managed in `%s` mode; boosts and limits need image:*, gondolin:default or kube:* mode", h.mode.Kind))
 		return text(strings.Join(lines, "\n")), nil
 	}
 	m, err := h.svc.ManagedFor(h.ctx, h.mode)
@@ -239,7 +239,7 @@ func (h *handler) needManaged(command string) (Reply, bool) {
 	if sandbox.CapabilitiesOf(h.mode.Kind).ManagedLifecycle {
 		return Reply{}, true
 	}
-	return text(fmt.Sprintf("`%s` needs image:* or gondolin:default mode, where hutch runs one managed runtime per conversation; this conversation runs in `%s` mode.", command, h.mode)), false
+	return text(fmt.Sprintf("`%s` needs image:*, gondolin:default or kube:* mode, where hutch runs one managed runtime per conversation; this conversation runs in `%s` mode.", command, h.mode)), false
 }
 
 // lifecycleReply turns the errors of a boost or limits change that the
@@ -273,8 +273,12 @@ func (h *handler) boost() (Reply, error) {
 	if err != nil {
 		return Reply{}, err
 	}
-	return text(fmt.Sprintf("Boosted this conversation's runtime.\nLimits: %s\nThe boost lasts until the runtime stops (after %s without a command, or when stopped); it then starts at the defaults again.",
-		formatLimits(st.Limits, true), formatDuration(idle))), nil
+	msg := fmt.Sprintf("Boosted this conversation's runtime.\nLimits: %s\nThe boost lasts until the runtime stops (after %s without a command, or when stopped); it then starts at the defaults again.",
+		formatLimits(st.Limits, true), formatDuration(idle))
+	if note := st.AppliedNote(); note != "" {
+		msg += "\n" + note
+	}
+	return text(msg), nil
 }
 
 func (h *handler) limits(args []string) (Reply, error) {
@@ -316,8 +320,12 @@ func (h *handler) limits(args []string) (Reply, error) {
 	if err != nil {
 		return Reply{}, err
 	}
-	return text(fmt.Sprintf("Set temporary limits on this conversation's runtime.\nLimits: %s\nThey last until the runtime stops; it then starts at the defaults again.",
-		formatLimits(st.Limits, true))), nil
+	msg := fmt.Sprintf("Set temporary limits on this conversation's runtime.\nLimits: %s\nThey last until the runtime stops; it then starts at the defaults again.",
+		formatLimits(st.Limits, true))
+	if note := st.AppliedNote(); note != "" {
+		msg += "\n" + note
+	}
+	return text(msg), nil
 }
 
 func (h *handler) door(args []string) (Reply, error) {

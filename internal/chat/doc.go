@@ -11,8 +11,8 @@
 // not /sandbox commands at all are errors.
 //
 // The busy check of "/sandbox door" counts the commands this process runs
-// in the conversation's managed runtime, so it exists in image:* mode
-// only. Host, container:<name> and the modes not in this build keep no
-// per-conversation runtime and track nothing: there the door changes at
+// in the conversation's managed runtime, so it exists in the managed
+// modes (image:*, gondolin:default, kube:*) only. The other modes keep no
+// runtime hutch manages and track nothing: there the door changes at
 // once, and a command already running keeps the view it started with.
 package chat

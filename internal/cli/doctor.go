@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -18,8 +19,10 @@ import (
 	"github.com/hutchsandbox/hutch/internal/microvm/assets"
 	"github.com/hutchsandbox/hutch/internal/microvm/qemu"
 	"github.com/hutchsandbox/hutch/internal/sandbox"
+	"github.com/hutchsandbox/hutch/internal/sandbox/kube"
 	"github.com/hutchsandbox/hutch/internal/sandbox/microvm"
 	"github.com/hutchsandbox/hutch/internal/service"
+	"github.com/hutchsandbox/hutch/internal/settings"
 )
 
 func newDoctorCmd(g *globals) *cobra.Command {
@@ -47,6 +50,17 @@ type engineInfo struct {
 	Host, Flavor, ServerVersion, APIVersion string
 }
 
+// kubeInfo is what doctor reports of the cluster kube mode would use.
+type kubeInfo struct {
+	// Configured: there is a cluster to look for (a kubeconfig, or the
+	// service account of a pod). When false, the other fields are empty.
+	Configured bool
+	// Host is the API server's address, Namespace where pods would go,
+	// Source where the credentials come from; all empty when the
+	// configuration cannot be read.
+	Host, Namespace, Source string
+}
+
 // doctorProbes is everything doctor reads from the machine, as functions
 // so that tests replace the machine with fakes.
 type doctorProbes struct {
@@ -71,6 +85,9 @@ type doctorProbes struct {
 	Virtiofsd func() (string, error)
 	// Guest loads the manifest of the microVM guest assets in dir.
 	Guest func(dir string) (assets.Manifest, error)
+	// Kube finds the cluster of kube mode's settings and asks its API
+	// server, within kubeTimeout; the error is why it does not answer.
+	Kube func(ctx context.Context) (kubeInfo, error)
 }
 
 // The paths and programs doctor looks at.
@@ -79,6 +96,9 @@ const (
 	qemuProgram       = "qemu-system-x86_64"
 	cgroupControllers = "/sys/fs/cgroup/cgroup.controllers"
 )
+
+// kubeTimeout bounds how long doctor waits for a cluster's API server.
+const kubeTimeout = 5 * time.Second
 
 // The statuses of a check.
 const (
@@ -121,7 +141,32 @@ func (g *globals) doctorProbes() doctorProbes {
 		HardwareVirt: qemu.HardwareVirt,
 		Virtiofsd:    qemu.FindVirtiofsd,
 		Guest:        loadGuest,
+		Kube:         g.probeKube,
 	}
+}
+
+// probeKube connects to the cluster as kube mode would, from the
+// sandbox.kube.* settings of the state dir, and pings it.
+func (g *globals) probeKube(ctx context.Context) (kubeInfo, error) {
+	state, _, _ := g.probeStateDir()
+	rs, err := settings.LoadRuntime(settings.GlobalPath(state))
+	if err != nil {
+		return kubeInfo{Configured: true}, err
+	}
+	if !kube.Configured(rs.Kube.Kubeconfig) {
+		return kubeInfo{}, nil
+	}
+	c, err := kube.Connect(rs.Kube.Kubeconfig, rs.Kube.Namespace)
+	if err != nil {
+		return kubeInfo{Configured: true}, err
+	}
+	info := kubeInfo{Configured: true, Host: c.Config.Host, Namespace: c.Namespace, Source: c.Source}
+	if c, err = c.WithTimeout(kubeTimeout); err != nil {
+		return info, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, kubeTimeout)
+	defer cancel()
+	return info, c.Ping(ctx)
 }
 
 // loadGuest loads a guest's manifest; a directory without one is
@@ -188,8 +233,12 @@ func diagnose(ctx context.Context, p doctorProbes) []check {
 	}
 	out = append(out, stateDirCheck(p))
 	for _, k := range sandbox.Kinds {
-		if k == sandbox.KindGondolin {
+		switch k {
+		case sandbox.KindGondolin:
 			out = append(out, gondolinCheck(p))
+			continue
+		case sandbox.KindKube:
+			out = append(out, kubeCheck(ctx, p))
 			continue
 		}
 		out = append(out, modeCheck(k, engErr == nil))
@@ -228,6 +277,24 @@ func gondolinCheck(p doctorProbes) check {
 		accel = "KVM"
 	}
 	return check{name, checkOK, fmt.Sprintf("boots on %s; guest in %s, built %s from %s", accel, dir, m.Created.Format("2006-01-02"), m.Source)}
+}
+
+// kubeCheck says whether kube:<image> can run here: a cluster is
+// configured and its API server answers. Not configured is a mode not set
+// up, as gondolin without a guest; a configuration that cannot be read is
+// bad.
+func kubeCheck(ctx context.Context, p doctorProbes) check {
+	name := "mode " + modeLabel(sandbox.KindKube)
+	info, err := p.Kube(ctx)
+	switch {
+	case !info.Configured:
+		return check{name, checkNo, "no cluster configured: set sandbox.kube.kubeconfig or KUBECONFIG, or write ~/.kube/config (a hutch running in a pod uses its service account)"}
+	case err != nil && info.Host == "":
+		return check{name, checkBad, err.Error()}
+	case err != nil:
+		return check{name, checkNo, err.Error()}
+	}
+	return check{name, checkOK, fmt.Sprintf("the API server at %s answers (%s); pods go to namespace %s; nodes must find the agent image (hutch kube agent-image) and reach the workspace (sandbox.kube.storage)", info.Host, info.Source, info.Namespace)}
 }
 
 func podmanCheck(p doctorProbes, eng engineInfo, engineOK bool) check {

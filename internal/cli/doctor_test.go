@@ -30,6 +30,10 @@ type fakeMachine struct {
 	hwVirt    bool
 	virtiofsd string
 	guest     bool
+	// kube is the cluster kube mode finds (zero: none configured), and
+	// kubeErr why it does not answer.
+	kube    kubeInfo
+	kubeErr error
 }
 
 func (m fakeMachine) probes() doctorProbes {
@@ -73,6 +77,7 @@ func (m fakeMachine) probes() doctorProbes {
 			}
 			return assets.Manifest{Version: 1, Created: time.Date(2026, 11, 30, 1, 2, 3, 0, time.UTC), Source: "hutch-sandbox:dev (sha256:4477c7d056ca); kernel linux-image-6.1.0-57-cloud-amd64 6.1.192-3"}, nil
 		},
+		Kube: func(context.Context) (kubeInfo, error) { return m.kube, m.kubeErr },
 	}
 }
 
@@ -84,6 +89,7 @@ func TestDoctor_Golden(t *testing.T) {
 			files:    map[string]bool{"/dev/kvm": true, "/sys/fs/cgroup/cgroup.controllers": true},
 			state:    "/home/ada/.hutch", perm: 0o700,
 			hwVirt: true, virtiofsd: "/usr/lib/qemu/virtiofsd", guest: true,
+			kube: kubeInfo{Configured: true, Host: "https://10.0.0.7:6443", Namespace: "hutch", Source: "kubeconfig /home/ada/.kube/config"},
 		},
 		"microvm_tcg": {
 			engine:   &engineInfo{Host: "unix:///var/run/docker.sock", Flavor: "docker", ServerVersion: "20.10.24", APIVersion: "1.41"},
@@ -110,6 +116,8 @@ func TestDoctor_Golden(t *testing.T) {
 			files:    map[string]bool{"/dev/kvm": false},
 			state:    "/srv/hutch", perm: 0o777,
 			stateErr: errdefs.New(errdefs.ErrFailedPrecondition, "State dir /srv/hutch is world-writable (mode 0777); anyone could plant settings or read vaults. Fix with: chmod 0700 /srv/hutch"),
+			kube:     kubeInfo{Configured: true},
+			kubeErr:  errdefs.New(errdefs.ErrUnavailable, "kube mode finds no cluster: not running in one, and /srv/hutch/kubeconfig gives no usable config (stat /srv/hutch/kubeconfig: no such file or directory). Set sandbox.kube.kubeconfig or KUBECONFIG."),
 		},
 		"podman_elsewhere": {
 			engine:   &engineInfo{Host: "tcp://10.0.0.5:2375", Flavor: "docker", ServerVersion: "27.3.1", APIVersion: "1.47"},
@@ -117,6 +125,8 @@ func TestDoctor_Golden(t *testing.T) {
 			env:      map[string]string{"DOCKER_HOST": "tcp://10.0.0.5:2375"},
 			files:    map[string]bool{"/sys/fs/cgroup/cgroup.controllers": true},
 			state:    "/home/ada/.hutch", perm: 0o700,
+			kube:    kubeInfo{Configured: true, Host: "https://10.0.0.5:6443", Namespace: "default", Source: "kubeconfig /home/ada/.kube/config"},
+			kubeErr: errdefs.New(errdefs.ErrUnavailable, "The Kubernetes API server at https://10.0.0.5:6443 does not answer (kubeconfig /home/ada/.kube/config): Get \"https://10.0.0.5:6443/version?timeout=5s\": dial tcp 10.0.0.5:6443: connect: connection refused"),
 		},
 		"podman_socket_no_cli": {
 			engine: &engineInfo{Host: "unix:///run/user/1000/podman/podman.sock", Flavor: "podman", ServerVersion: "5.4.0", APIVersion: "1.41"},
@@ -149,7 +159,7 @@ func TestDoctor_Command(t *testing.T) {
 		t.Fatalf("doctor: %v\n%s", err, errb.String())
 	}
 	t.Logf("doctor on this machine:\n%s", out.String())
-	for _, want := range []string{"\nengine ", "\npodman ", "\nkvm ", "\nqemu ", "\ncgroup ", "\nstate dir ", "\nmode host ", "\nmode gondolin:default "} {
+	for _, want := range []string{"\nengine ", "\npodman ", "\nkvm ", "\nqemu ", "\ncgroup ", "\nstate dir ", "\nmode host ", "\nmode gondolin:default ", "\nmode kube:<image> "} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("doctor output lacks %q:\n%s", strings.TrimSpace(want), out.String())
 		}

@@ -117,7 +117,7 @@ policy (hutch door set <conversation> shared).`,
 		},
 	}
 	cmd.Flags().SetInterspersed(false)
-	cmd.Flags().StringVar(&modeFlag, "sandbox", "", "where the command runs: host, container:<name>, image:<image>, cloudflare:<id>, gondolin:default (default $HUTCH_SANDBOX or host)")
+	cmd.Flags().StringVar(&modeFlag, "sandbox", "", "where the command runs: host, container:<name>, image:<image>, cloudflare:<id>, gondolin:default, kube:<image> (default $HUTCH_SANDBOX or host)")
 	cmd.Flags().StringVar(&conv, "conversation", "", "the conversation, as <platform>/<conversation-id> (required)")
 	cmd.Flags().StringVar(&cwd, "cwd", "", "working directory; relative paths start at the office (default: the office)")
 	cmd.Flags().StringVar(&user, "user", "", "platform user whose vault host mode checks")

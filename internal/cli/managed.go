@@ -112,7 +112,7 @@ func fromAPI(st api.Status) sandbox.Status {
 		OfficeKey: st.OfficeKey, Platform: st.Platform, ConversationID: st.ConversationID, Name: st.Name,
 		State: sandbox.RuntimeState(st.State), Image: st.Image,
 		Limits:  sandbox.Limits{CPUs: st.CPUs, MemoryBytes: st.MemoryBytes, Pids: st.Pids},
-		Boosted: st.Boosted, TempLimits: st.TempLimits, StartedAt: st.StartedAt, Fingerprint: st.Fingerprint,
+		Boosted: st.Boosted, TempLimits: st.TempLimits, LimitsApplied: st.LimitsApplied, StartedAt: st.StartedAt, Fingerprint: st.Fingerprint,
 		ActiveCommands: st.ActiveCommands,
 	}
 }

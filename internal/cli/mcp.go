@@ -99,7 +99,7 @@ choosing the conversation per connection.`,
 		},
 	}
 	cmd.Flags().StringVar(&conv, "conversation", "", "the conversation, as <platform>/<conversation-id> (required)")
-	cmd.Flags().StringVar(&modeFlag, "sandbox", "", "where the tools run: host, container:<name>, image:<image>, cloudflare:<id>, gondolin:default (default $HUTCH_SANDBOX or host)")
+	cmd.Flags().StringVar(&modeFlag, "sandbox", "", "where the tools run: host, container:<name>, image:<image>, cloudflare:<id>, gondolin:default, kube:<image> (default $HUTCH_SANDBOX or host)")
 	cmd.Flags().StringVar(&user, "user", "", "platform user whose vault host mode checks")
 	return cmd
 }

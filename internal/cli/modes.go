@@ -13,9 +13,10 @@ func newModesCmd(g *globals) *cobra.Command {
 	return &cobra.Command{
 		Use:   "modes",
 		Short: "Show the sandbox modes and what each can enforce",
-		Long: `Show every sandbox mode and its capabilities. A "no" is a refusal, never a
-silent downgrade: a conversation whose door policy or vault needs what its
-mode cannot enforce is refused before anything runs.`,
+		Long: `Show every sandbox mode, its capabilities and what it needs to run. A "no" is
+a refusal, never a silent downgrade: a conversation whose door policy or
+vault needs what its mode cannot enforce is refused before anything runs.
+hutch doctor says which modes can run on this machine.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			tw := tabwriter.NewWriter(g.stdout, 0, 4, 2, ' ', 0)
@@ -49,9 +50,39 @@ mode cannot enforce is refused before anything runs.`,
 				}
 				fmt.Fprintln(tw)
 			}
+			if err := tw.Flush(); err != nil {
+				return err
+			}
+			fmt.Fprintln(g.stdout, "\nWhat each mode needs:")
+			tw = tabwriter.NewWriter(g.stdout, 0, 4, 2, ' ', 0)
+			for _, k := range sandbox.Kinds {
+				fmt.Fprintf(tw, "  %s\t%s\n", modeLabel(k), modeNeeds(k))
+			}
 			return tw.Flush()
 		},
 	}
+}
+
+// modeNeeds says what a mode needs from the machine, the cluster or the
+// operator before its first command runs.
+func modeNeeds(k sandbox.Kind) string {
+	switch k {
+	case sandbox.KindHost:
+		return "nothing"
+	case sandbox.KindContainer:
+		return "a container engine (Docker or Podman) and the named container, running, with the workspace mounted at /workspace"
+	case sandbox.KindImage:
+		return "a container engine (Docker or Podman); the image in it or pullable"
+	case sandbox.KindCloudflare:
+		return "a bridge at $HUTCH_BRIDGE_URL (docs/bridge.md)"
+	case sandbox.KindGondolin:
+		return "qemu-system-x86_64, qemu-img and virtiofsd, KVM for speed, and a guest built with hutch microvm image build"
+	case sandbox.KindKube:
+		return "a cluster (sandbox.kube.kubeconfig, else the service account of hutch's pod, KUBECONFIG or ~/.kube/config); " +
+			"the agent image of hutch kube agent-image loaded where the nodes find it; " +
+			"the workspace on storage every node reaches (sandbox.kube.storage); the image pullable by the nodes"
+	}
+	return "not in this build yet"
 }
 
 func modeLabel(k sandbox.Kind) string {

@@ -140,7 +140,7 @@ shown too. Nothing is created.`,
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&modeFlag, "sandbox", sandbox.DefaultMode.String(), "mode to plan the projection for: host, container:<name>, image:<image>, cloudflare:<id>, gondolin:default")
+	cmd.Flags().StringVar(&modeFlag, "sandbox", sandbox.DefaultMode.String(), "mode to plan the projection for: host, container:<name>, image:<image>, cloudflare:<id>, gondolin:default, kube:<image>")
 	cmd.Flags().StringVar(&user, "user", "", "platform user whose vault host mode uses")
 	return cmd
 }

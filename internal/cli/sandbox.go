@@ -300,6 +300,9 @@ size instead (sandbox.boost.cpus and sandbox.boost.memory).`,
 				return err
 			}
 			fmt.Fprintf(g.stdout, "Boosted %s until its runtime stops.\n", addr)
+			if note := st.AppliedNote(); note != "" {
+				fmt.Fprintln(g.stdout, note)
+			}
 			printStatus(g, st)
 			return nil
 		},
@@ -361,6 +364,9 @@ their next command, without being re-created.`,
 				return err
 			}
 			fmt.Fprintf(g.stdout, "Set limits of %s until its runtime stops.\n", addr)
+			if note := st.AppliedNote(); note != "" {
+				fmt.Fprintln(g.stdout, note)
+			}
 			printStatus(g, st)
 			return nil
 		},
@@ -372,9 +378,13 @@ their next command, without being re-created.`,
 
 func newSandboxSettingsCmd(g *globals) *cobra.Command {
 	var unset bool
+	width := 0
+	for _, k := range settings.RuntimeKeys {
+		width = max(width, len(k.Name()))
+	}
 	keys := make([]string, len(settings.RuntimeKeys))
 	for i, k := range settings.RuntimeKeys {
-		keys[i] = fmt.Sprintf("  %-22s %s", k.Name(), k.Help())
+		keys[i] = fmt.Sprintf("  %-*s %s", width, k.Name(), k.Help())
 	}
 	cmd := &cobra.Command{
 		Use:     "settings [KEY [VALUE]]",
@@ -423,9 +433,11 @@ func newSandboxReconcileCmd(g *globals) *cobra.Command {
 	return &cobra.Command{
 		Use:   "reconcile",
 		Short: "Adopt the runtimes of known offices and remove unaccounted ones",
-		Long: `Walk the containers and networks this hutch labelled: those of registered
-offices are adopted; those no registered office accounts for are removed.
-hutch serve does this at every start.`,
+		Long: `Walk the runtimes this hutch labelled in the managed mode of $HUTCH_SANDBOX
+(image:* when it names none): containers and networks, microVM disks, or
+pods and Secrets in kube mode. Those of registered offices are adopted;
+those no registered office accounts for are removed. hutch serve does this
+at every start.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			svc, err := g.service()
@@ -433,7 +445,11 @@ hutch serve does this at every start.`,
 				return err
 			}
 			defer svc.Close()
-			rep, err := svc.Reconcile(cmd.Context())
+			mode := sandbox.Mode{Kind: sandbox.KindImage}
+			if m, err := g.sandboxMode(""); err == nil && sandbox.CapabilitiesOf(m.Kind).ManagedLifecycle {
+				mode = m
+			}
+			rep, err := svc.ReconcileMode(cmd.Context(), mode)
 			if err != nil {
 				return err
 			}

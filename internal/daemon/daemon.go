@@ -76,7 +76,7 @@ func Run(ctx context.Context, o Options) error {
 		return err
 	}
 	var idle time.Duration
-	if o.Mode.Kind == sandbox.KindImage || o.Mode.Kind == sandbox.KindGondolin {
+	if sandbox.CapabilitiesOf(o.Mode.Kind).ManagedLifecycle {
 		rep, err := svc.ReconcileMode(ctx, o.Mode)
 		if err != nil {
 			return fmt.Errorf("reconcile managed runtimes: %w", err)
@@ -192,7 +192,7 @@ func validate(ctx context.Context, svc *service.Service, m sandbox.Mode) error {
 	switch m.Kind {
 	case sandbox.KindHost:
 		return nil
-	case sandbox.KindContainer, sandbox.KindImage, sandbox.KindCloudflare, sandbox.KindGondolin:
+	case sandbox.KindContainer, sandbox.KindImage, sandbox.KindCloudflare, sandbox.KindGondolin, sandbox.KindKube:
 		return svc.ValidateMode(ctx, m)
 	}
 	return sandbox.NotImplemented(m)

@@ -73,8 +73,7 @@ func managed(recommendation string) Capabilities {
 }
 
 // capabilityTable is seed 000's table, with gondolin from seed 001 and
-// kube (declared for the Kubernetes mode; until it runs, every command is
-// refused).
+// kube, the Kubernetes mode.
 var capabilityTable = map[Kind]Capabilities{
 	KindHost: {
 		CommandExecution: true,

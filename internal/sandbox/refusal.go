@@ -41,7 +41,7 @@ func Admit(kind Kind, caps Capabilities, req Requirements) error {
 // for but cannot run yet.
 func NotImplemented(m Mode) error {
 	return errdefs.New(errdefs.ErrNotSupported, fmt.Sprintf(
-		"Sandbox '%s' is not available in this build yet; use host, container:<name>, image:<image>, cloudflare:<sandbox-id> or gondolin:default", m.Kind))
+		"Sandbox '%s' is not available in this build yet; use host, container:<name>, image:<image>, cloudflare:<sandbox-id>, gondolin:default or kube:<image>", m.Kind))
 }
 
 // NotRunning is the refusal of a boost or temporary limits for an office

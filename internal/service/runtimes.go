@@ -8,12 +8,14 @@ import (
 	"github.com/hutchsandbox/hutch/internal/agentbin"
 	"github.com/hutchsandbox/hutch/internal/engine"
 	"github.com/hutchsandbox/hutch/internal/errdefs"
+	"github.com/hutchsandbox/hutch/internal/kubeagent"
 	"github.com/hutchsandbox/hutch/internal/microvm/qemu"
 	"github.com/hutchsandbox/hutch/internal/sandbox"
 	"github.com/hutchsandbox/hutch/internal/sandbox/cloudflare"
 	"github.com/hutchsandbox/hutch/internal/sandbox/container"
 	"github.com/hutchsandbox/hutch/internal/sandbox/host"
 	"github.com/hutchsandbox/hutch/internal/sandbox/image"
+	"github.com/hutchsandbox/hutch/internal/sandbox/kube"
 	"github.com/hutchsandbox/hutch/internal/sandbox/microvm"
 	"github.com/hutchsandbox/hutch/internal/settings"
 	"github.com/hutchsandbox/hutch/internal/vault"
@@ -28,6 +30,7 @@ type runtimes struct {
 	byMode map[sandbox.Mode]sandbox.Runtime
 	image  *image.Runtime // the lifecycle view of image mode
 	vm     *microvm.Runtime
+	kube   *kube.Runtime // the lifecycle view of kube mode
 }
 
 // SetGetenv replaces how the service reads its environment
@@ -114,6 +117,12 @@ func (s *Service) runtime(ctx context.Context, m sandbox.Mode) (sandbox.Runtime,
 			return nil, err
 		}
 		rt = vm
+	case sandbox.KindKube:
+		base, err := s.kubeLocked()
+		if err != nil {
+			return nil, err
+		}
+		rt = base.WithImage(m.Target)
 	default:
 		return nil, sandbox.NotImplemented(m)
 	}
@@ -185,6 +194,45 @@ func (s *Service) microvmLocked() (*microvm.Runtime, error) {
 	return vm, nil
 }
 
+// kubeLocked returns the one kube runtime of this process, whose sessions
+// every image of kube mode shares. Connecting reads the kubeconfig only:
+// the API server is first asked by the first command (or ValidateMode).
+func (s *Service) kubeLocked() (*kube.Runtime, error) {
+	if s.rt.kube != nil {
+		return s.rt.kube, nil
+	}
+	bin, err := s.agentLocked()
+	if err != nil {
+		return nil, err
+	}
+	rs, err := settings.LoadRuntime(settings.GlobalPath(s.layout.StateDir))
+	if err != nil {
+		return nil, err
+	}
+	cluster, err := kube.Connect(rs.Kube.Kubeconfig, rs.Kube.Namespace)
+	if err != nil {
+		return nil, err
+	}
+	kr, err := kube.New(kube.Config{
+		Cluster:      cluster,
+		StateDir:     s.layout.StateDir,
+		Workspace:    s.layout.Workspace,
+		Storage:      kube.Storage{HostPath: rs.Kube.Storage.HostPath, Claim: rs.Kube.Storage.Claim},
+		NodeSelector: rs.Kube.NodeSelector,
+		RuntimeClass: rs.Kube.RuntimeClass,
+		AgentImage:   kubeagent.Ref(rs.Kube.AgentImage, bin),
+		Agent:        bin,
+		Boost:        sandbox.Limits{CPUs: rs.BoostCPUs, MemoryBytes: rs.BoostMemoryBytes}.Over(image.DefaultBoost),
+		Log:          s.log,
+		Event:        func(e string) { s.metrics.Event(sandbox.KindKube, e, 1) },
+	})
+	if err != nil {
+		return nil, err
+	}
+	s.rt.kube = kr
+	return kr, nil
+}
+
 // ManagedRuntime is the lifecycle of a managed mode's runtimes, with the
 // start-up and shutdown duties of the process that serves them.
 type ManagedRuntime interface {
@@ -192,13 +240,18 @@ type ManagedRuntime interface {
 	Reconcile(ctx context.Context, known func(officeKey string) bool) (image.ReconcileReport, error)
 }
 
-// ManagedFor returns the lifecycle of the managed mode m (image or
-// gondolin).
+// ManagedFor returns the lifecycle of the managed mode m (image,
+// gondolin or kube).
 func (s *Service) ManagedFor(ctx context.Context, m sandbox.Mode) (ManagedRuntime, error) {
-	if m.Kind == sandbox.KindGondolin {
+	switch m.Kind {
+	case sandbox.KindGondolin:
 		s.rt.mu.Lock()
 		defer s.rt.mu.Unlock()
 		return s.microvmLocked()
+	case sandbox.KindKube:
+		s.rt.mu.Lock()
+		defer s.rt.mu.Unlock()
+		return s.kubeLocked()
 	}
 	return s.Managed(ctx)
 }
@@ -238,7 +291,7 @@ func (s *Service) IdleDuration() (time.Duration, error) {
 
 // ValidateMode checks that a mode can work here before a daemon starts:
 // the engine answers, the image is present, the container exists and runs,
-// the bridge answers its health check.
+// the bridge answers its health check, the cluster's API server answers.
 func (s *Service) ValidateMode(ctx context.Context, m sandbox.Mode) error {
 	rt, err := s.runtime(ctx, m)
 	if err != nil {
@@ -255,6 +308,8 @@ func (s *Service) ValidateMode(ctx context.Context, m sandbox.Mode) error {
 		return err
 	case *microvm.Runtime:
 		return r.Check()
+	case *kube.Runtime:
+		return r.Check(ctx)
 	}
 	return nil
 }
@@ -303,12 +358,16 @@ func (s *Service) RuntimeSettings() ([][2]string, error) {
 }
 
 // Close powers off the microVMs this process runs (syncing their files
-// back) and releases the engine connection.
+// back), ends its exec streams into pods and releases the engine
+// connection.
 func (s *Service) Close() error {
 	s.rt.mu.Lock()
 	defer s.rt.mu.Unlock()
 	if s.rt.vm != nil {
 		s.rt.vm.Close()
+	}
+	if s.rt.kube != nil {
+		s.rt.kube.Close()
 	}
 	if s.rt.engine != nil {
 		return s.rt.engine.Close()

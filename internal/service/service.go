@@ -399,7 +399,7 @@ func (s *Service) prepare(ctx context.Context, addr office.Address, mode sandbox
 // Runnable reports whether this build can run commands in mode m.
 func Runnable(m sandbox.Mode) bool {
 	switch m.Kind {
-	case sandbox.KindHost, sandbox.KindContainer, sandbox.KindImage, sandbox.KindCloudflare, sandbox.KindGondolin:
+	case sandbox.KindHost, sandbox.KindContainer, sandbox.KindImage, sandbox.KindCloudflare, sandbox.KindGondolin, sandbox.KindKube:
 		return true
 	}
 	return false
