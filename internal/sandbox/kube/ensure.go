@@ -3,6 +3,7 @@ package kube
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -136,6 +137,7 @@ func (r *Runtime) ensureLocked(ctx context.Context, s *session, spec sandbox.Spe
 		if replaced {
 			continue // the new pod runs the new limits: use it
 		}
+		r.touch(ctx, s)
 		return cl, nil
 	}
 	return nil, errdefs.New(errdefs.ErrUnavailable, fmt.Sprintf("Pod %s kept changing under hutch (created, replaced or deleted by another hutch or by hand); try again", name))
@@ -357,23 +359,28 @@ func (r *Runtime) startTimeout(pod *corev1.Pod) error {
 	return errdefs.New(errdefs.ErrUnavailable, fmt.Sprintf("Pod %s did not start within %s: %s", pod.Name, r.cfg.StartTimeout, podReason(pod)))
 }
 
-// podReason is the most telling thing a pod's status says.
+// podReason is the most telling thing a pod's status says: the pod's own
+// reason (Evicted), a condition that failed, a container waiting or one
+// that failed.
 func podReason(pod *corev1.Pod) string {
+	if pod.Status.Reason != "" {
+		return pod.Status.Reason + ": " + pod.Status.Message
+	}
 	for _, c := range pod.Status.Conditions {
 		if c.Status == corev1.ConditionFalse && c.Message != "" {
 			return string(c.Type) + ": " + c.Message
 		}
 	}
-	for _, cs := range append(pod.Status.InitContainerStatuses, pod.Status.ContainerStatuses...) {
+	statuses := append(slices.Clone(pod.Status.InitContainerStatuses), pod.Status.ContainerStatuses...)
+	for _, cs := range statuses {
 		if w := cs.State.Waiting; w != nil && w.Reason != "" {
 			return cs.Name + " " + w.Reason + " " + firstLineText(w.Message)
 		}
-		if t := cs.State.Terminated; t != nil {
+	}
+	for _, cs := range statuses {
+		if t := cs.State.Terminated; t != nil && (t.ExitCode != 0 || cs.Name == containerName) {
 			return fmt.Sprintf("%s exited %d (%s) %s", cs.Name, t.ExitCode, t.Reason, firstLineText(t.Message))
 		}
-	}
-	if pod.Status.Reason != "" {
-		return pod.Status.Reason + ": " + pod.Status.Message
 	}
 	return "phase " + string(pod.Status.Phase)
 }

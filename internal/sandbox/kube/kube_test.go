@@ -420,3 +420,49 @@ func TestReconcile(t *testing.T) {
 	f.waitNoPod(t, drop)
 	f.pod(t, keep)
 }
+
+// TestIdleStop_OtherReplicaUsedIt: a replica's idle stop leaves alone a
+// pod another replica used within the idle time.
+func TestIdleStop_OtherReplicaUsedIt(t *testing.T) {
+	f := newFixture(t)
+	spec := f.office(t, "idle-replicas")
+	a, b := f.rt, f.runtime(t)
+	run(t, a, spec, "true", nil)
+	uid := f.pod(t, spec).UID
+	time.Sleep(2500 * time.Millisecond)
+	run(t, b, spec, "true", nil)
+	stopped, err := a.StopIdle(context.Background(), 2*time.Second)
+	if err != nil || len(stopped) != 0 {
+		t.Fatalf("StopIdle = %v, %v; want nothing stopped", stopped, err)
+	}
+	if got := f.pod(t, spec); got.UID != uid || got.DeletionTimestamp != nil {
+		t.Errorf("the pod another replica used was stopped")
+	}
+	// Once nobody used it for the idle time, it goes.
+	time.Sleep(2500 * time.Millisecond)
+	if stopped, err := a.StopIdle(context.Background(), 2*time.Second); err != nil || len(stopped) != 1 {
+		t.Errorf("StopIdle later = %v, %v; want the pod stopped", stopped, err)
+	}
+}
+
+// TestEvicted: a pod the node ended (evicted: phase Failed) is made again
+// by the next command.
+func TestEvicted(t *testing.T) {
+	f := newFixture(t)
+	spec := f.office(t, "evicted")
+	run(t, f.rt, spec, "echo kept > kept.txt", nil)
+	pod := f.pod(t, spec)
+	pod.Status.Phase = corev1.PodFailed
+	pod.Status.Reason = "Evicted"
+	pod.Status.Message = "The node was low on resource: memory."
+	if _, err := f.cluster.Client.CoreV1().Pods(f.namespace).UpdateStatus(context.Background(), pod, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	out, _ := run(t, f.rt, spec, "cat kept.txt", nil)
+	if out != "kept\n" {
+		t.Errorf("after the eviction: %q", out)
+	}
+	if got := f.pod(t, spec); got.UID == pod.UID {
+		t.Error("the evicted pod is still the one used")
+	}
+}

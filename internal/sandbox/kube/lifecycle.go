@@ -274,6 +274,29 @@ func (r *Runtime) stopLocked(ctx context.Context, s *session, pod *corev1.Pod) e
 	if err := r.deletePod(ctx, pod.Name, pod.UID, false); err != nil {
 		return err
 	}
+	r.stopped(ctx, s, pod)
+	return nil
+}
+
+// stopIdleLocked deletes an idle pod unless it changed since it was read
+// (another replica used it). It reports whether the pod went.
+func (r *Runtime) stopIdleLocked(ctx context.Context, s *session, pod *corev1.Pod) (bool, error) {
+	uid, rv := pod.UID, pod.ResourceVersion
+	err := r.cluster.Client.CoreV1().Pods(r.cluster.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid, ResourceVersion: &rv}})
+	switch {
+	case apierrors.IsConflict(err):
+		return false, nil // used or changed meanwhile: not idle
+	case apierrors.IsNotFound(err):
+		err = nil
+	case err != nil:
+		return false, classify(err, "delete pod "+pod.Name)
+	}
+	r.stopped(ctx, s, pod)
+	return true, nil
+}
+
+// stopped forgets a deleted pod and removes its Secret.
+func (r *Runtime) stopped(ctx context.Context, s *session, pod *corev1.Pod) {
 	r.deleteSecret(ctx, s.Key)
 	if s.client != nil {
 		s.client.Close()
@@ -281,7 +304,6 @@ func (r *Runtime) stopLocked(ctx context.Context, s *session, pod *corev1.Pod) e
 	}
 	s.verified = ""
 	r.log.Info("deleted pod", "office_key", s.Key, "pod", pod.Name)
-	return nil
 }
 
 // deleteSecret removes the office's vault Secret (the garbage collector
@@ -412,7 +434,10 @@ func (r *Runtime) setRuntimeLimitsLocked(ctx context.Context, key string, change
 }
 
 // StopIdle deletes every pod this process has used that runs no command
-// and ran none within idle.
+// and ran none within idle, unless another replica used it within idle
+// (its last-used annotation). The delete is conditional on the pod as
+// read: a replica that used it meanwhile changed its resource version,
+// and the pod stays.
 func (r *Runtime) StopIdle(ctx context.Context, idle time.Duration) ([]string, error) {
 	var stopped []string
 	var errs []error
@@ -427,8 +452,9 @@ func (r *Runtime) StopIdle(ctx context.Context, idle time.Duration) ([]string, e
 			// Deleted behind hutch's back: its credentials go too.
 			r.deleteSecret(ctx, s.Key)
 			err = nil
-		} else if err == nil && pod.DeletionTimestamp == nil {
-			if err = r.stopLocked(ctx, s, pod); err == nil {
+		} else if err == nil && pod.DeletionTimestamp == nil && time.Since(lastUsed(pod)) >= idle {
+			var gone bool
+			if gone, err = r.stopIdleLocked(ctx, s, pod); err == nil && gone {
 				stopped = append(stopped, s.Key)
 			}
 		}

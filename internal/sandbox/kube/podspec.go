@@ -53,6 +53,8 @@ const (
 	annotationBoost   = "hutch.boost"
 	annotationTemp    = "hutch.temp-limits"
 	annotationVault   = "hutch.vault-digest"
+	// annotationLastUsed is when a replica last used the pod (RFC 3339).
+	annotationLastUsed = "hutch.last-used"
 )
 
 // hardeningVersion changes whenever the pod's security settings change in

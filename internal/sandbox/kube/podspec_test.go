@@ -208,3 +208,25 @@ func TestPlanVault_TooBig(t *testing.T) {
 		t.Errorf("err = %v", err)
 	}
 }
+
+func TestPodReason(t *testing.T) {
+	done := corev1.ContainerStatus{Name: installName, State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 0, Reason: "Completed"}}}
+	for _, c := range []struct {
+		name string
+		st   corev1.PodStatus
+		want string
+	}{
+		{"evicted", corev1.PodStatus{Phase: corev1.PodFailed, Reason: "Evicted", Message: "The node was low on resource: memory.", InitContainerStatuses: []corev1.ContainerStatus{done}},
+			"Evicted: The node was low on resource: memory."},
+		{"unschedulable", corev1.PodStatus{Phase: corev1.PodPending, Conditions: []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Message: "0/1 nodes are available: 1 Insufficient cpu."}}},
+			"PodScheduled: 0/1 nodes are available: 1 Insufficient cpu."},
+		{"pulling", corev1.PodStatus{Phase: corev1.PodPending, InitContainerStatuses: []corev1.ContainerStatus{done}, ContainerStatuses: []corev1.ContainerStatus{{Name: containerName, State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ContainerCreating"}}}}},
+			"sandbox ContainerCreating "},
+		{"agent died", corev1.PodStatus{Phase: corev1.PodFailed, InitContainerStatuses: []corev1.ContainerStatus{done}, ContainerStatuses: []corev1.ContainerStatus{{Name: containerName, State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 137, Reason: "OOMKilled"}}}}},
+			"sandbox exited 137 (OOMKilled) "},
+	} {
+		if got := podReason(&corev1.Pod{Status: c.st}); got != c.want {
+			t.Errorf("%s: podReason = %q, want %q", c.name, got, c.want)
+		}
+	}
+}

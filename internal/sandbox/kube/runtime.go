@@ -2,16 +2,20 @@ package kube
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/hutchsandbox/hutch/internal/agent"
 	"github.com/hutchsandbox/hutch/internal/agentbin"
@@ -99,6 +103,9 @@ type session struct {
 	clientUID string // the pod the client was made for
 	// verified is the UID of the pod whose agent this process reached.
 	verified string
+	// touched is when this process last wrote the pod's last-used
+	// annotation (unix nanoseconds); read and written without the lock.
+	touched atomic.Int64
 }
 
 // New returns the kube mode.
@@ -149,7 +156,53 @@ func (r *Runtime) Exec(ctx context.Context, spec sandbox.Spec, req sandbox.ExecR
 		return sandbox.ExecResult{}, errdefs.New(errdefs.ErrInvalid, "kube mode: spec has no office")
 	}
 	s := r.sessions.Get(spec.OfficeKey)
+	// While the command runs, the pod's last-used annotation is kept
+	// fresh, so that another replica's idle stop leaves the pod alone.
+	done := make(chan struct{})
+	defer close(done)
+	go func() {
+		t := time.NewTicker(touchEvery)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				r.touch(context.WithoutCancel(ctx), s)
+			}
+		}
+	}()
 	return activity.Exec(ctx, s.Office, func() (*agent.Client, error) { return r.ensureLocked(ctx, s, spec) }, spec.OfficeRuntimePath, req)
+}
+
+// touchEvery is how often a replica using a pod writes its last-used
+// annotation: at most once per interval per office, at a command's start
+// and while commands run. Other replicas' idle stops read it, so an idle
+// timeout shorter than this may stop a pod another replica just used.
+const touchEvery = 30 * time.Second
+
+// touch writes the pod's last-used annotation when this process has not
+// for touchEvery. Failing to is not worth failing a command for: it is
+// logged.
+func (r *Runtime) touch(ctx context.Context, s *session) {
+	now := time.Now()
+	if last := s.touched.Load(); last != 0 && now.Sub(time.Unix(0, last)) < touchEvery {
+		return
+	}
+	s.touched.Store(now.UnixNano())
+	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{
+		annotationLastUsed: now.UTC().Format(time.RFC3339Nano),
+	}}})
+	_, err := r.cluster.Client.CoreV1().Pods(r.cluster.Namespace).Patch(ctx, PodName(s.Key), types.MergePatchType, patch, metav1.PatchOptions{})
+	if err != nil && !apierrors.IsNotFound(err) {
+		r.log.Debug("could not record the pod's last use", "office_key", s.Key, "error", err)
+	}
+}
+
+// lastUsed is when any replica last recorded using the pod (zero: never).
+func lastUsed(pod *corev1.Pod) time.Time {
+	t, _ := time.Parse(time.RFC3339Nano, pod.Annotations[annotationLastUsed])
+	return t
 }
 
 // Agent provisions the office's pod and returns its agent client, for
