@@ -1,0 +1,117 @@
+package kube_test
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/hutchsandbox/hutch/internal/daemon"
+	"github.com/hutchsandbox/hutch/internal/settings"
+	"github.com/hutchsandbox/hutch/internal/testenv"
+)
+
+// TestServe runs the real binary: `hutch serve --sandbox kube:<image>`
+// with the cluster and namespace from settings, a conversation with a
+// vault env and a vault file, its command through the daemon, the pod
+// listed by `hutch sandbox ls`, and a second daemon adopting the pod
+// the first left (pods outlive the process that made them).
+func TestServe(t *testing.T) {
+	f := newFixture(t)
+	bin := testenv.HutchBinary(t)
+	run, err := os.MkdirTemp("", "hk")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(run) })
+	for k, v := range map[string]string{"sandbox.kube.kubeconfig": f.cluster.Kubeconfig, "sandbox.kube.namespace": f.namespace, "sandbox.cpus": "0.2", "sandbox.memory": "128m"} {
+		if err := settings.SetRuntime(settings.GlobalPath(f.state), k, v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mode := "kube:" + f.img
+	env := append(os.Environ(), "HUTCH_STATE_DIR="+f.state, "HUTCH_WORKSPACE="+f.ws, "HUTCH_RUN_DIR="+run, "HUTCH_SANDBOX="+mode)
+	hutch := func(stdin string, args ...string) string {
+		t.Helper()
+		cmd := exec.Command(bin, args...)
+		cmd.Env = env
+		cmd.Stdin = strings.NewReader(stdin)
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("hutch %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+		return string(out)
+	}
+	serve := func() *exec.Cmd {
+		t.Helper()
+		sock := daemon.SocketPath(f.state)
+		cmd := exec.Command(bin, "serve", "--sandbox", mode)
+		cmd.Env = env
+		var log bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &log, &log
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			_ = cmd.Process.Signal(syscall.SIGTERM)
+			_, _ = cmd.Process.Wait()
+			if t.Failed() {
+				t.Logf("hutch serve (pid %d) said:\n%s", cmd.Process.Pid, log.String())
+			}
+		})
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			if _, err := os.Stat(sock); err == nil {
+				return cmd
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("hutch serve made no socket within 30 s:\n%s", log.String())
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+
+	envValue, fileValue := secret(t), secret(t)
+	src := filepath.Join(t.TempDir(), "token")
+	if err := os.WriteFile(src, []byte(fileValue), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	hutch(envValue+"\n", "vault", "set", "web/e2e", "API_TOKEN")
+	hutch("", "vault", "put-file", "web/e2e", ".token", src)
+
+	first := serve()
+	out := hutch("", "exec", "--conversation", "web/e2e", "--", `echo "env=$API_TOKEN"; cat /root/.token; echo; stat -c %a /root/.token`)
+	if !strings.Contains(out, "env="+envValue+"\n"+fileValue+"\n600\n") {
+		t.Errorf("hutch exec in kube mode:\n%s", out)
+	}
+	if ls := hutch("", "sandbox", "ls"); !strings.Contains(ls, "running") {
+		t.Errorf("hutch sandbox ls:\n%s", ls)
+	}
+	pods, err := f.cluster.Client.CoreV1().Pods(f.namespace).List(context.Background(), metav1.ListOptions{})
+	if err != nil || len(pods.Items) != 1 {
+		t.Fatalf("pods after a command: %d, %v", len(pods.Items), err)
+	}
+	uid := pods.Items[0].UID
+	if err := first.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := first.Process.Wait(); err != nil {
+		t.Fatal(err)
+	}
+
+	serve()
+	if out := hutch("", "exec", "--conversation", "web/e2e", "--", "echo again"); !strings.Contains(out, "again") {
+		t.Errorf("after a restart: %q", out)
+	}
+	pods, err = f.cluster.Client.CoreV1().Pods(f.namespace).List(context.Background(), metav1.ListOptions{})
+	if err != nil || len(pods.Items) != 1 || pods.Items[0].UID != uid {
+		t.Errorf("the second daemon did not adopt the pod: %v", err)
+	}
+}
