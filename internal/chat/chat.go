@@ -104,9 +104,9 @@ func isCommand(f string) bool {
 // commands are the sub-commands in the order help lists them.
 var commands = []struct{ word, usage, help string }{
 	{"status", "/sandbox", "the mode, the door policy, the runtime and its limits"},
-	{"boost", "/sandbox boost", "raise CPU and memory until the runtime stops (image:* mode)"},
+	{"boost", "/sandbox boost", "raise CPU and memory until the runtime stops (image:*, gondolin:default, kube:*)"},
 	{"door", "/sandbox door [<word>]", "show or set which parts of the workspace the runtime sees"},
-	{"limits", "/sandbox limits cpus=<n> memory=<size> [pids=<n>]", "set limits until the runtime stops (image:* mode)"},
+	{"limits", "/sandbox limits cpus=<n> memory=<size> [pids=<n>]", "set limits until the runtime stops (image:*, gondolin:default, kube:*)"},
 	{"help", "/sandbox help", "this list"},
 }
 

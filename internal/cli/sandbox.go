@@ -61,8 +61,13 @@ func newSandboxLsCmd(g *globals) *cobra.Command {
 			tw := tabwriter.NewWriter(g.stdout, 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "CONVERSATION\tSTATE\tUPTIME\tCPUS\tMEMORY\tPIDS\tIMAGE\tCONTAINER")
 			for _, s := range list {
-				fmt.Fprintf(tw, "%s/%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\n", s.Platform, s.ConversationID, stateWord(s), uptime(s),
-					strconv.FormatFloat(s.Limits.CPUs, 'f', -1, 64), units.BytesSize(float64(s.Limits.MemoryBytes)), s.Limits.Pids, s.Image, s.Name)
+				// A pod has no process ceiling of its own (kube:): "-".
+				pids := "-"
+				if s.Limits.Pids > 0 {
+					pids = strconv.FormatInt(s.Limits.Pids, 10)
+				}
+				fmt.Fprintf(tw, "%s/%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", s.Platform, s.ConversationID, stateWord(s), uptime(s),
+					strconv.FormatFloat(s.Limits.CPUs, 'f', -1, 64), units.BytesSize(float64(s.Limits.MemoryBytes)), pids, s.Image, s.Name)
 			}
 			return tw.Flush()
 		},
@@ -108,8 +113,12 @@ func printStatus(g *globals, s sandbox.Status) {
 	}
 	fmt.Fprintf(w, "Uptime:        %s\n", uptime(s))
 	fmt.Fprintf(w, "Image:         %s (%s)\n", s.Image, shortDigest(s.ImageID))
-	fmt.Fprintf(w, "Limits:        %s CPUs, %s memory, %d processes\n",
-		strconv.FormatFloat(s.Limits.CPUs, 'f', -1, 64), units.BytesSize(float64(s.Limits.MemoryBytes)), s.Limits.Pids)
+	procs := "no process ceiling of its own"
+	if s.Limits.Pids > 0 {
+		procs = strconv.FormatInt(s.Limits.Pids, 10) + " processes"
+	}
+	fmt.Fprintf(w, "Limits:        %s CPUs, %s memory, %s\n",
+		strconv.FormatFloat(s.Limits.CPUs, 'f', -1, 64), units.BytesSize(float64(s.Limits.MemoryBytes)), procs)
 	fmt.Fprintf(w, "Fingerprint:   %s\n", s.Fingerprint)
 	if s.ActiveCommands > 0 {
 		fmt.Fprintf(w, "Running:       %d commands\n", s.ActiveCommands)
