@@ -6,7 +6,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"io"
 	"os"
@@ -19,9 +18,6 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
-	"github.com/moby/moby/api/pkg/stdcopy"
-	"github.com/moby/moby/api/types/container"
-	"github.com/moby/moby/api/types/network"
 	"github.com/moby/moby/client"
 
 	"github.com/hutchsandbox/hutch/internal/agentbin"
@@ -217,7 +213,7 @@ func TestWrite_DockerLoad(t *testing.T) {
 			t.Errorf("removing %s: %v", ref, err)
 		}
 	})
-	if err := load(ctx, cli, &archive); err != nil {
+	if err := testenv.LoadImage(ctx, cli, &archive); err != nil {
 		t.Fatalf("loading the archive: %v", err)
 	}
 	inspect, err := cli.ImageInspect(ctx, ref)
@@ -234,93 +230,17 @@ func TestWrite_DockerLoad(t *testing.T) {
 	label := "org.hutchsandbox.test=" + testenv.Name(t)
 	testenv.CleanupContainers(t, cli, label)
 	t.Run("install", func(t *testing.T) {
-		stdout, stderr, code := runImage(t, cli, ref, label, "agent", "--install-to", "/hutch-bin/hutch", "--sha256", b.SHA256)
+		stdout, stderr, code := testenv.RunContainer(t, cli, ref, label, "agent", "--install-to", "/hutch-bin/hutch", "--sha256", b.SHA256)
 		if code != 0 || stdout != "" || stderr != "" {
 			t.Errorf("install exited %d, stdout %q, stderr %q; want 0 and no output", code, stdout, stderr)
 		}
 	})
 	t.Run("stale_image", func(t *testing.T) {
 		other := strings.Repeat("0", 64)
-		_, stderr, code := runImage(t, cli, ref, label, "agent", "--install-to", "/hutch-bin/hutch", "--sha256", other)
+		_, stderr, code := testenv.RunContainer(t, cli, ref, label, "agent", "--install-to", "/hutch-bin/hutch", "--sha256", other)
 		want := "hutch: This agent image holds hutch " + b.SHA256[:16] + ", but the daemon runs 0000000000000000: build the matching image with `hutch kube agent-image` and load or push it\n"
 		if code != 1 || stderr != want {
 			t.Errorf("install of another digest exited %d, stderr %q; want 1, %q", code, stderr, want)
 		}
 	})
-}
-
-// load sends an image archive to the engine and reads its answer to the
-// end, returning the error it reports, if any.
-func load(ctx context.Context, cli *client.Client, archive io.Reader) error {
-	rc, err := cli.ImageLoad(ctx, archive)
-	if err != nil {
-		return err
-	}
-	defer rc.Close()
-	dec := json.NewDecoder(rc)
-	for {
-		var msg struct {
-			Error       string `json:"error"`
-			ErrorDetail struct {
-				Message string `json:"message"`
-			} `json:"errorDetail"`
-		}
-		err := dec.Decode(&msg)
-		if errors.Is(err, io.EOF) {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		if msg.ErrorDetail.Message != "" {
-			return errors.New(msg.ErrorDetail.Message)
-		}
-		if msg.Error != "" {
-			return errors.New(msg.Error)
-		}
-	}
-}
-
-// runImage runs the image with args (after its entrypoint) in a fresh
-// container without network and returns its stdout, stderr and exit code;
-// the container is removed before it returns.
-func runImage(t *testing.T, cli *client.Client, image, label string, args ...string) (string, string, int64) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	key, value, _ := strings.Cut(label, "=")
-	created, err := cli.ContainerCreate(ctx, client.ContainerCreateOptions{
-		Name:       testenv.Name(t),
-		Config:     &container.Config{Image: image, Cmd: args, Labels: map[string]string{key: value}},
-		HostConfig: &container.HostConfig{NetworkMode: network.NetworkNone},
-	})
-	if err != nil {
-		t.Fatalf("ContainerCreate: %v", err)
-	}
-	defer func() {
-		if _, err := cli.ContainerRemove(context.Background(), created.ID, client.ContainerRemoveOptions{Force: true}); err != nil {
-			t.Errorf("ContainerRemove: %v", err)
-		}
-	}()
-	wait := cli.ContainerWait(ctx, created.ID, client.ContainerWaitOptions{Condition: container.WaitConditionNextExit})
-	if _, err := cli.ContainerStart(ctx, created.ID, client.ContainerStartOptions{}); err != nil {
-		t.Fatalf("ContainerStart: %v", err)
-	}
-	var code int64
-	select {
-	case res := <-wait.Result:
-		code = res.StatusCode
-	case err := <-wait.Error:
-		t.Fatalf("ContainerWait: %v", err)
-	}
-	logs, err := cli.ContainerLogs(ctx, created.ID, client.ContainerLogsOptions{ShowStdout: true, ShowStderr: true})
-	if err != nil {
-		t.Fatalf("ContainerLogs: %v", err)
-	}
-	defer logs.Close()
-	var stdout, stderr bytes.Buffer
-	if _, err := stdcopy.StdCopy(&stdout, &stderr, logs); err != nil {
-		t.Fatalf("reading logs: %v", err)
-	}
-	return stdout.String(), stderr.String(), code
 }

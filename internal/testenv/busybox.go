@@ -5,10 +5,8 @@ import (
 	"bytes"
 	"context"
 	"debug/elf"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -129,28 +127,7 @@ func importImage(ctx context.Context, cli *client.Client, ref string, archive []
 		return err
 	}
 	defer rc.Close()
-	dec := json.NewDecoder(rc)
-	for {
-		var msg struct {
-			Error       string `json:"error"`
-			ErrorDetail struct {
-				Message string `json:"message"`
-			} `json:"errorDetail"`
-		}
-		err := dec.Decode(&msg)
-		if errors.Is(err, io.EOF) {
-			return nil
-		}
-		if err != nil {
-			return fmt.Errorf("reading the engine's answer: %w", err)
-		}
-		if msg.ErrorDetail.Message != "" {
-			return errors.New(msg.ErrorDetail.Message)
-		}
-		if msg.Error != "" {
-			return errors.New(msg.Error)
-		}
-	}
+	return engineStreamError(rc)
 }
 
 // lockFile takes an exclusive flock on path, polling so that ctx bounds

@@ -35,7 +35,7 @@ func TestDebianGitImage(t *testing.T) {
 	if again := DebianGitImage(t, cli, func(context.Context, io.Writer) (string, error) { called = true; return "", nil }); again != ref || called {
 		t.Errorf("second DebianGitImage = %q (base called: %v), want %q without a build", again, called, ref)
 	}
-	out, errOut, code := runBusybox(t, cli, ref, label, "sh", "-c",
+	out, errOut, code := RunContainer(t, cli, ref, label, "sh", "-c",
 		`git --version && bash -c 'echo bash $BASH_VERSINFO' && ls --version | head -1 && test -s /etc/ssl/certs/ca-certificates.crt && echo certs`)
 	if code != 0 {
 		t.Fatalf("tools in %s: exit %d, stdout %q, stderr %q", ref, code, out, errOut)

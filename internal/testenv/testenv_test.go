@@ -12,10 +12,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/moby/moby/api/pkg/stdcopy"
 	"github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/api/types/network"
 	"github.com/moby/moby/client"
@@ -158,49 +156,6 @@ func TestHutchBinary(t *testing.T) {
 	}
 }
 
-// runBusybox runs cmd in a fresh container from image and returns its
-// stdout and stderr; the container is removed before it returns.
-func runBusybox(t *testing.T, cli *client.Client, image, label string, cmd ...string) (string, string, int64) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	key, value, _ := strings.Cut(label, "=")
-	created, err := cli.ContainerCreate(ctx, client.ContainerCreateOptions{
-		Name:       Name(t),
-		Config:     &container.Config{Image: image, Cmd: cmd, Labels: map[string]string{key: value}},
-		HostConfig: &container.HostConfig{NetworkMode: network.NetworkNone},
-	})
-	if err != nil {
-		t.Fatalf("ContainerCreate: %v", err)
-	}
-	defer func() {
-		if _, err := cli.ContainerRemove(context.Background(), created.ID, client.ContainerRemoveOptions{Force: true}); err != nil {
-			t.Errorf("ContainerRemove: %v", err)
-		}
-	}()
-	wait := cli.ContainerWait(ctx, created.ID, client.ContainerWaitOptions{Condition: container.WaitConditionNextExit})
-	if _, err := cli.ContainerStart(ctx, created.ID, client.ContainerStartOptions{}); err != nil {
-		t.Fatalf("ContainerStart: %v", err)
-	}
-	var code int64
-	select {
-	case res := <-wait.Result:
-		code = res.StatusCode
-	case err := <-wait.Error:
-		t.Fatalf("ContainerWait: %v", err)
-	}
-	logs, err := cli.ContainerLogs(ctx, created.ID, client.ContainerLogsOptions{ShowStdout: true, ShowStderr: true})
-	if err != nil {
-		t.Fatalf("ContainerLogs: %v", err)
-	}
-	defer logs.Close()
-	var stdout, stderr bytes.Buffer
-	if _, err := stdcopy.StdCopy(&stdout, &stderr, logs); err != nil {
-		t.Fatalf("reading logs: %v", err)
-	}
-	return stdout.String(), stderr.String(), code
-}
-
 func TestBusyboxImage(t *testing.T) {
 	t.Parallel()
 	cli := Docker(t)
@@ -224,13 +179,13 @@ func TestBusyboxImage(t *testing.T) {
 		}
 	})
 	t.Run("echo", func(t *testing.T) {
-		out, errOut, code := runBusybox(t, cli, ref, label, "busybox", "echo", "hi")
+		out, errOut, code := RunContainer(t, cli, ref, label, "busybox", "echo", "hi")
 		if out != "hi\n" || errOut != "" || code != 0 {
 			t.Errorf("busybox echo hi: stdout %q, stderr %q, exit %d; want \"hi\\n\", \"\", 0", out, errOut, code)
 		}
 	})
 	t.Run("layout", func(t *testing.T) {
-		out, errOut, code := runBusybox(t, cli, ref, label, "sh", "-c",
+		out, errOut, code := RunContainer(t, cli, ref, label, "sh", "-c",
 			`stat -c '%a %U:%G %n' /tmp /root /usr/local/bin /workspace /bin/busybox; id -un; readlink /bin/sh; cd && pwd`)
 		want := "1777 root:root /tmp\n700 root:root /root\n755 root:root /usr/local/bin\n755 root:root /workspace\n755 root:root /bin/busybox\nroot\nbusybox\n/root\n"
 		if diff := cmp.Diff(want, out); diff != "" || errOut != "" || code != 0 {

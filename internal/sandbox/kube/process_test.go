@@ -1,7 +1,6 @@
 package kube_test
 
 import (
-	"bytes"
 	"context"
 	"os"
 	"os/exec"
@@ -9,7 +8,6 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -51,31 +49,7 @@ func TestServe(t *testing.T) {
 	}
 	serve := func() *exec.Cmd {
 		t.Helper()
-		sock := daemon.SocketPath(f.state)
-		cmd := exec.Command(bin, "serve", "--sandbox", mode)
-		cmd.Env = env
-		var log bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &log, &log
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() {
-			_ = cmd.Process.Signal(syscall.SIGTERM)
-			_, _ = cmd.Process.Wait()
-			if t.Failed() {
-				t.Logf("hutch serve (pid %d) said:\n%s", cmd.Process.Pid, log.String())
-			}
-		})
-		deadline := time.Now().Add(30 * time.Second)
-		for {
-			if _, err := os.Stat(sock); err == nil {
-				return cmd
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("hutch serve made no socket within 30 s:\n%s", log.String())
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
+		return testenv.Serve(t, bin, daemon.SocketPath(f.state), env, "--sandbox", mode)
 	}
 
 	envValue, fileValue := secret(t), secret(t)

@@ -26,32 +26,7 @@ func (s server) env() []string {
 
 func (s server) start(t *testing.T) *exec.Cmd {
 	t.Helper()
-	sock := daemon.SocketPath(s.state)
-	os.Remove(sock)
-	cmd := exec.Command(s.bin, "serve", "--sandbox", "gondolin:default")
-	cmd.Env = s.env()
-	var log bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &log, &log
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		_, _ = cmd.Process.Wait()
-		if t.Failed() {
-			t.Logf("hutch serve (pid %d) said:\n%s", cmd.Process.Pid, log.String())
-		}
-	})
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		if _, err := os.Stat(sock); err == nil {
-			return cmd
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("hutch serve made no socket within 30 s:\n%s", log.String())
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	return testenv.Serve(t, s.bin, daemon.SocketPath(s.state), s.env(), "--sandbox", "gondolin:default")
 }
 
 func (s server) exec(t *testing.T, command string) string {
