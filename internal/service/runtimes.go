@@ -138,25 +138,40 @@ func (s *Service) imageLocked(ctx context.Context, ref string) (*image.Runtime, 
 	if err != nil {
 		return nil, err
 	}
-	bin, err := s.agentLocked()
+	b, err := s.managedBaseLocked()
 	if err != nil {
 		return nil, err
 	}
-	rs, err := settings.LoadRuntime(settings.GlobalPath(s.layout.StateDir))
-	if err != nil {
-		return nil, err
-	}
-	boost := sandbox.Limits{CPUs: rs.BoostCPUs, MemoryBytes: rs.BoostMemoryBytes}.Over(image.DefaultBoost)
 	return image.New(image.Config{
 		Engine:   e,
 		Image:    ref,
 		StateDir: s.layout.StateDir,
 		RunDir:   s.layout.RunDir,
-		Agent:    bin,
-		Boost:    boost,
+		Agent:    b.agent,
+		Boost:    b.boost,
 		Log:      s.log,
 		Event:    func(e string) { s.metrics.Event(sandbox.KindImage, e, 1) },
 	})
+}
+
+// managedBase is what every managed mode's runtime is made with.
+type managedBase struct {
+	agent    agentbin.Binary
+	settings settings.Runtime
+	boost    sandbox.Limits // what a boost raises to, defaults filled in
+}
+
+func (s *Service) managedBaseLocked() (managedBase, error) {
+	bin, err := s.agentLocked()
+	if err != nil {
+		return managedBase{}, err
+	}
+	rs, err := settings.LoadRuntime(settings.GlobalPath(s.layout.StateDir))
+	if err != nil {
+		return managedBase{}, err
+	}
+	boost := sandbox.Limits{CPUs: rs.BoostCPUs, MemoryBytes: rs.BoostMemoryBytes}.Over(image.DefaultBoost)
+	return managedBase{agent: bin, settings: rs, boost: boost}, nil
 }
 
 // microvmLocked returns the one microVM runtime of this process.
@@ -164,11 +179,7 @@ func (s *Service) microvmLocked() (*microvm.Runtime, error) {
 	if s.rt.vm != nil {
 		return s.rt.vm, nil
 	}
-	bin, err := s.agentLocked()
-	if err != nil {
-		return nil, err
-	}
-	rs, err := settings.LoadRuntime(settings.GlobalPath(s.layout.StateDir))
+	b, err := s.managedBaseLocked()
 	if err != nil {
 		return nil, err
 	}
@@ -180,10 +191,10 @@ func (s *Service) microvmLocked() (*microvm.Runtime, error) {
 		StateDir: s.layout.StateDir,
 		RunDir:   s.layout.RunDir,
 		AssetDir: s.getenv("HUTCH_MICROVM_ASSETS"),
-		Agent:    bin,
+		Agent:    b.agent,
 		Accel:    accel,
-		TimeZone: rs.TimeZone,
-		Boost:    sandbox.Limits{CPUs: rs.BoostCPUs, MemoryBytes: rs.BoostMemoryBytes}.Over(image.DefaultBoost),
+		TimeZone: b.settings.TimeZone,
+		Boost:    b.boost,
 		Log:      s.log,
 		Event:    func(e string) { s.metrics.Event(sandbox.KindGondolin, e, 1) },
 	})
@@ -201,15 +212,12 @@ func (s *Service) kubeLocked() (*kube.Runtime, error) {
 	if s.rt.kube != nil {
 		return s.rt.kube, nil
 	}
-	bin, err := s.agentLocked()
+	b, err := s.managedBaseLocked()
 	if err != nil {
 		return nil, err
 	}
-	rs, err := settings.LoadRuntime(settings.GlobalPath(s.layout.StateDir))
-	if err != nil {
-		return nil, err
-	}
-	cluster, err := kube.Connect(rs.Kube.Kubeconfig, rs.Kube.Namespace)
+	k := b.settings.Kube
+	cluster, err := kube.Connect(k.Kubeconfig, k.Namespace)
 	if err != nil {
 		return nil, err
 	}
@@ -217,12 +225,12 @@ func (s *Service) kubeLocked() (*kube.Runtime, error) {
 		Cluster:      cluster,
 		StateDir:     s.layout.StateDir,
 		Workspace:    s.layout.Workspace,
-		Storage:      kube.Storage{HostPath: rs.Kube.Storage.HostPath, Claim: rs.Kube.Storage.Claim},
-		NodeSelector: rs.Kube.NodeSelector,
-		RuntimeClass: rs.Kube.RuntimeClass,
-		AgentImage:   kubeagent.Ref(rs.Kube.AgentImage, bin),
-		Agent:        bin,
-		Boost:        sandbox.Limits{CPUs: rs.BoostCPUs, MemoryBytes: rs.BoostMemoryBytes}.Over(image.DefaultBoost),
+		Storage:      kube.Storage{HostPath: k.Storage.HostPath, Claim: k.Storage.Claim},
+		NodeSelector: k.NodeSelector,
+		RuntimeClass: k.RuntimeClass,
+		AgentImage:   kubeagent.Ref(k.AgentImage, b.agent),
+		Agent:        b.agent,
+		Boost:        b.boost,
 		Log:          s.log,
 		Event:        func(e string) { s.metrics.Event(sandbox.KindKube, e, 1) },
 	})
