@@ -385,23 +385,8 @@ func refusal(pol service.Policy, mode sandbox.Mode) error {
 	return nil
 }
 
-// busy reports whether a command runs in the conversation's runtime. Only
-// the managed modes count commands; the other modes have no runtime of
-// the conversation's own and never report busy.
-func (h *handler) busy() (bool, error) {
-	if !sandbox.CapabilitiesOf(h.mode.Kind).ManagedLifecycle {
-		return false, nil
-	}
-	m, err := h.svc.ManagedFor(h.ctx, h.mode)
-	if err != nil {
-		return false, err
-	}
-	st, err := m.Status(h.ctx, h.key)
-	if err != nil {
-		return false, err
-	}
-	return st.ActiveCommands > 0, nil
-}
+// busy reports whether a command runs in the conversation's runtime.
+func (h *handler) busy() (bool, error) { return h.svc.Busy(h.ctx, h.mode, h.conv) }
 
 // takesEffect says when and how a new door policy reaches the runtime.
 func (h *handler) takesEffect() string {

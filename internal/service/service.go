@@ -198,6 +198,27 @@ func (s *Service) SetDoor(addr office.Address, setting *projection.Setting) erro
 	return settings.SetWorkspace(settings.ConversationPath(s.layout.StateDir, string(key)), setting)
 }
 
+// BusyMessage refuses a change that must wait for a running command.
+const BusyMessage = "Conversation is busy; retry when the current run finishes"
+
+// Busy reports whether a command runs in the conversation's runtime in
+// mode. Only the managed modes count commands; the others have no runtime
+// of the conversation's own and are never busy.
+func (s *Service) Busy(ctx context.Context, mode sandbox.Mode, addr office.Address) (bool, error) {
+	if !sandbox.CapabilitiesOf(mode.Kind).ManagedLifecycle {
+		return false, nil
+	}
+	m, err := s.ManagedFor(ctx, mode)
+	if err != nil {
+		return false, err
+	}
+	st, err := m.Status(ctx, string(addr.Key()))
+	if err != nil {
+		return false, err
+	}
+	return st.ActiveCommands > 0, nil
+}
+
 // SetGlobalDoor sets (or with nil clears) the global door policy.
 func (s *Service) SetGlobalDoor(setting *projection.Setting) error {
 	return settings.SetWorkspace(settings.GlobalPath(s.layout.StateDir), setting)
