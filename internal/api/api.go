@@ -43,6 +43,8 @@ type Server struct {
 	// MCP, when set, is served at /mcp (streamable HTTP; the conversation
 	// is named by query parameters).
 	MCP http.Handler
+	// AdminLink, when set, issues admin portal links (POST /v1/admin/link).
+	AdminLink func(who string, ttl time.Duration) (string, time.Time, error)
 }
 
 // Conversation names the conversation a request is for.
@@ -67,6 +69,7 @@ func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
 	routes := map[string]func(http.ResponseWriter, *http.Request) error{
 		"GET /v1/health":           s.health,
+		"POST /v1/admin/link":      s.adminLink,
 		"GET /v1/offices":          s.offices,
 		"POST /v1/exec":            s.exec,
 		"POST /v1/sandbox/status":  s.sandboxStatus,
@@ -722,4 +725,47 @@ func (s *Server) vaultRemove(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	return s.writeVault(w, key)
+}
+
+// AdminLinkRequest asks for a one-time admin portal link.
+type AdminLinkRequest struct {
+	// Who is recorded as the actor of what the link's session does (a
+	// chat bot names the platform user who typed /admin).
+	Who string `json:"who"`
+	// TTL is how long the link is good for, e.g. "30m" (default 30m,
+	// at most 24h).
+	TTL string `json:"ttl,omitempty"`
+}
+
+// AdminLinkResponse is the link and when it expires.
+type AdminLinkResponse struct {
+	URL     string    `json:"url"`
+	Expires time.Time `json:"expires"`
+}
+
+func (s *Server) adminLink(w http.ResponseWriter, r *http.Request) error {
+	if s.AdminLink == nil {
+		return errdefs.New(errdefs.ErrNotSupported, "This daemon serves no admin portal: start hutch serve without --admin-listen off")
+	}
+	var req AdminLinkRequest
+	if err := decode(r, &req); err != nil {
+		return err
+	}
+	var ttl time.Duration
+	if req.TTL != "" {
+		d, err := time.ParseDuration(req.TTL)
+		if err != nil {
+			return errdefs.New(errdefs.ErrInvalid, fmt.Sprintf("ttl %q is not a duration such as 30m", req.TTL))
+		}
+		ttl = d
+	}
+	if strings.TrimSpace(req.Who) == "" {
+		return errdefs.New(errdefs.ErrInvalid, "Say who the link is for (who): it is recorded with everything its session does")
+	}
+	url, exp, err := s.AdminLink(req.Who, ttl)
+	if err != nil {
+		return errdefs.New(errdefs.ErrInvalid, "Admin link: "+err.Error())
+	}
+	writeJSON(w, http.StatusOK, AdminLinkResponse{URL: url, Expires: exp})
+	return nil
 }

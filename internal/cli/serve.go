@@ -16,8 +16,8 @@ import (
 
 func newServeCmd(g *globals) *cobra.Command {
 	var (
-		modeFlag, tcp, platforms string
-		grace                    time.Duration
+		modeFlag, tcp, platforms, adminAddr, adminURL string
+		grace                                         time.Duration
 	)
 	cmd := &cobra.Command{
 		Use:   "serve [--sandbox MODE] [--state-dir DIR] [WORKSPACE]",
@@ -31,6 +31,10 @@ runs it stops idle runtimes (sandbox.idleTimeout, default 10m).
 
 Before all that it migrates a workspace of the raw-id layout to offices
 (see hutch migrate) and refuses to start while anything blocks that.
+
+It also serves the admin portal, a web page to see and steer every office
+and runtime, on loopback (--admin-listen; off turns it off). Sign in with a
+one-time link from hutch admin link.
 
 On SIGINT or SIGTERM it stops accepting work, lets running commands finish
 for --grace, kills what is left, and exits 0.
@@ -68,9 +72,12 @@ WORKSPACE, when given, is the workspace root (like --workspace).`,
 			if err := runMigrate(ctx, g, svc, service.MigrateOptions{Platforms: ps}, false); err != nil {
 				return err
 			}
+			if adminAddr == "off" {
+				adminAddr = ""
+			}
 			err = daemon.Run(ctx, daemon.Options{
 				Service: svc, Mode: mode, TCP: tcp, Token: g.env("HUTCH_API_TOKEN"), Grace: grace,
-				Version: Version, Out: g.stdout, Log: log,
+				Version: Version, Out: g.stdout, Log: log, Admin: adminAddr, AdminURL: adminURL,
 			})
 			if err != nil {
 				return err
@@ -83,5 +90,7 @@ WORKSPACE, when given, is the workspace root (like --workspace).`,
 	cmd.Flags().StringVar(&tcp, "listen-tcp", "", "also serve the API on this TCP address; a bearer token is then required ($HUTCH_API_TOKEN, or one generated into <state-dir>/api-token)")
 	cmd.Flags().StringVar(&platforms, "platforms", "", "enabled platforms for the start-up migration, comma-separated (default: the platforms setting)")
 	cmd.Flags().DurationVar(&grace, "grace", 30*time.Second, "at shutdown, how long running commands may finish before they are killed")
+	cmd.Flags().StringVar(&adminAddr, "admin-listen", "127.0.0.1:0", "serve the admin portal on this TCP address (a free port on loopback by default; off: no portal)")
+	cmd.Flags().StringVar(&adminURL, "admin-url", "", "where browsers reach the admin portal, when not at its listen address (a reverse proxy, TLS): https://host[:port]")
 	return cmd
 }

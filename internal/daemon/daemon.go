@@ -20,6 +20,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hutchsandbox/hutch/internal/admin"
 	"github.com/hutchsandbox/hutch/internal/api"
 	"github.com/hutchsandbox/hutch/internal/atomicfile"
 	"github.com/hutchsandbox/hutch/internal/errdefs"
@@ -52,6 +53,10 @@ type Options struct {
 	Log *slog.Logger
 	// Ready, when set, is called once the API answers.
 	Ready func(socket string)
+	// Admin, when set, serves the admin portal on that TCP address
+	// (default of hutch serve: a free port on 127.0.0.1); AdminURL is
+	// where browsers reach it, when not at that address (a proxy, TLS).
+	Admin, AdminURL string
 }
 
 // SocketPath is where a state dir's daemon listens.
@@ -101,6 +106,27 @@ func Run(ctx context.Context, o Options) error {
 	}
 	srv := &api.Server{Service: svc, Mode: o.Mode, Version: o.Version, Log: o.Log, Metrics: m.Handler(),
 		MCP: mcpserver.HTTPHandler(svc, o.Mode, o.Log)}
+	var (
+		portal *http.Server
+		pl     net.Listener
+		pURL   string
+	)
+	if o.Admin != "" {
+		if pl, err = net.Listen("tcp", o.Admin); err != nil {
+			return errdefs.New(errdefs.ErrUnavailable, fmt.Sprintf("Cannot serve the admin portal on %s: %v", o.Admin, err))
+		}
+		pURL = o.AdminURL
+		if pURL == "" {
+			pURL = "http://" + pl.Addr().String()
+		}
+		ad, err := admin.New(admin.Options{Service: svc, Mode: o.Mode, BaseURL: pURL, Log: o.Log})
+		if err != nil {
+			pl.Close()
+			return err
+		}
+		srv.AdminLink = ad.Link
+		portal = &http.Server{Handler: ad.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	}
 	// Requests live under reqCtx: when the grace period ends, cancelling
 	// it aborts running commands (killing their process groups) and lets
 	// their handlers still write the "aborted" result before closing.
@@ -108,8 +134,11 @@ func Run(ctx context.Context, o Options) error {
 	defer abortRequests()
 	base := func(net.Listener) context.Context { return reqCtx }
 	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second, BaseContext: base}
-	errc := make(chan error, 2)
+	errc := make(chan error, 3)
 	go func() { errc <- hs.Serve(ul) }()
+	if portal != nil {
+		go func() { errc <- portal.Serve(pl) }()
+	}
 	var ths *http.Server
 	if o.TCP != "" {
 		token := o.Token
@@ -132,6 +161,9 @@ func Run(ctx context.Context, o Options) error {
 	fmt.Fprintf(o.Out, "hutch serve: ready\n  Sandbox:     %s\n  State dir:   %s\n  Workspace:   %s\n  Socket:      %s\n", o.Mode, layout.StateDir, layout.Workspace, sock)
 	if idle > 0 {
 		fmt.Fprintf(o.Out, "  Idle stop:   after %s\n", idle)
+	}
+	if portal != nil {
+		fmt.Fprintf(o.Out, "  Admin:       %s/admin/ (sign in with a link from hutch admin link)\n", pURL)
 	}
 	fmt.Fprintf(o.Out, "Try: curl --unix-socket %s -d '{\"conversation\":{\"platform\":\"web\",\"conversationId\":\"hello\"},\"command\":\"echo hello\"}' http://hutch/v1/exec\n", sock)
 	if o.Ready != nil {
@@ -160,6 +192,9 @@ func Run(ctx context.Context, o Options) error {
 	servers := []*http.Server{hs}
 	if ths != nil {
 		servers = append(servers, ths)
+	}
+	if portal != nil {
+		servers = append(servers, portal)
 	}
 	shutdown := func(d time.Duration) error {
 		sctx, cancel := context.WithTimeout(context.Background(), d)

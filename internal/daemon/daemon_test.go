@@ -490,3 +490,46 @@ func TestDaemon_RestartAdopts(t *testing.T) {
 		t.Errorf("second daemon: %v", err)
 	}
 }
+
+// TestDaemon_AdminPortal: the daemon serves the admin portal on its own
+// TCP address; a link from the API opens its sign-in page; without the
+// portal the API says so.
+func TestDaemon_AdminPortal(t *testing.T) {
+	svc := hostService(t)
+	d := start(t, svc, daemon.Options{Mode: sandbox.Mode{Kind: sandbox.KindHost}, Admin: "127.0.0.1:0"})
+	m := regexp.MustCompile(`Admin:\s+(http://\S+)/admin/`).FindStringSubmatch(d.out.String())
+	if m == nil {
+		t.Fatalf("no admin address in the daemon's output:\n%s", d.out.String())
+	}
+	c := &client.Client{Socket: d.sock}
+	var res api.AdminLinkResponse
+	if err := c.Call(context.Background(), "/v1/admin/link", api.AdminLinkRequest{Who: "slack:U1 in C1", TTL: "10m"}, &res); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(res.URL, m[1]+"/admin/login?token=") || time.Until(res.Expires) > 10*time.Minute {
+		t.Errorf("link %+v", res)
+	}
+	hc := &http.Client{Transport: &http.Transport{}}
+	defer hc.CloseIdleConnections()
+	resp, err := hc.Get(res.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), "Sign in") {
+		t.Errorf("sign-in page: %d\n%s", resp.StatusCode, body)
+	}
+	if err := c.Call(context.Background(), "/v1/admin/link", api.AdminLinkRequest{}, &res); err == nil || !strings.Contains(err.Error(), "Say who the link is for") {
+		t.Errorf("a link for nobody: %v", err)
+	}
+	if err := d.stop(t); err != nil {
+		t.Errorf("daemon.Run returned %v, want nil", err)
+	}
+
+	off := start(t, hostService(t), daemon.Options{Mode: sandbox.Mode{Kind: sandbox.KindHost}})
+	err = (&client.Client{Socket: off.sock}).Call(context.Background(), "/v1/admin/link", api.AdminLinkRequest{Who: "x"}, &res)
+	if err == nil || !strings.Contains(err.Error(), "serves no admin portal") {
+		t.Errorf("link from a daemon without the portal: %v", err)
+	}
+}

@@ -1,0 +1,212 @@
+package admin
+
+import (
+	"context"
+	"fmt"
+	"html/template"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/docker/go-units"
+
+	"github.com/hutchsandbox/hutch/internal/errdefs"
+	"github.com/hutchsandbox/hutch/internal/office"
+	"github.com/hutchsandbox/hutch/internal/projection"
+	"github.com/hutchsandbox/hutch/internal/sandbox"
+	"github.com/hutchsandbox/hutch/internal/service"
+)
+
+var funcs = template.FuncMap{
+	"since": func(t time.Time) string {
+		if t.IsZero() {
+			return "-"
+		}
+		return time.Since(t).Round(time.Second).String() + " ago"
+	},
+	"bytes": func(n int64) string {
+		if n <= 0 {
+			return "-"
+		}
+		return units.BytesSize(float64(n))
+	},
+	"cpus": func(f float64) string {
+		if f <= 0 {
+			return "-"
+		}
+		return strconv.FormatFloat(f, 'f', -1, 64)
+	},
+	"pids": func(n int64) string {
+		if n <= 0 {
+			return "-"
+		}
+		return strconv.FormatInt(n, 10)
+	},
+}
+
+// officeRow is one office on the home page.
+type officeRow struct {
+	Address     office.Address
+	Key         office.Key
+	ChannelKind string
+	Policy      string
+	Origin      string
+	Runtime     *sandbox.Status
+}
+
+// page is what every page template gets.
+type page struct {
+	Title string
+	Who   string
+	CSRF  string
+	Mode  sandbox.Mode
+	Flash string
+	Error string
+}
+
+func (s *Server) page(r *request, title string) page {
+	return page{Title: title, Who: r.sess.who, CSRF: r.sess.csrf, Mode: s.mode}
+}
+
+// lifecycle is the daemon mode's runtime lifecycle, or nil when the mode
+// has no runtimes hutch manages.
+func (s *Server) lifecycle(ctx context.Context) (service.ManagedRuntime, error) {
+	if !sandbox.CapabilitiesOf(s.mode.Kind).ManagedLifecycle {
+		return nil, nil
+	}
+	return s.svc.ManagedFor(ctx, s.mode)
+}
+
+func (s *Server) home(w http.ResponseWriter, r *request) error {
+	recs, err := s.svc.Offices()
+	if err != nil {
+		return err
+	}
+	byKey := map[string]*sandbox.Status{}
+	var runtimes []sandbox.Status
+	lc, err := s.lifecycle(r.Context())
+	if err != nil {
+		return err
+	}
+	if lc != nil {
+		if runtimes, err = lc.List(r.Context()); err != nil {
+			return err
+		}
+		for i := range runtimes {
+			byKey[runtimes[i].OfficeKey] = &runtimes[i]
+		}
+	}
+	rows := make([]officeRow, 0, len(recs))
+	for _, rec := range recs {
+		addr := rec.Address()
+		pol, err := s.svc.Resolve(addr, s.mode, "")
+		if err != nil {
+			return err
+		}
+		rows = append(rows, officeRow{
+			Address: addr, Key: pol.Key, ChannelKind: string(pol.Decision.ChannelKind),
+			Policy: pol.Decision.Policy.String(), Origin: pol.Decision.Origin(), Runtime: byKey[string(pol.Key)],
+		})
+	}
+	s.render(w, http.StatusOK, "home.html", map[string]any{
+		"Page": s.page(r, "Offices and runtimes"), "Offices": rows, "Runtimes": runtimes, "Managed": lc != nil,
+	})
+	return nil
+}
+
+// conversation reads the conversation a request names (platform and id).
+func conversation(r *request) (office.Address, error) {
+	return office.NewAddress(r.FormValue("platform"), r.FormValue("conversation"))
+}
+
+func (s *Server) officePage(w http.ResponseWriter, r *request) error {
+	addr, err := conversation(r)
+	if err != nil {
+		return err
+	}
+	return s.renderOffice(w, r, addr, http.StatusOK, "", "")
+}
+
+func (s *Server) renderOffice(w http.ResponseWriter, r *request, addr office.Address, status int, flash, failure string) error {
+	pol, err := s.svc.Resolve(addr, s.mode, "")
+	if err != nil {
+		return err
+	}
+	p := s.page(r, "Office "+addr.String())
+	p.Flash, p.Error = flash, failure
+	s.render(w, status, "office.html", map[string]any{
+		"Page": p, "Address": addr, "Policy": pol, "DoorWords": projection.DoorWords,
+	})
+	return nil
+}
+
+// setDoor sets the door policy of one conversation (or the global one),
+// refused while a command runs in the conversation's runtime.
+func (s *Server) setDoor(w http.ResponseWriter, r *request) error {
+	setting, err := projection.ParseDoorWord(r.FormValue("policy"))
+	if err != nil {
+		return err
+	}
+	word := r.FormValue("policy")
+	if r.FormValue("global") == "true" {
+		if err := s.svc.SetGlobalDoor(setting); err != nil {
+			return err
+		}
+		s.record(r.sess.who, "set the global door policy", "global")
+		http.Redirect(w, r.Request, "/admin/", http.StatusSeeOther)
+		return nil
+	}
+	addr, err := conversation(r)
+	if err != nil {
+		return err
+	}
+	busy, err := s.svc.Busy(r.Context(), s.mode, addr)
+	if err != nil {
+		return err
+	}
+	if busy {
+		return s.renderOffice(w, r, addr, http.StatusConflict, "", service.BusyMessage)
+	}
+	if err := s.svc.SetDoor(addr, setting); err != nil {
+		return err
+	}
+	s.auditDetail(r.sess.who, "set the door policy", addr.String(), word)
+	return s.renderOffice(w, r, addr, http.StatusOK, fmt.Sprintf("Door policy set to %s; the next command runs with it.", word), "")
+}
+
+func (s *Server) auditDetail(who, action, target, detail string) {
+	if err := s.audit.Append(Entry{Time: s.now(), Who: who, Action: action, Target: target, Detail: detail}); err != nil {
+		s.log.Error("admin: could not write the audit log", "error", err)
+	}
+}
+
+func (s *Server) auditPage(w http.ResponseWriter, r *request) error {
+	entries, err := s.audit.Last(200)
+	if err != nil {
+		return err
+	}
+	s.render(w, http.StatusOK, "audit.html", map[string]any{"Page": s.page(r, "Audit log"), "Entries": entries})
+	return nil
+}
+
+// fail answers an action or page that failed with the error's message
+// and a status from its class; nothing else of the request is shown.
+func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
+	status := http.StatusInternalServerError
+	switch {
+	case errdefs.IsInvalid(err):
+		status = http.StatusBadRequest
+	case errdefs.IsNotFound(err):
+		status = http.StatusNotFound
+	case errdefs.IsConflict(err), errdefs.IsFailedPrecondition(err):
+		status = http.StatusConflict
+	case errdefs.IsNotSupported(err):
+		status = http.StatusNotImplemented
+	case errdefs.IsUnavailable(err):
+		status = http.StatusServiceUnavailable
+	}
+	if status == http.StatusInternalServerError {
+		s.log.Error("admin: request failed", "path", r.URL.Path, "error", err)
+	}
+	refuse(w, status, err.Error())
+}

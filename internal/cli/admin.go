@@ -1,0 +1,69 @@
+package cli
+
+import (
+	"fmt"
+	"os/user"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/hutchsandbox/hutch/internal/api"
+	"github.com/hutchsandbox/hutch/internal/errdefs"
+)
+
+// newAdminCmd is `hutch admin`, the admin portal's helpers.
+func newAdminCmd(g *globals) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "admin",
+		Short: "Admin portal helpers",
+		Long: `hutch serve serves an admin portal: a web page to see every office and
+runtime and to steer them (door policies, limits, boosts, stops). A browser
+signs in with a one-time link.`,
+	}
+	cmd.AddCommand(newAdminLinkCmd(g))
+	return cmd
+}
+
+func newAdminLinkCmd(g *globals) *cobra.Command {
+	var ttl time.Duration
+	cmd := &cobra.Command{
+		Use:   "link [--ttl 30m]",
+		Short: "Print a one-time sign-in link to the admin portal",
+		Long: `Ask the running daemon for a link that signs one browser in to the admin
+portal. The link works once and only for --ttl; opening it shows a sign-in
+button, and the session it starts is recorded in the portal's audit log as
+yours. Anyone holding an unused link can sign in: send it only over a
+channel you trust.`,
+		Example: "  hutch admin link\n  hutch admin link --ttl 10m",
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			svc, err := g.service()
+			if err != nil {
+				return err
+			}
+			defer svc.Close()
+			c, ok := g.daemon(cmd.Context(), svc, "")
+			if !ok {
+				return errdefs.New(errdefs.ErrUnavailable, "No hutch serve answers for this state dir: the admin portal is part of the daemon, start it first")
+			}
+			var res api.AdminLinkResponse
+			req := api.AdminLinkRequest{Who: localUser(), TTL: ttl.String()}
+			if err := c.Call(cmd.Context(), "/v1/admin/link", req, &res); err != nil {
+				return err
+			}
+			fmt.Fprintln(g.stdout, res.URL)
+			fmt.Fprintf(g.stderr, "Good once, until %s.\n", res.Expires.Local().Format("15:04 MST"))
+			return nil
+		},
+	}
+	cmd.Flags().DurationVar(&ttl, "ttl", 30*time.Minute, "how long the link is good for (1m to 24h)")
+	return cmd
+}
+
+// localUser names the person at this terminal for the audit log.
+func localUser() string {
+	if u, err := user.Current(); err == nil && u.Username != "" {
+		return u.Username + " (hutch admin link)"
+	}
+	return "hutch admin link"
+}
