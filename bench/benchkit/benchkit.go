@@ -1,9 +1,11 @@
 // Package benchkit is what the hutch benchmark programs under bench/ share:
 // measuring paths interleaved in one run and reading off nearest-rank
 // percentiles, formatting times and ratios, the header that says which
-// machine measured, and the setup every bench repeats (a static hutch
-// build, the busybox test image, a context that Ctrl-C cancels so the
-// bench can clean up).
+// machine measured, the setup every bench repeats (a static hutch build,
+// the busybox test image, a context that Ctrl-C cancels so the bench can
+// clean up), and, for the benches that measure one mode against image
+// mode side by side (bench/kube, bench/microvm), the modes, the tables
+// and the measurements they share (compare.go).
 //
 // These machines are noisy, so a bench's claim is a ratio of paths
 // measured in the same run, never a bare time; the kit is built around
@@ -61,6 +63,22 @@ func Interruptible(progress Logf, msg string) (context.Context, context.CancelFu
 		os.Exit(130)
 	}()
 	return ctx, cancel
+}
+
+// Main runs a bench's run with a context that Ctrl-C cancels (see
+// Interruptible; interrupted is the line printed then), and ends the
+// process on its error: "<bench>: <err>" on stderr, exit status 130 when
+// interrupted, 1 otherwise.
+func Main(bench, interrupted string, run func(context.Context) error) {
+	ctx, cancel := Interruptible(Progress(bench), interrupted)
+	defer cancel()
+	if err := run(ctx); err != nil {
+		fmt.Fprintln(os.Stderr, bench+":", err)
+		if ctx.Err() != nil {
+			os.Exit(130)
+		}
+		os.Exit(1)
+	}
 }
 
 // BuildHutch builds ./cmd/hutch of the module around the working

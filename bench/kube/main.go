@@ -28,8 +28,9 @@
 //     for kube that is Stop again (a deleted pod is all there is to
 //     remove); for image the container and its network are removed, so
 //     the timed command also creates them, which is the work kube always
-//     does. Each round checks that the runtime reported a start ("created"
-//     or "started"), so a row can never silently measure a warm command.
+//     does. Each round checks that the runtime reported a start (kube's
+//     "created", image's "started"), so a row can never silently measure a
+//     warm command.
 //  2. Warm exec (-n rounds, after 5 warm-up rounds): Runtime.Exec of
 //     `true` in the running pod and in the running container. A
 //     diagnostic row runs `true` on the agent client directly
@@ -73,20 +74,15 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"crypto/rand"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
 	"os/exec"
-	"path"
 	"path/filepath"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -94,21 +90,15 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/hutchsandbox/hutch/bench/benchkit"
-	"github.com/hutchsandbox/hutch/internal/agent"
 	"github.com/hutchsandbox/hutch/internal/agentbin"
 	"github.com/hutchsandbox/hutch/internal/engine"
 	"github.com/hutchsandbox/hutch/internal/errdefs"
 	"github.com/hutchsandbox/hutch/internal/kubeagent"
-	"github.com/hutchsandbox/hutch/internal/office"
 	"github.com/hutchsandbox/hutch/internal/sandbox"
-	"github.com/hutchsandbox/hutch/internal/sandbox/image"
 	"github.com/hutchsandbox/hutch/internal/sandbox/kube"
 )
 
 const (
-	// fileSize is the size of the written file: large enough that the
-	// path's throughput, not a round trip, decides the time.
-	fileSize = 16 << 20
 	// testKubeconfig is where hack/kube-up writes the test cluster's
 	// admin kubeconfig (internal/testenv.DefaultKubeconfig).
 	testKubeconfig = "/var/cache/hutch-kube/run/admin.kubeconfig"
@@ -141,15 +131,9 @@ func main() {
 			*kubeconfig = testKubeconfig
 		}
 	}
-	ctx, cancel := benchkit.Interruptible(progress, "interrupted: cleaning up (interrupt again to quit at once, leaving the namespace and the container behind)")
-	defer cancel()
-	if err := run(ctx, opts{starts: *starts, n: *n, writes: *writes, kubeconfig: *kubeconfig}); err != nil {
-		fmt.Fprintln(os.Stderr, "bench/kube:", err)
-		if ctx.Err() != nil {
-			os.Exit(130)
-		}
-		os.Exit(1)
-	}
+	benchkit.Main("bench/kube", "interrupted: cleaning up (interrupt again to quit at once, leaving the namespace and the container behind)", func(ctx context.Context) error {
+		return run(ctx, opts{starts: *starts, n: *n, writes: *writes, kubeconfig: *kubeconfig})
+	})
 }
 
 type opts struct {
@@ -157,39 +141,12 @@ type opts struct {
 	kubeconfig        string
 }
 
-// mode is one side of every comparison: a runtime, its office, how it is
-// brought to nothing running, and how many starts it has reported (the
-// cold start rows check that one happened).
-type mode struct {
-	name   string
-	rt     sandbox.Runtime
-	agent  func(context.Context, sandbox.Spec) (*agent.Client, error)
-	spec   sandbox.Spec
-	stop   func(context.Context) error // untimed: nothing runs afterwards
-	remove func(context.Context) error // untimed: nothing is left afterwards
-	starts atomic.Int64
-	first  time.Duration // the office's first command, the one that made it
-}
-
-// event counts the runtimes' starts: kube reports "created" for every
-// pod it makes, image "started" for every container start ("created"
-// before it, for a new container). The cold start rows only ask whether
-// the count moved.
-func (m *mode) event(e string) {
-	if e == "created" || e == "started" {
-		m.starts.Add(1)
-	}
-}
-
 func run(ctx context.Context, o opts) error {
-	eng, err := engine.Connect(ctx)
+	eng, err := benchkit.BusyboxEngine(ctx, progress)
 	if err != nil {
-		return fmt.Errorf("no container engine answers (hack/docker-up starts Docker): %w", err)
-	}
-	defer eng.Close()
-	if err := benchkit.EnsureImage(ctx, eng.Client, benchkit.BusyboxRef, progress); err != nil {
 		return err
 	}
+	defer eng.Close()
 
 	// Connect only reads the kubeconfig; the version is the first
 	// request, bounded so that a cluster that is down fails the bench
@@ -212,35 +169,18 @@ func run(ctx context.Context, o opts) error {
 		return err
 	}
 
-	tmp, err := os.MkdirTemp("", "hutch-bench-kube-")
+	sc, err := benchkit.NewScratch(ctx, "kube", progress)
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(tmp)
-	// Unix socket paths are limited to 107 bytes: image mode's run dir
-	// lives directly in the temp dir, under a short name.
-	runDir, err := os.MkdirTemp("", "hbk")
-	if err != nil {
-		return err
-	}
-	defer os.RemoveAll(runDir)
-
-	progress("building a static hutch (CGO_ENABLED=0 go build ./cmd/hutch), the agent of both modes")
-	bin, err := benchkit.BuildHutch(ctx, tmp)
-	if err != nil {
-		return err
-	}
-	agentBin, err := agentbin.Locate(bin)
-	if err != nil {
-		return err
-	}
-	agentRef := kubeagent.Ref("", agentBin)
+	defer sc.Close()
+	agentRef := kubeagent.Ref("", sc.Agent)
 	progress("loading %s into the node (docker save | hack/kube-up load -)", benchkit.BusyboxRef)
 	if err := loadDockerImage(ctx, eng, benchkit.BusyboxRef); err != nil {
 		return err
 	}
 	progress("loading the agent image %s into the node (hack/kube-up load -)", agentRef)
-	if err := loadAgentImage(ctx, agentBin, agentRef); err != nil {
+	if err := loadAgentImage(ctx, sc.Agent, agentRef); err != nil {
 		return err
 	}
 
@@ -250,107 +190,93 @@ func run(ctx context.Context, o opts) error {
 	}
 	defer deleteNamespace(cluster, ns)
 
-	// The runtimes' warnings (a pod that ended, a slow stop) go beside
-	// the progress lines: the report must not hide what went wrong.
-	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	// The workspace is a hostPath on the node, which is this machine: the
-	// pod sees the very directory the container bind-mounts.
-	ws := filepath.Join(tmp, "workspace")
-
-	kb := &mode{name: "kube"}
+	// kube reports "created" for every pod it makes (a pod is never
+	// started again); the cold start rows only ask whether the count moved.
+	kb := &benchkit.Mode{Name: "kube", StartEvents: []string{"created"}}
 	kubeRt, err := kube.New(kube.Config{
 		Cluster: cluster, Image: benchkit.BusyboxRef,
-		StateDir: filepath.Join(tmp, "state-kube"), Workspace: ws,
-		AgentImage: agentRef, Agent: agentBin, Log: log, Event: kb.event,
+		// The workspace is a hostPath on the node, which is this
+		// machine: the pod sees the very directory the container
+		// bind-mounts.
+		StateDir: filepath.Join(sc.Dir, "state-kube"), Workspace: sc.Workspace,
+		AgentImage: agentRef, Agent: sc.Agent, Log: sc.Log, Event: kb.Event,
 	})
 	if err != nil {
 		return err
 	}
 	defer kubeRt.Close()
-	kb.rt, kb.agent = kubeRt, kubeRt.Agent
+	kb.Runtime = kubeRt
 
-	img := &mode{name: "image"}
-	imgRt, err := image.New(image.Config{
-		Engine: eng, Image: benchkit.BusyboxRef,
-		StateDir: filepath.Join(tmp, "state-image"), RunDir: filepath.Join(runDir, "i"),
-		Agent: agentBin, Log: log, Event: img.event,
-	})
+	tag := benchkit.RandomHex(4)
+	if kb.Spec, err = sc.Office("bench-kube-kube-"+tag, limits); err != nil {
+		return err
+	}
+	kb.Stop = func(ctx context.Context) error {
+		if err := kubeRt.Stop(ctx, kb.Spec.OfficeKey); err != nil {
+			return err
+		}
+		return waitPodGone(ctx, cluster, kube.PodName(kb.Spec.OfficeKey))
+	}
+	kb.Remove = func(ctx context.Context) error {
+		if err := kubeRt.Remove(ctx, kb.Spec.OfficeKey); err != nil {
+			return err
+		}
+		return waitPodGone(ctx, cluster, kube.PodName(kb.Spec.OfficeKey))
+	}
+
+	img, removeImg, err := sc.ImageMode(eng, "bench-kube-image-"+tag, limits)
 	if err != nil {
 		return err
 	}
-	img.rt, img.agent = imgRt, imgRt.Agent
-
-	tag := benchkit.RandomHex(4)
-	if kb.spec, err = officeSpec(ws, "bench-kube-kube-"+tag); err != nil {
-		return err
-	}
-	if img.spec, err = officeSpec(ws, "bench-kube-image-"+tag); err != nil {
-		return err
-	}
-	kb.stop = func(ctx context.Context) error {
-		if err := kubeRt.Stop(ctx, kb.spec.OfficeKey); err != nil {
-			return err
-		}
-		return waitPodGone(ctx, cluster, kube.PodName(kb.spec.OfficeKey))
-	}
-	kb.remove = func(ctx context.Context) error {
-		if err := kubeRt.Remove(ctx, kb.spec.OfficeKey); err != nil {
-			return err
-		}
-		return waitPodGone(ctx, cluster, kube.PodName(kb.spec.OfficeKey))
-	}
-	img.stop = func(ctx context.Context) error { return imgRt.Stop(ctx, img.spec.OfficeKey) }
-	img.remove = func(ctx context.Context) error { return imgRt.Remove(ctx, img.spec.OfficeKey) }
-
 	// Removed whatever happened: the container and its network, and the
 	// pod (waited for, so that the workspace it mounts is not deleted
 	// under it); the namespace goes after, by the deferred call above.
 	defer func() {
+		removeImg()
 		cctx, ccancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer ccancel()
-		progress("cleanup: removing the image-mode container and its network")
-		if err := imgRt.Remove(cctx, img.spec.OfficeKey); err != nil {
-			progress("cleanup: image Remove: %v", err)
-		}
 		progress("cleanup: deleting the pod")
-		if err := kb.remove(cctx); err != nil && !errdefs.IsNotFound(err) {
+		if err := kb.Remove(cctx); err != nil && !errdefs.IsNotFound(err) {
 			progress("cleanup: kube Remove: %v", err)
 		}
 	}()
 
-	for _, m := range []*mode{kb, img} {
-		progress("%s: first command (makes the office's runtime)", m.name)
-		t0 := time.Now()
-		if err := execTrue(ctx, m); err != nil {
-			return fmt.Errorf("%s: first command: %w", m.name, err)
-		}
-		m.first = time.Since(t0)
-		progress("%s: first command took %s", m.name, benchkit.Ms(m.first))
+	v := benchkit.Versus{Subject: kb, Base: img, Progress: progress}
+	if err := v.FirstCommands(ctx); err != nil {
+		return err
 	}
-
-	startTbl, err := measureStarts(ctx, o.starts, kb, img)
+	startTbl, err := measureStarts(ctx, o.starts, v)
 	if err != nil {
 		return err
 	}
-	execTbl, err := measureExec(ctx, o.n, kb, img)
+	execTbl, err := v.Exec(ctx, o.n, "2. Warm exec: `true` in a running pod / container", []string{
+		"Runtime.Exec: what a service call does (kube: one GET of the pod from the API server; image: two engine GETs), then the agent runs `true`.",
+		"diag agent client: agent.Client.Exec on the client Runtime.Agent returned once: the agent's own round trip",
+		"                   (kube: over the exec stream through API server and kubelet; image: the agent's unix socket).",
+	})
 	if err != nil {
 		return err
 	}
-	writeTbl, err := measureWrites(ctx, o.writes, kb, img)
+	writeTbl, err := v.Writes(ctx, o.writes, "3. 16 MiB file write into the office", "diag: command `head -c … > f`", []string{
+		"agent file API: Runtime.Agent + agent.Client.WriteFile of 16 MiB random bytes (staged, fsynced, renamed by the agent);",
+		"                kube's bytes cross the exec stream (API server, kubelet), image's the agent's unix socket.",
+		"diag command: Runtime.Exec `" + benchkit.WriteCommand + "` in the office (no fsync): only the command crosses.",
+		"kube's office is a hostPath volume mounted with subPath, image's a bind mount, of the same directory tree. The file is removed on the host after each run, untimed.",
+	})
 	if err != nil {
 		return err
 	}
 
 	benchkit.Header{Bench: "bench/kube", Engine: eng, Detail: true}.Print(os.Stdout)
-	fmt.Printf("kubernetes %s (API server %s) · %s · agent sha256 %s\n", version.GitVersion, cluster.Config.Host, node, agentBin.SHA256[:16])
+	fmt.Printf("kubernetes %s (API server %s) · %s · agent sha256 %s\n", version.GitVersion, cluster.Config.Host, node, sc.Agent.SHA256[:16])
 	fmt.Println("the kube exec stream runs hutch → API server → kubelet → containerd, every hop on loopback on this machine (no network between machines)")
 	fmt.Printf("both offices: %g CPU, %d MiB; image %s; percentiles nearest-rank; ratio = kube / image\n",
 		limits.CPUs, limits.MemoryBytes>>20, benchkit.BusyboxRef)
 	fmt.Printf("first command of a new office (once each, not compared): kube %s (pod created, agent installed by the init container, started, exec stream opened) · image %s (agent staged earlier; network and container created, started)\n",
-		benchkit.Ms(kb.first), benchkit.Ms(img.first))
-	startTbl.print(os.Stdout)
-	execTbl.print(os.Stdout)
-	writeTbl.print(os.Stdout)
+		benchkit.Ms(kb.First), benchkit.Ms(img.First))
+	startTbl.Print(os.Stdout)
+	execTbl.Print(os.Stdout)
+	writeTbl.Print(os.Stdout)
 	return nil
 }
 
@@ -466,242 +392,21 @@ func deleteNamespace(c *kube.Cluster, ns string) {
 	}
 }
 
-// officeSpec makes an office directory in ws for a conversation and the
-// spec the runtimes get for it: the office alone is projected, read-write.
-func officeSpec(ws, conv string) (sandbox.Spec, error) {
-	addr, err := office.NewAddress("web", conv)
-	if err != nil {
-		return sandbox.Spec{}, err
+func measureStarts(ctx context.Context, rounds int, v benchkit.Versus) (*benchkit.Comparison, error) {
+	started := func(m *benchkit.Mode, name string, down func(context.Context) error) *benchkit.Series {
+		return m.ColdStart(ctx, name, down, "started")
 	}
-	key := string(addr.Key())
-	dir := filepath.Join(ws, key)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return sandbox.Spec{}, err
+	kb, img := v.Subject, v.Base
+	c := v.Comparison("1. Cold start to first command: Runtime.Exec `true` with nothing running", rounds, 0, []string{
+		"stopped: kube: Stop deleted the pod, gone before the clock starts; timed: pod created, scheduled, init container installs the agent,",
+		"         sandbox container started, pod seen running, exec stream opened, agent pinged, `true`.",
+		"         image: Stop stopped the container; timed: container start, agent answers, `true`.",
+		"removed: kube: Remove is Stop (a deleted pod is all there is); timed: as stopped.",
+		"         image: Remove deleted container and network; timed: network + container created, started, agent answers, `true`.",
+	})
+	c.Rows = []benchkit.Row{
+		{Name: "stopped → first `true`", Subject: started(kb, "new pod", kb.Stop), Base: started(img, "start", img.Stop)},
+		{Name: "diag: removed → first `true`", Subject: started(kb, "new pod after Remove", kb.Remove), Base: started(img, "create + start", img.Remove)},
 	}
-	return sandbox.Spec{
-		OfficeKey: key, Platform: "web", ConversationID: conv,
-		OfficeDir: dir, OfficeRuntimePath: "/workspace/" + key,
-		Mounts: []sandbox.Mount{{HostPath: dir, RuntimePath: "/workspace/" + key}},
-		Limits: limits,
-	}, nil
-}
-
-var trueReq = sandbox.ExecRequest{Argv: []string{"true"}}
-
-func execTrue(ctx context.Context, m *mode) error {
-	return check(m.rt.Exec(ctx, m.spec, trueReq))
-}
-
-// check turns a command that did not exit 0 into an error.
-func check(res sandbox.ExecResult, err error) error {
-	if err != nil {
-		return err
-	}
-	if res.ExitCode != 0 {
-		return fmt.Errorf("exit %d %s", res.ExitCode, res.Message())
-	}
-	return nil
-}
-
-// pair is one row of a table: the same operation in both modes.
-type pair struct {
-	name      string
-	kube, img *benchkit.Series
-}
-
-// table is one comparison.
-type table struct {
-	title  string
-	rows   []pair
-	legend []string
-}
-
-// series returns the table's series for Interleave, kube and image
-// alternating, so that every round rotates through both modes.
-func (t *table) series() []*benchkit.Series {
-	var out []*benchkit.Series
-	for _, r := range t.rows {
-		out = append(out, r.kube, r.img)
-	}
-	return out
-}
-
-func (t *table) print(w io.Writer) {
-	fmt.Fprintf(w, "\n%s\n", t.title)
-	tw := benchkit.Table(w)
-	fmt.Fprintln(tw, "operation\tkube p50\tkube p90\timage p50\timage p90\tratio p50\tratio p90\truns k+i\tfailed k+i")
-	var errs []string
-	for _, r := range t.rows {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%.2f\t%.2f\t%d+%d\t%d+%d\n", r.name,
-			benchkit.Ms(r.kube.P50()), benchkit.Ms(r.kube.Pct(90)), benchkit.Ms(r.img.P50()), benchkit.Ms(r.img.Pct(90)),
-			benchkit.Ratio(r.kube.P50(), r.img.P50()), benchkit.Ratio(r.kube.Pct(90), r.img.Pct(90)),
-			len(r.kube.Times), len(r.img.Times), r.kube.Fail, r.img.Fail)
-		for _, s := range []*benchkit.Series{r.kube, r.img} {
-			if s.Err != nil {
-				errs = append(errs, fmt.Sprintf("  first failure of %s: %v", s.Name, s.Err))
-			}
-		}
-	}
-	tw.Flush()
-	for _, l := range t.legend {
-		fmt.Fprintln(w, "  "+l)
-	}
-	for _, e := range errs {
-		fmt.Fprintln(w, e)
-	}
-}
-
-// started wraps a cold start measurement: before marks the runtime's
-// start count (after the untimed stop), and the timed run fails unless
-// the runtime reported a start, so that a stop that did nothing cannot
-// pass a warm command off as a cold start.
-func started(ctx context.Context, m *mode, name string, stop func(context.Context) error) *benchkit.Series {
-	var mark int64
-	return &benchkit.Series{
-		Name: m.name + " " + name,
-		Before: func() error {
-			if err := stop(ctx); err != nil {
-				return fmt.Errorf("untimed stop: %w", err)
-			}
-			mark = m.starts.Load()
-			return nil
-		},
-		Run: func() error {
-			if err := execTrue(ctx, m); err != nil {
-				return err
-			}
-			if m.starts.Load() == mark {
-				return errors.New("the runtime reported no start: nothing was started")
-			}
-			return nil
-		},
-	}
-}
-
-func measureStarts(ctx context.Context, rounds int, kb, img *mode) (*table, error) {
-	t := &table{
-		title: fmt.Sprintf("1. Cold start to first command: Runtime.Exec `true` with nothing running, %d rounds interleaved", rounds),
-		rows: []pair{
-			{name: "stopped → first `true`", kube: started(ctx, kb, "new pod", kb.stop), img: started(ctx, img, "start", img.stop)},
-			{name: "diag: removed → first `true`", kube: started(ctx, kb, "new pod after Remove", kb.remove), img: started(ctx, img, "create + start", img.remove)},
-		},
-		legend: []string{
-			"stopped: kube: Stop deleted the pod, gone before the clock starts; timed: pod created, scheduled, init container installs the agent,",
-			"         sandbox container started, pod seen running, exec stream opened, agent pinged, `true`.",
-			"         image: Stop stopped the container; timed: container start, agent answers, `true`.",
-			"removed: kube: Remove is Stop (a deleted pod is all there is); timed: as stopped.",
-			"         image: Remove deleted container and network; timed: network + container created, started, agent answers, `true`.",
-		},
-	}
-	progress("cold start to first command: %d rounds", rounds)
-	err := benchkit.Interleave(ctx, benchkit.Rounds{N: rounds, Label: "cold start to first command", Progress: progress, KeepGoing: true}, t.series())
-	return t, err
-}
-
-func measureExec(ctx context.Context, rounds int, kb, img *mode) (*table, error) {
-	t := &table{
-		title: fmt.Sprintf("2. Warm exec: `true` in a running pod / container, %d rounds interleaved after 5 warm-up rounds", rounds),
-		legend: []string{
-			"Runtime.Exec: what a service call does (kube: one GET of the pod from the API server; image: two engine GETs), then the agent runs `true`.",
-			"diag agent client: agent.Client.Exec on the client Runtime.Agent returned once: the agent's own round trip",
-			"                   (kube: over the exec stream through API server and kubelet; image: the agent's unix socket).",
-		},
-	}
-	row := pair{name: "Runtime.Exec `true`"}
-	diag := pair{name: "diag: agent client Exec `true`"}
-	for _, m := range []*mode{kb, img} {
-		// Both are running: the cold start rounds ended with a command in
-		// each.
-		cl, err := m.agent(ctx, m.spec)
-		if err != nil {
-			return nil, fmt.Errorf("%s: Runtime.Agent: %w", m.name, err)
-		}
-		req := trueReq
-		req.Dir = m.spec.OfficeRuntimePath
-		s := &benchkit.Series{Name: m.name + " Runtime.Exec", Run: func() error { return execTrue(ctx, m) }}
-		d := &benchkit.Series{Name: m.name + " agent client Exec", Run: func() error { return check(cl.Exec(ctx, req)) }}
-		if m == kb {
-			row.kube, diag.kube = s, d
-		} else {
-			row.img, diag.img = s, d
-		}
-	}
-	t.rows = []pair{row, diag}
-	progress("warm exec: warm-up, 5 rounds")
-	if err := benchkit.WarmUp(ctx, benchkit.Rounds{N: 5}, t.series()); err != nil {
-		return nil, fmt.Errorf("warm exec warm-up: %w", err)
-	}
-	progress("warm exec: %d rounds", rounds)
-	err := benchkit.Interleave(ctx, benchkit.Rounds{N: rounds, Label: "warm exec", Progress: progress, KeepGoing: true}, t.series())
-	return t, err
-}
-
-func measureWrites(ctx context.Context, rounds int, kb, img *mode) (*table, error) {
-	// Random bytes, so that nothing on the way can make the write cheap
-	// (a sparse file, a compressing layer).
-	data := make([]byte, fileSize)
-	if _, err := rand.Read(data); err != nil {
-		return nil, err
-	}
-	const apiName, cmdName = "bench-api.bin", "bench-cmd.bin"
-	cmd := sandbox.ExecRequest{Argv: []string{fmt.Sprintf("head -c %d /dev/zero > %s", fileSize, cmdName)}}
-	t := &table{
-		title: fmt.Sprintf("3. 16 MiB file write into the office, %d rounds interleaved after 2 warm-up rounds", rounds),
-		legend: []string{
-			"agent file API: Runtime.Agent + agent.Client.WriteFile of 16 MiB random bytes (staged, fsynced, renamed by the agent);",
-			"                kube's bytes cross the exec stream (API server, kubelet), image's the agent's unix socket.",
-			"diag command: Runtime.Exec `head -c 16777216 /dev/zero > " + cmdName + "` in the office (no fsync): only the command crosses.",
-			"kube's office is a hostPath volume mounted with subPath, image's a bind mount, of the same directory tree. The file is removed on the host after each run, untimed.",
-		},
-	}
-	api := pair{name: "agent file API WriteFile"}
-	byCmd := pair{name: "diag: command `head -c … > f`"}
-	for _, m := range []*mode{kb, img} {
-		apiHost, cmdHost := filepath.Join(m.spec.OfficeDir, apiName), filepath.Join(m.spec.OfficeDir, cmdName)
-		a := &benchkit.Series{
-			Name: m.name + " WriteFile",
-			Run: func() error {
-				cl, err := m.agent(ctx, m.spec)
-				if err != nil {
-					return err
-				}
-				return cl.WriteFile(ctx, path.Join(m.spec.OfficeRuntimePath, apiName), bytes.NewReader(data), 0o644)
-			},
-			After: func() { os.Remove(apiHost) },
-		}
-		c := &benchkit.Series{
-			Name:  m.name + " head -c",
-			Run:   func() error { return check(m.rt.Exec(ctx, m.spec, cmd)) },
-			After: func() { os.Remove(cmdHost) },
-		}
-		// One of each, checked on the host: the rows must measure writes
-		// that land in the office, whole.
-		if err := a.Run(); err != nil {
-			return nil, fmt.Errorf("%s: WriteFile: %w", m.name, err)
-		}
-		if got, err := os.ReadFile(apiHost); err != nil || !bytes.Equal(got, data) {
-			return nil, fmt.Errorf("%s: the file written through the agent is not in the office on the host as written (%d bytes, %v)", m.name, len(got), err)
-		}
-		a.After()
-		if err := c.Run(); err != nil {
-			return nil, fmt.Errorf("%s: %s: %w", m.name, cmd.Argv[0], err)
-		}
-		if fi, err := os.Stat(cmdHost); err != nil || fi.Size() != fileSize {
-			return nil, fmt.Errorf("%s: the file written by the command is not in the office on the host with %d bytes (%v)", m.name, fileSize, err)
-		}
-		c.After()
-		if m == kb {
-			api.kube, byCmd.kube = a, c
-		} else {
-			api.img, byCmd.img = a, c
-		}
-	}
-	t.rows = []pair{api, byCmd}
-	progress("16 MiB writes: warm-up, 2 rounds")
-	if err := benchkit.WarmUp(ctx, benchkit.Rounds{N: 2}, t.series()); err != nil {
-		return nil, fmt.Errorf("16 MiB write warm-up: %w", err)
-	}
-	progress("16 MiB writes: %d rounds", rounds)
-	err := benchkit.Interleave(ctx, benchkit.Rounds{N: rounds, Label: "16 MiB writes", Progress: progress, KeepGoing: true}, t.series())
-	return t, err
+	return c, v.Measure(ctx, c, "cold start to first command")
 }
