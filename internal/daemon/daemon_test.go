@@ -35,30 +35,12 @@ import (
 	"github.com/hutchsandbox/hutch/internal/tools"
 )
 
-// syncBuffer is a bytes.Buffer safe for concurrent writers (daemon logs).
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // running is one in-process daemon.
 type running struct {
 	svc    *service.Service
 	sock   string
-	out    *syncBuffer
-	log    *syncBuffer
+	out    *testenv.LockedBuffer
+	log    *testenv.LockedBuffer
 	cancel context.CancelFunc
 	done   chan error
 	// stopped is set once stop has received Run's result.
@@ -82,7 +64,7 @@ func (r *running) stop(t *testing.T) error {
 // start runs daemon.Run in a goroutine and waits for its Ready callback.
 func start(t *testing.T, svc *service.Service, o daemon.Options) *running {
 	t.Helper()
-	r := &running{svc: svc, out: &syncBuffer{}, log: &syncBuffer{}, done: make(chan error, 1)}
+	r := &running{svc: svc, out: &testenv.LockedBuffer{}, log: &testenv.LockedBuffer{}, done: make(chan error, 1)}
 	ctx, cancel := context.WithCancel(context.Background())
 	r.cancel = cancel
 	ready := make(chan string, 1)

@@ -113,7 +113,7 @@ func Serve(t testing.TB, bin, sock string, env []string, args ...string) *exec.C
 	_ = os.Remove(sock)
 	cmd := exec.Command(bin, append([]string{"serve"}, args...)...)
 	cmd.Env = env
-	var log lockedBuffer
+	var log LockedBuffer
 	cmd.Stdout, cmd.Stderr = &log, &log
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -137,19 +137,20 @@ func Serve(t testing.TB, bin, sock string, env []string, args ...string) *exec.C
 	}
 }
 
-// lockedBuffer is a bytes.Buffer a process writes while a test reads it.
-type lockedBuffer struct {
+// LockedBuffer is a bytes.Buffer that a process or goroutines write while
+// a test reads it.
+type LockedBuffer struct {
 	mu  sync.Mutex
 	buf bytes.Buffer
 }
 
-func (b *lockedBuffer) Write(p []byte) (int, error) {
+func (b *LockedBuffer) Write(p []byte) (int, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.Write(p)
 }
 
-func (b *lockedBuffer) String() string {
+func (b *LockedBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.String()
