@@ -220,9 +220,14 @@ func lookupRaw(m map[string]json.RawMessage, path []string) (json.RawMessage, bo
 		if i == len(path)-1 {
 			return raw, true
 		}
-		if !isObject(raw) || json.Unmarshal(raw, &m) != nil {
+		// A fresh map each level: unmarshalling into m itself would merge
+		// the nested object's keys into the caller's map, and a later
+		// lookup of a top-level key would read the nested value.
+		var next map[string]json.RawMessage
+		if !isObject(raw) || json.Unmarshal(raw, &next) != nil {
 			return nil, false
 		}
+		m = next
 	}
 	return nil, false
 }

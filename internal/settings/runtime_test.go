@@ -109,3 +109,35 @@ func TestLoadRuntime_MalformedFailsClosed(t *testing.T) {
 		t.Errorf("JSON numbers: got %+v, %v", got, err)
 	}
 }
+
+// TestLoadRuntime_NestedKeysStayApart: reading sandbox.boost.* must not
+// let the boost's keys stand in for sandbox.* ones, or the other way
+// round (a boost without memory is not the base memory).
+func TestLoadRuntime_NestedKeysStayApart(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "settings.json")
+	for k, v := range map[string]string{"sandbox.memory": "8g", "sandbox.boost.cpus": "4", "sandbox.kube.namespace": "hutch"} {
+		if err := settings.SetRuntime(path, k, v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r, err := settings.LoadRuntime(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.MemoryBytes != 8<<30 || r.BoostCPUs != 4 || r.BoostMemoryBytes != 0 || r.CPUs != 0 || r.Kube.Namespace != "hutch" {
+		t.Errorf("LoadRuntime = %+v", r)
+	}
+	vals, err := settings.RuntimeValues(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := [][2]string{{"sandbox.boost.cpus", "4"}, {"sandbox.kube.namespace", "hutch"}, {"sandbox.memory", "8g"}}
+	if len(vals) != len(want) {
+		t.Fatalf("RuntimeValues = %q, want %q", vals, want)
+	}
+	for i := range want {
+		if vals[i] != want[i] {
+			t.Errorf("RuntimeValues = %q, want %q", vals, want)
+		}
+	}
+}
