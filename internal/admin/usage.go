@@ -1,0 +1,814 @@
+package admin
+
+// Live resource use of running runtimes, and a chart of one runtime's last
+// hour.
+//
+// A sampler reads, every sampleEvery, each running runtime's CPU, memory
+// and process count, and keeps the last hour of them per runtime in
+// memory. It starts the first time the portal shows resource use (the
+// Server has no field for it, so it is kept in samplers, one per Server),
+// and runs until the process ends: a daemon serves one portal, so that is
+// its life, and history starts at that first view. Its context derives
+// from context.Background(); stop ends it (tests).
+//
+// Only image mode is measured: the Docker Engine API serves one-shot
+// stats. Other managed modes say what measuring them would need rather
+// than show a number they do not have.
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"math"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/docker/go-units"
+	"github.com/moby/moby/api/types/container"
+	"github.com/moby/moby/client"
+
+	"github.com/hutchsandbox/hutch/internal/engine"
+	"github.com/hutchsandbox/hutch/internal/errdefs"
+	"github.com/hutchsandbox/hutch/internal/office"
+	"github.com/hutchsandbox/hutch/internal/sandbox"
+	"github.com/hutchsandbox/hutch/internal/sandbox/image"
+)
+
+const (
+	// sampleEvery is how often the sampler reads, and how often the
+	// portal's pages ask for fresh figures.
+	sampleEvery = 10 * time.Second
+	// usageWindow is how much history a runtime keeps.
+	usageWindow = time.Hour
+	// ringSize is the number of samples in usageWindow.
+	ringSize = int(usageWindow / sampleEvery)
+	// statsTimeout bounds one runtime's stats call.
+	statsTimeout = 5 * time.Second
+	// statsParallel is how many stats calls run at once.
+	statsParallel = 8
+	// firstWait bounds how long the first page that shows resource use
+	// waits for the first reading.
+	firstWait = 3 * time.Second
+	// hotMemory is the share of its memory limit past which a runtime's
+	// memory use is announced (once per crossing).
+	hotMemory = 0.9
+)
+
+// usageRoutes adds the live resource use of running runtimes.
+func (s *Server) usageRoutes(mux *http.ServeMux) {
+	mux.Handle("GET /admin/usage", s.authed(s.usageFragment))
+	mux.Handle("GET /admin/usage/chart", s.authed(s.chartFragment))
+}
+
+// usageFragment answers the usage table alone, which pages refresh.
+func (s *Server) usageFragment(w http.ResponseWriter, r *request) error {
+	v := s.usageView(r.Context())
+	if v == nil {
+		v = &usageView{Note: notMeasured(s.mode)}
+	}
+	s.render(w, http.StatusOK, "usage", v)
+	return nil
+}
+
+// chartFragment answers one runtime's chart alone.
+func (s *Server) chartFragment(w http.ResponseWriter, r *request) error {
+	addr, err := conversation(r)
+	if err != nil {
+		return err
+	}
+	v := s.chartView(r.Context(), addr)
+	if v == nil {
+		return errdefs.New(errdefs.ErrNotSupported, fmt.Sprintf("There are no runtimes to chart in %s mode: hutch manages none.", s.mode.Kind))
+	}
+	s.render(w, http.StatusOK, "chart", v)
+	return nil
+}
+
+// samplers holds the sampler of each Server whose mode is measured.
+// Entries are never removed: a daemon makes one Server.
+var samplers = struct {
+	sync.Mutex
+	m map[*Server]*sampler
+}{m: map[*Server]*sampler{}}
+
+// sampler returns s's sampler, started (nil when s's mode is not measured).
+// The first call waits up to firstWait (or ctx) for the first reading.
+func (s *Server) sampler(ctx context.Context) *sampler {
+	if s.mode.Kind != sandbox.KindImage {
+		return nil
+	}
+	samplers.Lock()
+	u, ok := samplers.m[s]
+	if !ok {
+		svc, mode := s.svc, s.mode
+		u = newSampler(s.now, s.log, func(ctx context.Context) ([]sandbox.Status, error) {
+			lc, err := svc.ManagedFor(ctx, mode)
+			if err != nil {
+				return nil, err
+			}
+			return lc.List(ctx)
+		}, func(ctx context.Context) (statsAPI, io.Closer, error) {
+			e, err := engine.Connect(ctx)
+			if err != nil {
+				return nil, nil, err
+			}
+			return e.Client, e, nil
+		})
+		samplers.m[s] = u
+	}
+	samplers.Unlock()
+	u.start()
+	t := time.NewTimer(firstWait)
+	defer t.Stop()
+	select {
+	case <-u.first:
+	case <-t.C:
+	case <-ctx.Done():
+	}
+	return u
+}
+
+// notMeasured says why a mode's resource use is not shown, or "" for the
+// one mode that is measured.
+func notMeasured(m sandbox.Mode) string {
+	switch m.Kind {
+	case sandbox.KindImage:
+		return ""
+	case sandbox.KindGondolin:
+		return "Resource use is not measured in gondolin mode. Measuring it would need the guest's own figures " +
+			"(the cpu.stat, memory.current and pids.current of the cgroup commands run in), reported by the agent in each VM; " +
+			"the QEMU process's use seen from the host also counts the guest kernel and its page cache, so it is not shown instead."
+	case sandbox.KindKube:
+		return "Resource use is not measured in kube mode. Measuring it would need the cluster's resource metrics API " +
+			"(metrics.k8s.io, served by metrics-server) and permission for hutch's service account to read pod metrics; " +
+			"that API reports CPU and memory, not process counts."
+	}
+	return fmt.Sprintf("Resource use is measured only for runtimes hutch manages, and %s mode has none.", m.Kind)
+}
+
+// statsAPI is the one engine call the sampler makes; *client.Client has it.
+type statsAPI interface {
+	ContainerStats(ctx context.Context, container string, options client.ContainerStatsOptions) (client.ContainerStatsResult, error)
+}
+
+// sample is one reading of a runtime.
+type sample struct {
+	At time.Time
+	// CPU is docker stats' figure: percent of one CPU (200 is two CPUs
+	// busy). CPUKnown is false for a reading with nothing to compare
+	// with (a runtime's first, or its first after a gap or a re-create).
+	CPU      float64
+	CPUKnown bool
+	// Mem is memory in use, page cache that can be dropped left out (as
+	// docker stats does); MemLimit the cgroup's limit.
+	Mem, MemLimit uint64
+	// Pids counts processes and threads; PidsLimit is 0 when unlimited.
+	Pids, PidsLimit uint64
+}
+
+// ring holds the last ringSize samples, oldest first.
+type ring struct {
+	buf   [ringSize]sample
+	start int // index of the oldest sample
+	n     int
+}
+
+func (r *ring) add(s sample) {
+	if r.n < ringSize {
+		r.buf[(r.start+r.n)%ringSize] = s
+		r.n++
+		return
+	}
+	r.buf[r.start] = s
+	r.start = (r.start + 1) % ringSize
+}
+
+// since returns the samples taken after t, oldest first.
+func (r *ring) since(t time.Time) []sample {
+	out := make([]sample, 0, r.n)
+	for i := range r.n {
+		s := r.buf[(r.start+i)%ringSize]
+		if s.At.After(t) {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// last returns the newest sample.
+func (r *ring) last() (sample, bool) {
+	if r.n == 0 {
+		return sample{}, false
+	}
+	return r.buf[(r.start+r.n-1)%ringSize], true
+}
+
+// series is one runtime's history.
+type series struct {
+	status sandbox.Status // as last listed: conversation, limits
+	ring   ring
+	// The last raw CPU reading, which the next one-shot reading is
+	// compared with: of container id, taken at.
+	pre   container.CPUStats
+	preID string
+	preAt time.Time
+	// failure is why the last reading failed ("" when it did not).
+	failure string
+	// hot: memory was past hotMemory of its limit at the last reading.
+	hot bool
+}
+
+// sampler reads running runtimes' resource use every sampleEvery.
+type sampler struct {
+	now     func() time.Time
+	log     *slog.Logger
+	every   time.Duration
+	list    func(context.Context) ([]sandbox.Status, error)
+	connect func(context.Context) (statsAPI, io.Closer, error)
+
+	once  sync.Once
+	first chan struct{} // closed once the first reading is in
+	stop  context.CancelFunc
+
+	// api and closer are the loop goroutine's own.
+	api    statsAPI
+	closer io.Closer
+
+	// mu guards the following.
+	mu        sync.Mutex
+	series    map[string]*series // by office key
+	running   []string           // office keys running at the last reading, sorted
+	started   time.Time          // when the first reading began
+	sampledAt time.Time          // when the last reading began
+	failure   string             // why the last reading failed as a whole
+	news      string             // the last change of state, with its time
+}
+
+func newSampler(now func() time.Time, log *slog.Logger, list func(context.Context) ([]sandbox.Status, error), connect func(context.Context) (statsAPI, io.Closer, error)) *sampler {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &sampler{
+		now: now, log: log, every: sampleEvery, list: list, connect: connect,
+		first: make(chan struct{}), stop: func() {}, series: map[string]*series{},
+	}
+}
+
+// start begins reading, once; the loop runs until stop.
+func (u *sampler) start() {
+	u.once.Do(func() {
+		ctx, cancel := context.WithCancel(context.Background())
+		u.stop = cancel
+		go u.run(ctx)
+	})
+}
+
+func (u *sampler) run(ctx context.Context) {
+	defer func() {
+		if u.closer != nil {
+			_ = u.closer.Close()
+		}
+	}()
+	u.tick(ctx)
+	close(u.first)
+	t := time.NewTicker(u.every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			u.tick(ctx)
+		}
+	}
+}
+
+// reading is what one runtime's stats call gave.
+type reading struct {
+	status sandbox.Status
+	stats  container.StatsResponse
+	err    error
+}
+
+// tick reads every running runtime once.
+func (u *sampler) tick(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(ctx, 2*u.every) // an engine that hangs must not stop the loop
+	defer cancel()
+	at := u.now()
+	u.mu.Lock()
+	if u.started.IsZero() {
+		u.started = at
+	}
+	u.mu.Unlock()
+	statuses, err := u.list(ctx)
+	if err == nil && u.api == nil {
+		u.api, u.closer, err = u.connect(ctx)
+	}
+	if err != nil {
+		u.fail(at, err)
+		return
+	}
+	var running []sandbox.Status
+	for _, st := range statuses {
+		if st.State == sandbox.StateRunning {
+			running = append(running, st)
+		}
+	}
+	got := make([]reading, len(running))
+	sem := make(chan struct{}, statsParallel)
+	var wg sync.WaitGroup
+	for i, st := range running {
+		wg.Go(func() {
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			got[i] = reading{status: st}
+			got[i].stats, got[i].err = u.read(ctx, st.OfficeKey, at)
+		})
+	}
+	wg.Wait()
+	u.record(at, got)
+}
+
+// read asks the engine for one runtime's stats: two samples a second
+// apart when there is no recent reading of the same container to compare
+// with, else one.
+func (u *sampler) read(ctx context.Context, key string, at time.Time) (container.StatsResponse, error) {
+	u.mu.Lock()
+	ser := u.series[key]
+	fresh := ser != nil && ser.preID != "" && at.Sub(ser.preAt) <= u.gap()
+	u.mu.Unlock()
+	ctx, cancel := context.WithTimeout(ctx, statsTimeout)
+	defer cancel()
+	return fetchStats(ctx, u.api, image.ContainerName(key), !fresh)
+}
+
+// gap is the longest time between two readings that are still compared
+// (and drawn joined).
+func (u *sampler) gap() time.Duration { return u.every * 5 / 2 }
+
+// fetchStats reads one container's stats once.
+func fetchStats(ctx context.Context, api statsAPI, name string, withPrevious bool) (container.StatsResponse, error) {
+	res, err := api.ContainerStats(ctx, name, client.ContainerStatsOptions{IncludePreviousSample: withPrevious})
+	if err != nil {
+		return container.StatsResponse{}, engine.Classify(err, "stats of "+name)
+	}
+	defer res.Body.Close()
+	return decodeStats(res.Body)
+}
+
+// decodeStats reads one stats answer of the Engine API.
+func decodeStats(r io.Reader) (container.StatsResponse, error) {
+	var st container.StatsResponse
+	if err := json.NewDecoder(io.LimitReader(r, 1<<20)).Decode(&st); err != nil {
+		return st, fmt.Errorf("reading container stats: %w", err)
+	}
+	return st, nil
+}
+
+// fail records a reading that failed as a whole (the engine is gone).
+func (u *sampler) fail(at time.Time, err error) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	msg := err.Error()
+	if u.failure == "" {
+		u.log.Warn("admin: cannot read resource use", "error", err)
+		u.news = fmt.Sprintf("%s: resource use cannot be read.", timeOfDay(at))
+	}
+	u.sampledAt, u.failure = at, msg
+}
+
+// record keeps a tick's readings and notes what changed state.
+func (u *sampler) record(at time.Time, got []reading) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	var changes []string
+	if u.failure != "" {
+		changes = append(changes, "resource use is read again")
+		u.log.Info("admin: resource use is read again")
+	}
+	running := make([]string, 0, len(got))
+	for _, g := range got {
+		key := g.status.OfficeKey
+		if errdefs.IsNotFound(g.err) {
+			continue // stopped or removed since it was listed
+		}
+		running = append(running, key)
+		ser := u.series[key]
+		if ser == nil {
+			ser = &series{}
+			u.series[key] = ser
+		}
+		ser.status = g.status
+		if g.err != nil {
+			if ser.failure == "" {
+				u.log.Warn("admin: cannot read a runtime's resource use", "office_key", key, "error", g.err)
+			}
+			ser.failure = g.err.Error()
+			continue
+		}
+		ser.failure = ""
+		var pre *container.CPUStats
+		if ser.preID == g.stats.ID && at.Sub(ser.preAt) <= u.gap() {
+			pre = &ser.pre
+		}
+		s := toSample(at, g.stats, pre)
+		ser.pre, ser.preID, ser.preAt = g.stats.CPUStats, g.stats.ID, at
+		ser.ring.add(s)
+		hot := s.MemLimit > 0 && float64(s.Mem) >= hotMemory*float64(s.MemLimit)
+		if hot && !ser.hot {
+			changes = append(changes, fmt.Sprintf("%s uses %s of its %s of memory", runtimeName(g.status), units.BytesSize(float64(s.Mem)), units.BytesSize(float64(s.MemLimit))))
+		}
+		ser.hot = hot
+	}
+	slices.Sort(running)
+	if !u.sampledAt.IsZero() { // the first reading finds what runs; it changes nothing
+		for _, key := range running {
+			if _, was := slices.BinarySearch(u.running, key); !was {
+				changes = append(changes, runtimeName(u.series[key].status)+" is running")
+			}
+		}
+		for _, key := range u.running {
+			if _, is := slices.BinarySearch(running, key); !is {
+				changes = append(changes, runtimeName(u.series[key].status)+" stopped")
+			}
+		}
+	}
+	for key, ser := range u.series {
+		if l, ok := ser.ring.last(); (!ok || !l.At.After(at.Add(-usageWindow))) && !slices.Contains(running, key) {
+			delete(u.series, key)
+		}
+	}
+	if len(changes) > 0 {
+		u.news = fmt.Sprintf("%s: %s.", timeOfDay(at), strings.Join(changes, "; "))
+	}
+	u.running, u.sampledAt, u.failure = running, at, ""
+}
+
+// runtimeName names a runtime by its conversation.
+func runtimeName(st sandbox.Status) string {
+	if st.Platform == "" {
+		return st.Name
+	}
+	return st.Platform + "/" + st.ConversationID
+}
+
+// toSample turns a stats answer into a sample. pre is the previous
+// reading of the same container to compare CPU time with; nil takes the
+// answer's own precpu_stats, which the engine fills when asked for two
+// samples (a one-shot answer leaves it empty).
+func toSample(at time.Time, st container.StatsResponse, pre *container.CPUStats) sample {
+	if pre == nil {
+		pre = &st.PreCPUStats
+	}
+	cpu, ok := cpuPercent(st.CPUStats, *pre)
+	return sample{
+		At: at, CPU: cpu, CPUKnown: ok,
+		Mem: memUsed(st.MemoryStats), MemLimit: st.MemoryStats.Limit,
+		Pids: st.PidsStats.Current, PidsLimit: st.PidsStats.Limit,
+	}
+}
+
+// cpuPercent is docker stats' CPU figure: the container's CPU time over
+// the host's between two readings, times the online CPUs, in percent, so
+// that 100 is one CPU busy. ok is false when pre is no earlier reading
+// (empty, or a container that restarted: its counter went back).
+func cpuPercent(cur, pre container.CPUStats) (float64, bool) {
+	if pre.SystemUsage == 0 || cur.SystemUsage <= pre.SystemUsage || cur.CPUUsage.TotalUsage < pre.CPUUsage.TotalUsage {
+		return 0, false
+	}
+	cpus := float64(cur.OnlineCPUs)
+	if cpus == 0 {
+		cpus = float64(len(cur.CPUUsage.PercpuUsage))
+	}
+	cpuDelta := float64(cur.CPUUsage.TotalUsage - pre.CPUUsage.TotalUsage)
+	sysDelta := float64(cur.SystemUsage - pre.SystemUsage)
+	return cpuDelta / sysDelta * cpus * 100, true
+}
+
+// memUsed is memory in use less the inactive file cache, which the kernel
+// drops before it runs out, as docker stats computes it: total_inactive_file
+// on cgroup v1, inactive_file on v2.
+func memUsed(m container.MemoryStats) uint64 {
+	if v, ok := m.Stats["total_inactive_file"]; ok {
+		if v < m.Usage {
+			return m.Usage - v
+		}
+		return m.Usage
+	}
+	if v := m.Stats["inactive_file"]; v < m.Usage {
+		return m.Usage - v
+	}
+	return m.Usage
+}
+
+// timeOfDay formats a time of day for the pages.
+func timeOfDay(t time.Time) string { return t.Format("15:04:05 MST") }
+
+// usageView is what the "usage" template shows.
+type usageView struct {
+	// Poll: the fragment asks for itself again every sampleEvery.
+	Poll bool
+	// Note says why nothing is measured in this mode.
+	Note string
+	// Failure says why the last reading failed.
+	Failure string
+	// Since is when measuring began; SampledAt the last reading.
+	Since, SampledAt, SampledISO string
+	Rows                         []usageRow
+	// News is the last change of state (a runtime started or stopped,
+	// memory near its limit), for the live region: it stays the same
+	// text until something changes, so it is announced once.
+	News string
+}
+
+// usageRow is one running runtime.
+type usageRow struct {
+	Conversation, Link, Name string
+	CPU, CPULimit            string
+	Memory, MemoryLimit      string
+	Pids                     string
+	At, AtISO                string
+	Failure                  string
+}
+
+// usageView is the table of running runtimes' use, or nil for a mode
+// hutch manages no runtimes in.
+func (s *Server) usageView(ctx context.Context) *usageView {
+	if !sandbox.CapabilitiesOf(s.mode.Kind).ManagedLifecycle {
+		return nil
+	}
+	u := s.sampler(ctx)
+	if u == nil {
+		return &usageView{Note: notMeasured(s.mode)}
+	}
+	return u.view()
+}
+
+func (u *sampler) view() *usageView {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	v := &usageView{Poll: true, Failure: u.failure, News: u.news}
+	if !u.started.IsZero() {
+		v.Since = timeOfDay(u.started)
+	}
+	if !u.sampledAt.IsZero() {
+		v.SampledAt, v.SampledISO = timeOfDay(u.sampledAt), u.sampledAt.Format(time.RFC3339)
+	}
+	if u.failure != "" {
+		return v
+	}
+	for _, key := range u.running {
+		ser := u.series[key]
+		st := ser.status
+		row := usageRow{Conversation: runtimeName(st), Name: st.Name, Failure: ser.failure, CPU: "-", Memory: "-", MemoryLimit: "-", Pids: "-", At: "-"}
+		if st.Platform != "" {
+			row.Link = "/admin/office?" + url.Values{"platform": {st.Platform}, "conversation": {st.ConversationID}}.Encode()
+		}
+		if st.Limits.CPUs > 0 {
+			row.CPULimit = "of " + strconv.FormatFloat(st.Limits.CPUs, 'f', -1, 64) + " CPU"
+			if st.Limits.CPUs != 1 {
+				row.CPULimit += "s"
+			}
+		}
+		if l, ok := ser.ring.last(); ok && l.At.Equal(u.sampledAt) {
+			if l.CPUKnown {
+				row.CPU = formatPercent(l.CPU)
+			}
+			row.Memory = units.BytesSize(float64(l.Mem))
+			if l.MemLimit > 0 {
+				row.MemoryLimit = units.BytesSize(float64(l.MemLimit))
+			}
+			row.Pids = strconv.FormatUint(l.Pids, 10)
+			if l.PidsLimit > 0 {
+				row.Pids += " / " + strconv.FormatUint(l.PidsLimit, 10)
+			}
+			row.At, row.AtISO = timeOfDay(l.At), l.At.Format(time.RFC3339)
+		}
+		v.Rows = append(v.Rows, row)
+	}
+	return v
+}
+
+func formatPercent(f float64) string { return strconv.FormatFloat(f, 'f', 1, 64) + " %" }
+
+// Chart geometry, in the SVG's user units.
+const (
+	chartW, chartH          = 640, 240
+	plotLeft, plotRight     = 64, 576
+	plotTop, plotBottom     = 16, 212
+	plotWidth, plotHeight   = plotRight - plotLeft, plotBottom - plotTop
+	axisLabelY              = plotBottom + 20
+	rightLabelX, leftLabelX = plotRight + 6, plotLeft - 6
+)
+
+// chartView is what the "chart" template shows.
+type chartView struct {
+	// URL is the fragment's own address; Poll: it asks for itself again.
+	URL  string
+	Poll bool
+	// Note says why there is no chart (a mode that is not measured).
+	Note string
+	// Title, Desc and Summary say in words what the chart shows.
+	Title, Desc, Summary string
+	// Empty: no sample in the last hour, so no chart is drawn.
+	Empty bool
+	// CPU and Mem are polylines' points, one per unbroken run of samples;
+	// CPUDots and MemDots are lone samples, drawn as dots.
+	CPU, Mem         []string
+	CPUDots, MemDots []chartPoint
+	// Ticks label the axes.
+	XTicks             []axisTick
+	CPUTicks, MemTicks []axisTick
+	W, H               int
+	Left, Right        int
+	Top, Bottom        int
+	LabelY             int
+	LeftX, RightX      int
+}
+
+type chartPoint struct{ X, Y float64 }
+
+// axisTick is an axis label at a position (X for the time axis, Y for the
+// value axes).
+type axisTick struct {
+	Pos   float64
+	Label string
+}
+
+// chartView is the chart of one conversation's runtime, or nil for a mode
+// hutch manages no runtimes in.
+func (s *Server) chartView(ctx context.Context, addr office.Address) *chartView {
+	if !sandbox.CapabilitiesOf(s.mode.Kind).ManagedLifecycle {
+		return nil
+	}
+	u := s.sampler(ctx)
+	if u == nil {
+		return &chartView{Note: notMeasured(s.mode)}
+	}
+	u.mu.Lock()
+	var samples []sample
+	var st sandbox.Status
+	ser := u.series[string(addr.Key())]
+	if ser != nil {
+		samples, st = ser.ring.since(s.now().Add(-usageWindow)), ser.status
+	}
+	started := u.started
+	u.mu.Unlock()
+	v := renderChart(addr.String(), s.now(), started, st.Limits, samples, u.gap())
+	v.URL = "/admin/usage/chart?" + url.Values{"platform": {string(addr.Platform)}, "conversation": {addr.ConversationID}}.Encode()
+	v.Poll = true
+	return v
+}
+
+// renderChart lays out the last hour (up to now) of samples of the runtime
+// of conversation name. Samples further apart than gap are not joined.
+func renderChart(name string, now, started time.Time, limits sandbox.Limits, samples []sample, gap time.Duration) *chartView {
+	from := now.Add(-usageWindow)
+	v := &chartView{
+		W: chartW, H: chartH, Left: plotLeft, Right: plotRight, Top: plotTop, Bottom: plotBottom,
+		LabelY: axisLabelY, LeftX: leftLabelX, RightX: rightLabelX,
+		Title: "CPU and memory use of " + name + "'s runtime over the last hour",
+	}
+	since := ""
+	if !started.IsZero() && started.After(from) {
+		since = fmt.Sprintf(" The portal has measured since %s.", timeOfDay(started))
+	}
+	if len(samples) == 0 {
+		v.Empty = true
+		v.Summary = "No resource use was recorded for this runtime in the last hour: it was not running while the portal measured." + since
+		return v
+	}
+	// Scales: CPU up to the runtime's CPU limit (100 % per CPU), memory up
+	// to its memory limit, either raised to the peak when that is higher.
+	var cpuPeak, cpuSum float64
+	var cpuN int
+	var memPeak uint64
+	for _, s := range samples {
+		if s.CPUKnown {
+			cpuPeak = max(cpuPeak, s.CPU)
+			cpuSum += s.CPU
+			cpuN++
+		}
+		memPeak = max(memPeak, s.Mem)
+	}
+	last := samples[len(samples)-1]
+	cpuTop := math.Max(100, limits.CPUs*100)
+	if cpuPeak > cpuTop {
+		cpuTop = niceCeil(cpuPeak)
+	}
+	memTop := mib(last.MemLimit)
+	if memTop == 0 || mib(memPeak) > memTop {
+		memTop = niceCeil(math.Max(mib(memPeak), 1))
+	}
+	x := func(t time.Time) float64 {
+		return round1(plotLeft + float64(t.Sub(from))/float64(usageWindow)*plotWidth)
+	}
+	y := func(v, top float64) float64 { return round1(plotBottom - math.Min(v/top, 1)*plotHeight) }
+	v.CPU, v.CPUDots = chartLines(samples, gap, func(s sample) (chartPoint, bool) {
+		return chartPoint{x(s.At), y(s.CPU, cpuTop)}, s.CPUKnown
+	})
+	v.Mem, v.MemDots = chartLines(samples, gap, func(s sample) (chartPoint, bool) {
+		return chartPoint{x(s.At), y(mib(s.Mem), memTop)}, true
+	})
+	for i := range 5 {
+		mins := 60 - 15*i
+		label := "now"
+		if mins > 0 {
+			label = fmt.Sprintf("−%d min", mins)
+		}
+		v.XTicks = append(v.XTicks, axisTick{Pos: float64(plotLeft + plotWidth*i/4), Label: label})
+	}
+	for _, f := range []float64{0, 0.5, 1} {
+		pos := round1(plotBottom - f*plotHeight)
+		v.CPUTicks = append(v.CPUTicks, axisTick{Pos: pos, Label: trimFloat(f*cpuTop) + " %"})
+		v.MemTicks = append(v.MemTicks, axisTick{Pos: pos, Label: trimFloat(f*memTop) + " MiB"})
+	}
+	v.Desc = fmt.Sprintf("Line chart from %s to %s: CPU use in percent of one CPU (solid line, left axis, 0 to %s %%) and memory use in MiB (dashed line, right axis, 0 to %s MiB), one sample every %d seconds; a break in a line is a time the runtime was not measured.",
+		timeOfDay(from), timeOfDay(now), trimFloat(cpuTop), trimFloat(memTop), int(sampleEvery/time.Second))
+	var b strings.Builder
+	b.WriteString("CPU (100 % is one CPU busy): ")
+	if cpuN == 0 {
+		b.WriteString("not known yet, it takes two samples")
+	} else {
+		if last.CPUKnown {
+			fmt.Fprintf(&b, "now %s, ", formatPercent(last.CPU))
+		}
+		fmt.Fprintf(&b, "peak %s, average %s", formatPercent(cpuPeak), formatPercent(cpuSum/float64(cpuN)))
+	}
+	if limits.CPUs > 0 {
+		fmt.Fprintf(&b, ", limit %s", formatPercent(limits.CPUs*100))
+	}
+	fmt.Fprintf(&b, ". Memory: now %s, peak %s", units.BytesSize(float64(last.Mem)), units.BytesSize(float64(memPeak)))
+	if last.MemLimit > 0 {
+		fmt.Fprintf(&b, ", limit %s", units.BytesSize(float64(last.MemLimit)))
+	}
+	n := strconv.Itoa(len(samples)) + " samples"
+	if len(samples) == 1 {
+		n = "1 sample"
+	}
+	fmt.Fprintf(&b, ". %s, the last at %s.%s", n, timeOfDay(last.At), since)
+	v.Summary = b.String()
+	return v
+}
+
+// chartLines splits samples into polylines wherever two are more than gap
+// apart or a sample has no value; a run of one sample is a dot.
+func chartLines(samples []sample, gap time.Duration, at func(sample) (chartPoint, bool)) ([]string, []chartPoint) {
+	var polys []string
+	var dots []chartPoint
+	var run []chartPoint
+	flush := func() {
+		switch len(run) {
+		case 0:
+		case 1:
+			dots = append(dots, run[0])
+		default:
+			parts := make([]string, len(run))
+			for i, p := range run {
+				parts[i] = trimFloat(p.X) + "," + trimFloat(p.Y)
+			}
+			polys = append(polys, strings.Join(parts, " "))
+		}
+		run = run[:0]
+	}
+	var prev time.Time
+	for _, s := range samples {
+		p, ok := at(s)
+		if !ok || (!prev.IsZero() && s.At.Sub(prev) > gap) {
+			flush()
+		}
+		if ok {
+			run = append(run, p)
+		}
+		prev = s.At
+	}
+	flush()
+	return polys, dots
+}
+
+func mib(b uint64) float64 { return float64(b) / (1 << 20) }
+
+func round1(f float64) float64 { return math.Round(f*10) / 10 }
+
+func trimFloat(f float64) string { return strconv.FormatFloat(round1(f), 'f', -1, 64) }
+
+// niceCeil rounds f up to 1, 2 or 5 times a power of ten.
+func niceCeil(f float64) float64 {
+	if f <= 0 {
+		return 1
+	}
+	p := math.Pow(10, math.Floor(math.Log10(f)))
+	for _, m := range []float64{1, 2, 5, 10} {
+		if m*p >= f {
+			return m * p
+		}
+	}
+	return 10 * p
+}

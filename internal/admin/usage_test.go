@@ -1,0 +1,696 @@
+package admin
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"html/template"
+	"io"
+	"math"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/network"
+	"github.com/chromedp/chromedp"
+	"github.com/moby/moby/api/types/container"
+	"github.com/moby/moby/client"
+
+	"github.com/hutchsandbox/hutch/internal/errdefs"
+	"github.com/hutchsandbox/hutch/internal/office"
+	"github.com/hutchsandbox/hutch/internal/sandbox"
+	"github.com/hutchsandbox/hutch/internal/sandbox/image"
+	"github.com/hutchsandbox/hutch/internal/testenv"
+)
+
+// readStatsFixture decodes a stats answer captured from a real engine (Docker
+// 20.10.24, cgroup v1) for a busybox container limited to 0.5 CPU, 64 MiB
+// and 64 pids, spinning a shell loop, with 8 MiB written to its layer (page
+// cache, left out of its memory use):
+//
+//	stats-previous.json   GET /containers/{name}/stats?stream=false (two samples a second apart)
+//	stats-oneshot-1.json  GET /containers/{name}/stats?stream=false&one-shot=true
+//	stats-oneshot-2.json  the same, 2.2 s later
+func readStatsFixture(t *testing.T, name string) container.StatsResponse {
+	t.Helper()
+	f, err := os.Open("testdata/" + name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	st, err := decodeStats(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
+func TestCPUPercent(t *testing.T) {
+	pre := container.CPUStats{CPUUsage: container.CPUUsage{TotalUsage: 1_000_000_000}, SystemUsage: 100_000_000_000, OnlineCPUs: 4}
+	cur := container.CPUStats{CPUUsage: container.CPUUsage{TotalUsage: 1_500_000_000}, SystemUsage: 104_000_000_000, OnlineCPUs: 4}
+	// 0.5 s of CPU time over 4 s of host time on 4 CPUs: half a CPU.
+	if got, ok := cpuPercent(cur, pre); !ok || got != 50 {
+		t.Errorf("cpuPercent = %v, %v; want 50, true", got, ok)
+	}
+	// Without online_cpus (old engines), the per-CPU counters count.
+	cur.OnlineCPUs = 0
+	cur.CPUUsage.PercpuUsage = []uint64{1, 2}
+	if got, ok := cpuPercent(cur, pre); !ok || got != 25 {
+		t.Errorf("cpuPercent without online_cpus = %v, %v; want 25, true", got, ok)
+	}
+	for name, pre := range map[string]container.CPUStats{
+		"empty (one-shot)":    {},
+		"restarted container": {CPUUsage: container.CPUUsage{TotalUsage: 2_000_000_000}, SystemUsage: 100_000_000_000},
+		"no host time passed": {CPUUsage: container.CPUUsage{TotalUsage: 1}, SystemUsage: 104_000_000_000},
+	} {
+		if got, ok := cpuPercent(cur, pre); ok {
+			t.Errorf("%s: cpuPercent = %v, want unknown", name, got)
+		}
+	}
+
+	// Captured answers: the engine's own two samples, and two one-shot
+	// answers compared as the sampler compares its readings.
+	prev := readStatsFixture(t, "stats-previous.json")
+	if got, ok := cpuPercent(prev.CPUStats, prev.PreCPUStats); !ok || math.Abs(got-29.779) > 0.001 {
+		t.Errorf("stats-previous.json: cpuPercent = %v, %v; want 29.779 (299279750 ns over 2.01 s on 2 CPUs)", got, ok)
+	}
+	a, b := readStatsFixture(t, "stats-oneshot-1.json"), readStatsFixture(t, "stats-oneshot-2.json")
+	if s := toSample(time.Time{}, a, nil); s.CPUKnown {
+		t.Errorf("a one-shot answer alone gave a CPU figure: %+v", s)
+	}
+	s := toSample(time.Time{}, b, &a.CPUStats)
+	if !s.CPUKnown || math.Abs(s.CPU-32.254) > 0.001 {
+		t.Errorf("one-shot pair: CPU %v (known %v), want 32.254 (712830984 ns over 4.42 s on 2 CPUs)", s.CPU, s.CPUKnown)
+	}
+	want := sample{CPU: s.CPU, CPUKnown: true, Mem: 9428992 - 8388608, MemLimit: 64 << 20, Pids: 2, PidsLimit: 64}
+	if s != want {
+		t.Errorf("sample of stats-oneshot-2.json = %+v, want %+v", s, want)
+	}
+}
+
+func TestMemUsed(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		stats map[string]uint64
+		want  uint64
+	}{
+		{"cgroup v1", map[string]uint64{"total_inactive_file": 300, "inactive_file": 100}, 700},
+		{"cgroup v2", map[string]uint64{"inactive_file": 250}, 750},
+		{"cache over usage", map[string]uint64{"inactive_file": 2000}, 1000},
+		{"no stats", nil, 1000},
+	} {
+		if got := memUsed(container.MemoryStats{Usage: 1000, Stats: c.stats}); got != c.want {
+			t.Errorf("%s: memUsed = %d, want %d", c.name, got, c.want)
+		}
+	}
+}
+
+func TestRing_KeepsTheLastHour(t *testing.T) {
+	t0 := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	var r ring
+	for i := range 400 {
+		r.add(sample{At: t0.Add(time.Duration(i) * sampleEvery), Pids: uint64(i)})
+	}
+	now := t0.Add(399 * sampleEvery)
+	got := r.since(now.Add(-usageWindow))
+	if len(got) != ringSize || ringSize != 360 {
+		t.Fatalf("%d samples kept (ring of %d), want 360", len(got), ringSize)
+	}
+	if got[0].Pids != 40 || got[359].Pids != 399 {
+		t.Errorf("kept samples %d to %d, want 40 to 399", got[0].Pids, got[359].Pids)
+	}
+	// After a pause, what is older than an hour is not shown, though kept.
+	later := now.Add(30 * time.Minute)
+	r.add(sample{At: later, Pids: 1000})
+	if got := r.since(later.Add(-usageWindow)); len(got) != 181 || got[0].Pids != 220 || got[180].Pids != 1000 {
+		t.Errorf("after a 30 min pause: %d samples from %d", len(got), got[0].Pids)
+	}
+	if l, _ := r.last(); l.Pids != 1000 {
+		t.Errorf("last = %+v", l)
+	}
+}
+
+// chartFixture is 30 samples, 10 s apart up to now: CPU 2 % more each
+// time (the first unknown), memory from 100 MiB, 1 MiB more each time.
+func chartFixture(now time.Time) []sample {
+	var out []sample
+	for i := range 30 {
+		out = append(out, sample{
+			At:  now.Add(time.Duration(i-29) * sampleEvery),
+			CPU: float64(2 * i), CPUKnown: i > 0,
+			Mem: uint64(100+i) << 20, MemLimit: 512 << 20, Pids: 3, PidsLimit: 512,
+		})
+	}
+	return out
+}
+
+var (
+	pointsAttr = regexp.MustCompile(`<polyline points="([^"]*)"`)
+	gCPU       = regexp.MustCompile(`(?s)<g class="cpu">(.*?)</g>`)
+	gMem       = regexp.MustCompile(`(?s)<g class="mem">(.*?)</g>`)
+)
+
+// countPoints counts the polylines' points and the dots in an SVG group.
+func countPoints(group string) (lines []int, dots int) {
+	for _, m := range pointsAttr.FindAllStringSubmatch(group, -1) {
+		lines = append(lines, len(strings.Fields(m[1])))
+	}
+	return lines, strings.Count(group, "<circle")
+}
+
+func TestChart(t *testing.T) {
+	p := newPortal(t)
+	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	v := renderChart("web/chart", now, now.Add(-10*time.Minute), sandbox.Limits{CPUs: 1}, chartFixture(now), 25*time.Second)
+	var out bytes.Buffer
+	if err := p.srv.pages.ExecuteTemplate(&out, "chart", v); err != nil {
+		t.Fatal(err)
+	}
+	svg := out.String()
+	for _, want := range []string{
+		`<svg class="chart-svg" viewBox="0 0 640 240" role="img" aria-labelledby="usage-chart-title usage-chart-desc">`,
+		`<title id="usage-chart-title">CPU and memory use of web/chart&#39;s runtime over the last hour</title>`,
+		`<desc id="usage-chart-desc">Line chart from 11:00:00 UTC to 12:00:00 UTC: CPU use in percent of one CPU (solid line, left axis, 0 to 100 %) and memory use in MiB (dashed line, right axis, 0 to 512 MiB), one sample every 10 seconds; a break in a line is a time the runtime was not measured.</desc>`,
+		`<p id="usage-chart-summary">CPU (100 % is one CPU busy): now 58.0 %, peak 58.0 %, average 30.0 %, limit 100.0 %. Memory: now 129MiB, peak 129MiB, limit 512MiB. 30 samples, the last at 12:00:00 UTC. The portal has measured since 11:50:00 UTC.</p>`,
+		`>−60 min</text>`, `>now</text>`, `>100 %</text>`, `>512 MiB</text>`, `>256 MiB</text>`,
+	} {
+		if !strings.Contains(svg, want) {
+			t.Errorf("the chart lacks %s\n%s", want, svg)
+		}
+	}
+	if strings.Contains(svg, "hx-get") {
+		t.Error("a chart without a URL polls")
+	}
+	cpu, mem := gCPU.FindStringSubmatch(svg), gMem.FindStringSubmatch(svg)
+	if cpu == nil || mem == nil {
+		t.Fatalf("no cpu or mem group:\n%s", svg)
+	}
+	if lines, dots := countPoints(cpu[1]); len(lines) != 1 || lines[0] != 29 || dots != 0 {
+		t.Errorf("CPU: polylines of %v points and %d dots, want one of 29 (the first sample has no CPU figure)", lines, dots)
+	}
+	if lines, dots := countPoints(mem[1]); len(lines) != 1 || lines[0] != 30 || dots != 0 {
+		t.Errorf("memory: polylines of %v points and %d dots, want one of 30", lines, dots)
+	}
+	// The newest point is at the right edge, at its value: 58 % of 100 %,
+	// 129 of 512 MiB.
+	if !strings.Contains(cpu[1], " 576,98.3\"") || !strings.Contains(mem[1], " 576,162.6\"") {
+		t.Errorf("last points: cpu %s mem %s", cpu[1], mem[1])
+	}
+
+	// A gap breaks the lines; a sample alone between gaps is a dot.
+	s := chartFixture(now)
+	gappy := append(append([]sample{}, s[:10]...), s[12])
+	gappy = append(gappy, s[15:]...)
+	v = renderChart("web/chart", now, time.Time{}, sandbox.Limits{}, gappy, 25*time.Second)
+	if len(v.Mem) != 2 || len(v.MemDots) != 1 || len(v.CPU) != 2 || len(v.CPUDots) != 1 {
+		t.Errorf("with gaps: %d+%d memory lines+dots, %d+%d CPU, want 2+1 each", len(v.Mem), len(v.MemDots), len(v.CPU), len(v.CPUDots))
+	}
+
+	// No sample: no chart, a sentence.
+	v = renderChart("web/chart", now, now.Add(-time.Minute), sandbox.Limits{}, nil, 25*time.Second)
+	out.Reset()
+	if err := p.srv.pages.ExecuteTemplate(&out, "chart", v); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(out.String(), "<svg") || !strings.Contains(out.String(), "No resource use was recorded for this runtime in the last hour") {
+		t.Errorf("empty chart:\n%s", out.String())
+	}
+}
+
+// fakeStats answers stats calls from a table, and records them.
+type fakeStats struct {
+	mu    sync.Mutex
+	stats map[string]container.StatsResponse // by container name
+	calls []statsCall
+}
+
+type statsCall struct {
+	name         string
+	withPrevious bool
+}
+
+func (f *fakeStats) ContainerStats(_ context.Context, name string, o client.ContainerStatsOptions) (client.ContainerStatsResult, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.calls = append(f.calls, statsCall{name, o.IncludePreviousSample})
+	st, ok := f.stats[name]
+	if !ok {
+		return client.ContainerStatsResult{}, errdefs.New(errdefs.ErrNotFound, "no such container: "+name)
+	}
+	if !o.IncludePreviousSample {
+		st.PreCPUStats = container.CPUStats{}
+	}
+	data, _ := json.Marshal(st)
+	return client.ContainerStatsResult{Body: io.NopCloser(bytes.NewReader(data))}, nil
+}
+
+// set makes a container's next answer: CPU time and host time so far (ns),
+// memory in use (MiB).
+func (f *fakeStats) set(key string, cpu, system uint64, memMiB uint64) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.stats[image.ContainerName(key)] = container.StatsResponse{
+		ID:          "id-" + key,
+		CPUStats:    container.CPUStats{CPUUsage: container.CPUUsage{TotalUsage: cpu}, SystemUsage: system, OnlineCPUs: 2},
+		PreCPUStats: container.CPUStats{CPUUsage: container.CPUUsage{TotalUsage: cpu - 100_000_000}, SystemUsage: system - 2_000_000_000, OnlineCPUs: 2},
+		MemoryStats: container.MemoryStats{Usage: memMiB << 20, Limit: 256 << 20, Stats: map[string]uint64{"inactive_file": 0}},
+		PidsStats:   container.PidsStats{Current: 4, Limit: 128},
+	}
+}
+
+func (f *fakeStats) takeCalls() []statsCall {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	c := f.calls
+	f.calls = nil
+	return c
+}
+
+// usageRuntimes is what the sampler lists.
+type usageRuntimes struct {
+	mu   sync.Mutex
+	list []sandbox.Status
+	err  error
+}
+
+func (f *usageRuntimes) List(context.Context) ([]sandbox.Status, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]sandbox.Status(nil), f.list...), f.err
+}
+
+func usageStatus(platform, id string, state sandbox.RuntimeState) sandbox.Status {
+	addr, _ := office.NewAddress(platform, id)
+	key := string(addr.Key())
+	return sandbox.Status{OfficeKey: key, Platform: platform, ConversationID: id, Name: image.ContainerName(key), State: state, Limits: sandbox.Limits{CPUs: 1, MemoryBytes: 256 << 20, Pids: 128}}
+}
+
+// stubSampler is a sampler over fakes whose readings the test makes with
+// tick; it is registered as srv's, and its loop never runs.
+func stubSampler(srv *Server, now func() time.Time, rts *usageRuntimes, api *fakeStats) *sampler {
+	u := newSampler(now, nil, rts.List, func(context.Context) (statsAPI, io.Closer, error) { return api, nil, nil })
+	u.once.Do(func() {})
+	close(u.first)
+	samplers.Lock()
+	samplers.m[srv] = u
+	samplers.Unlock()
+	return u
+}
+
+// usageSession is a browser with a session, made without the home page
+// (which lists runtimes, and so needs a working managed mode).
+func (p *portal) usageSession(t *testing.T) *browser {
+	t.Helper()
+	link, _, _ := p.srv.Link("ada", 0)
+	u, _ := url.Parse(link)
+	id, _, ok := p.srv.store.redeem(u.Query().Get("token"))
+	if !ok {
+		t.Fatal("the link was not redeemed")
+	}
+	b := p.browser(t)
+	base, _ := url.Parse(p.ts.URL + "/admin/")
+	b.c.Jar.SetCookies(base, []*http.Cookie{{Name: cookieName, Value: id, Path: "/admin/"}})
+	return b
+}
+
+func TestSampler(t *testing.T) {
+	p := newPortalIn(t, sandbox.Mode{Kind: sandbox.KindImage, Target: "hutch-sandbox:dev"})
+	a, b := usageStatus("web", "alpha", sandbox.StateRunning), usageStatus("web", "beta & co", sandbox.StateRunning)
+	rts := &usageRuntimes{list: []sandbox.Status{a, b, usageStatus("web", "gamma", sandbox.StateStopped)}}
+	api := &fakeStats{stats: map[string]container.StatsResponse{}}
+	u := stubSampler(p.srv, p.clock.now, rts, api)
+	ctx := context.Background()
+	br := p.usageSession(t)
+	get := func(path string) string {
+		t.Helper()
+		code, body := br.do(http.MethodGet, p.ts.URL+path, nil)
+		if code != http.StatusOK {
+			t.Fatalf("%s: %d\n%s", path, code, body)
+		}
+		return body
+	}
+
+	// The first reading asks the engine for two samples, so CPU is known
+	// at once; stopped runtimes are not read.
+	api.set(a.OfficeKey, 1_000_000_000, 100_000_000_000, 50)
+	api.set(b.OfficeKey, 5_000_000_000, 100_000_000_000, 100)
+	u.tick(ctx)
+	if c := api.takeCalls(); len(c) != 2 || !c[0].withPrevious || !c[1].withPrevious {
+		t.Errorf("first reading's calls: %+v", c)
+	}
+	body := get("/admin/usage")
+	for _, want := range []string{
+		`<section id="usage" class="usage" aria-labelledby="usage-h" hx-get="/admin/usage" hx-trigger="every 10s" hx-swap="outerMorph" hx-status:4xx="select:'p[role=alert]' swap:outerHTML" hx-status:5xx="swap:none">`,
+		`<p id="usage-news" class="visually-hidden" role="status" aria-live="polite" aria-atomic="true"></p>`,
+		`aria-live="off"`,
+		`<a href="/admin/office?conversation=alpha&amp;platform=web">web/alpha</a>`,
+		`<a href="/admin/office?conversation=beta&#43;%26&#43;co&amp;platform=web">web/beta &amp; co</a>`,
+		`<td class="num">10.0 % <span class="muted">of 1 CPU</span></td>`, // 0.1 s over 2 s on 2 CPUs
+		`<td class="num">50MiB / 256MiB</td>`, `<td class="num">4 / 128</td>`,
+		`<time datetime="2026-11-30T12:00:00Z">12:00:00 UTC</time>`,
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("usage fragment lacks %s\n%s", want, body)
+		}
+	}
+	if strings.Contains(body, "gamma") || strings.Contains(body, "<html") {
+		t.Errorf("usage fragment shows a stopped runtime or is a page:\n%s", body)
+	}
+
+	// Later readings are one-shot, compared with the previous one: 1 s of
+	// CPU time over 20 s of host time on 2 CPUs. beta stops; alpha's memory
+	// nears its limit. Each is news once.
+	p.clock.add(sampleEvery)
+	api.set(a.OfficeKey, 2_000_000_000, 120_000_000_000, 240)
+	rts.list = []sandbox.Status{a}
+	u.tick(ctx)
+	if c := api.takeCalls(); len(c) != 1 || c[0].withPrevious {
+		t.Errorf("second reading's calls: %+v", c)
+	}
+	body = get("/admin/usage")
+	news := `aria-atomic="true">12:00:10 UTC: web/alpha uses 240MiB of its 256MiB of memory; web/beta &amp; co stopped.</p>`
+	if !strings.Contains(body, news) || !strings.Contains(body, `<td class="num">10.0 % `) || strings.Contains(body, "beta &amp; co</a>") {
+		t.Errorf("after beta stopped:\n%s", body)
+	}
+	p.clock.add(sampleEvery)
+	api.set(a.OfficeKey, 3_000_000_000, 140_000_000_000, 240)
+	u.tick(ctx)
+	if body = get("/admin/usage"); !strings.Contains(body, news) {
+		t.Errorf("the news changed though nothing did:\n%s", body)
+	}
+
+	// The engine goes away, and comes back.
+	p.clock.add(sampleEvery)
+	rts.err = errdefs.New(errdefs.ErrUnavailable, "No container engine answers at unix:///var/run/docker.sock.")
+	u.tick(ctx)
+	body = get("/admin/usage")
+	if !strings.Contains(body, "Resource use could not be read at 12:00:30 UTC: No container engine answers") ||
+		!strings.Contains(body, "12:00:30 UTC: resource use cannot be read.</p>") || strings.Contains(body, "<table") {
+		t.Errorf("engine gone:\n%s", body)
+	}
+	p.clock.add(sampleEvery)
+	rts.err = nil
+	api.set(a.OfficeKey, 4_000_000_000, 180_000_000_000, 60)
+	u.tick(ctx)
+	body = get("/admin/usage")
+	if !strings.Contains(body, "12:00:40 UTC: resource use is read again.</p>") || !strings.Contains(body, `<td class="num">60MiB / 256MiB</td>`) {
+		t.Errorf("engine back:\n%s", body)
+	}
+
+	// alpha's chart: five readings, CPU 10 % each, the one after the pause
+	// compared over 20 s (within the gap); beta's chart has its one sample.
+	body = get("/admin/usage/chart?platform=web&conversation=alpha")
+	for _, want := range []string{
+		`<section id="usage-chart" class="chart" aria-labelledby="usage-chart-h" hx-get="/admin/usage/chart?conversation=alpha&amp;platform=web" hx-trigger="every 10s" hx-swap="outerMorph" hx-status:4xx=`,
+		"CPU (100 % is one CPU busy): now 5.0 %, peak 10.0 %, average 8.8 %, limit 100.0 %. Memory: now 60MiB, peak 240MiB, limit 256MiB. 4 samples, the last at 12:00:40 UTC. The portal has measured since 12:00:00 UTC.",
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("alpha's chart lacks %s\n%s", want, body)
+		}
+	}
+	if body = get("/admin/usage/chart?platform=web&conversation=beta+%26+co"); !strings.Contains(body, "Memory: now 100MiB, peak 100MiB, limit 256MiB. 1 sample,") {
+		t.Errorf("beta's chart:\n%s", body)
+	}
+	if body = get("/admin/usage/chart?platform=web&conversation=never"); !strings.Contains(body, "No resource use was recorded") {
+		t.Errorf("a chart without samples:\n%s", body)
+	}
+
+	// An hour after beta stopped, its history goes.
+	p.clock.add(usageWindow)
+	u.tick(ctx)
+	u.mu.Lock()
+	_, kept := u.series[b.OfficeKey]
+	u.mu.Unlock()
+	if kept {
+		t.Error("a runtime stopped an hour ago is still kept")
+	}
+}
+
+func TestUsage_NeedsASession(t *testing.T) {
+	p := newPortalIn(t, sandbox.Mode{Kind: sandbox.KindImage, Target: "hutch-sandbox:dev"})
+	stubSampler(p.srv, p.clock.now, &usageRuntimes{}, &fakeStats{})
+	b := p.browser(t)
+	for _, path := range []string{"/admin/usage", "/admin/usage/chart?platform=web&conversation=x"} {
+		code, body := b.do(http.MethodGet, p.ts.URL+path, nil)
+		if code != http.StatusUnauthorized || strings.Contains(body, "Resource use") || !strings.Contains(body, "You are not signed in") {
+			t.Errorf("%s without a session: %d\n%s", path, code, body)
+		}
+	}
+}
+
+func TestUsage_ModesNotMeasured(t *testing.T) {
+	for _, c := range []struct {
+		mode       sandbox.Mode
+		usage      string
+		chartCode  int
+		chartWords string
+	}{
+		{sandbox.Mode{Kind: sandbox.KindKube, Target: "hutch"}, "not measured in kube mode. Measuring it would need the cluster&#39;s resource metrics API (metrics.k8s.io", http.StatusOK, "not measured in kube mode"},
+		{sandbox.Mode{Kind: sandbox.KindGondolin, Target: "default"}, "not measured in gondolin mode. Measuring it would need the guest&#39;s own figures", http.StatusOK, "not measured in gondolin mode"},
+		{sandbox.Mode{Kind: sandbox.KindHost}, "measured only for runtimes hutch manages, and host mode has none", http.StatusNotImplemented, "no runtimes to chart in host mode"},
+	} {
+		t.Run(string(c.mode.Kind), func(t *testing.T) {
+			p := newPortalIn(t, c.mode)
+			b := p.usageSession(t)
+			code, body := b.do(http.MethodGet, p.ts.URL+"/admin/usage", nil)
+			if code != http.StatusOK || !strings.Contains(body, c.usage) || strings.Contains(body, "hx-get") || strings.Contains(body, "%") {
+				t.Errorf("usage: %d\n%s", code, body)
+			}
+			code, body = b.do(http.MethodGet, p.ts.URL+"/admin/usage/chart?platform=web&conversation=x", nil)
+			if code != c.chartCode || !strings.Contains(body, c.chartWords) || strings.Contains(body, "<svg") {
+				t.Errorf("chart: %d\n%s", code, body)
+			}
+			samplers.Lock()
+			_, started := samplers.m[p.srv]
+			samplers.Unlock()
+			if started {
+				t.Error("a sampler was made for a mode that is not measured")
+			}
+		})
+	}
+}
+
+// TestVendoredHTMX: the served htmx is the one static/VENDOR.md records.
+func TestVendoredHTMX(t *testing.T) {
+	js, err := assets.ReadFile("static/htmx.min.js")
+	if err != nil {
+		t.Fatal(err)
+	}
+	vendor, err := assets.ReadFile("static/VENDOR.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256(js)
+	if !bytes.Contains(vendor, []byte("SHA-256 of `htmx.min.js`: `"+hex.EncodeToString(sum[:])+"`")) {
+		t.Errorf("static/htmx.min.js has SHA-256 %x, which static/VENDOR.md does not record", sum)
+	}
+	if !bytes.Contains(js, []byte("this.version='4.0.1'")) && !bytes.Contains(js, []byte(`version="4.0.1"`)) {
+		t.Error("static/htmx.min.js is not htmx 4.0.1")
+	}
+	p := newPortal(t)
+	resp, err := http.Get(p.ts.URL + "/admin/static/htmx.min.js")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	served, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK || !bytes.Equal(served, js) || !strings.Contains(resp.Header.Get("Content-Type"), "javascript") {
+		t.Errorf("GET htmx.min.js: %d %s, %d bytes", resp.StatusCode, resp.Header.Get("Content-Type"), len(served))
+	}
+}
+
+// TestFetchStats_Engine reads a real container's stats both ways the
+// sampler does.
+func TestFetchStats_Engine(t *testing.T) {
+	cli := testenv.Docker(t)
+	img := testenv.BusyboxImage(t, cli)
+	label := "hutch.test=" + testenv.Name(t)
+	testenv.CleanupContainers(t, cli, label)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	k, v, _ := strings.Cut(label, "=")
+	name := testenv.Name(t)
+	created, err := cli.ContainerCreate(ctx, client.ContainerCreateOptions{
+		Name: name,
+		Config: &container.Config{
+			Image: img, Labels: map[string]string{k: v},
+			Cmd: []string{"sh", "-c", "while :; do :; done"},
+		},
+		HostConfig: &container.HostConfig{Resources: container.Resources{NanoCPUs: 5e8, Memory: 64 << 20, PidsLimit: usagePtr(int64(64))}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cli.ContainerStart(ctx, created.ID, client.ContainerStartOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	first, err := fetchStats(ctx, cli, name, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s1 := toSample(time.Now(), first, nil)
+	time.Sleep(time.Second)
+	second, err := fetchStats(ctx, cli, name, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s2 := toSample(time.Now(), second, &first.CPUStats)
+	for i, s := range []sample{s1, s2} {
+		// The loop is held to half a CPU; allow for a slow start and a
+		// busy machine, not for nonsense.
+		if !s.CPUKnown || s.CPU <= 1 || s.CPU > 60 || s.Mem == 0 || s.MemLimit != 64<<20 || s.Pids == 0 || s.PidsLimit != 64 {
+			t.Errorf("sample %d = %+v", i+1, s)
+		}
+	}
+	if second.ID != created.ID {
+		t.Errorf("stats of container %s, want %s", second.ID, created.ID)
+	}
+	if _, err := fetchStats(ctx, cli, name+"-missing", false); !errdefs.IsNotFound(err) {
+		t.Errorf("stats of a missing container: %v, want a NotFound error", err)
+	}
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		t.Fatal("timed out")
+	}
+}
+
+func usagePtr[T any](v T) *T { return &v }
+
+// usagePage is a page holding what layout.html must hold for the usage
+// fragment to refresh: htmx's config and script.
+const usagePage = `<!doctype html>
+<html lang="en"><head><meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<meta name="htmx-config" content='{"includeIndicatorCSS":false}'>
+<title>Resource use</title>
+<link rel="stylesheet" href="/admin/static/admin.css">
+<script src="/admin/static/htmx.min.js" defer></script>
+</head><body><main id="main"><h1>Resource use</h1>{{template "usage" .}}</main></body></html>`
+
+// TestBrowser_UsageRefreshes: in Chromium, under the portal's
+// Content-Security-Policy, the usage fragment refreshes itself every 10 s
+// with the vendored htmx, and the morph keeps the focused table and the
+// live region's node, whose text changes only with the state.
+func TestBrowser_UsageRefreshes(t *testing.T) {
+	ctx := testenv.Browser(t)
+	p := newPortalIn(t, sandbox.Mode{Kind: sandbox.KindImage, Target: "hutch-sandbox:dev"})
+	a, b := usageStatus("web", "alpha", sandbox.StateRunning), usageStatus("web", "beta & co", sandbox.StateRunning)
+	rts := &usageRuntimes{list: []sandbox.Status{a, b}}
+	api := &fakeStats{stats: map[string]container.StatsResponse{}}
+	u := stubSampler(p.srv, p.clock.now, rts, api)
+	api.set(a.OfficeKey, 1_000_000_000, 100_000_000_000, 50)
+	api.set(b.OfficeKey, 1_000_000_000, 100_000_000_000, 50)
+	u.tick(context.Background())
+
+	// The portal's routes, and the page, with the portal's headers.
+	page := template.Must(template.Must(p.srv.pages.Clone()).New("usage-page").Parse(usagePage))
+	mux := http.NewServeMux()
+	mux.Handle("GET /admin/usage-page", p.srv.headers(p.srv.authed(func(w http.ResponseWriter, r *request) error {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		return page.ExecuteTemplate(w, "usage-page", p.srv.usageView(r.Context()))
+	})))
+	mux.Handle("/", p.srv.Handler())
+	ts := httptest.NewServer(mux)
+	t.Cleanup(ts.Close)
+	link, _, _ := p.srv.Link("ada", 0)
+	lu, _ := url.Parse(link)
+	id, _, _ := p.srv.store.redeem(lu.Query().Get("token"))
+
+	step := func(what string, a chromedp.Action[chromedp.Void]) {
+		t.Helper()
+		sctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+		defer cancel()
+		if err := chromedp.Do(sctx, a); err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+	}
+	js := func(expr string) string {
+		t.Helper()
+		sctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+		defer cancel()
+		v, err := chromedp.Run(sctx, chromedp.Evaluate[string](expr))
+		if err != nil {
+			t.Fatalf("evaluating %s: %v", expr, err)
+		}
+		return v
+	}
+	// waitFor polls the page until expr is "true".
+	waitFor := func(what, expr string, within time.Duration) {
+		t.Helper()
+		deadline := time.Now().Add(within)
+		for js(expr) != "true" {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s within %s; the fragment is:\n%s", what, within, js(`document.getElementById('usage').outerHTML`))
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+	}
+
+	step("setting the session cookie", chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+		_, err := cdp.Call(ctx, tg, network.SetCookie, network.SetCookieParams{Name: cookieName, Value: id, URL: ts.URL + "/admin/", HTTPOnly: usagePtr(true)})
+		return err
+	}))
+	sctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	resp, err := chromedp.Run(sctx, chromedp.NavigateResponse(ts.URL+"/admin/usage-page"))
+	cancel()
+	if err != nil || resp.Status != http.StatusOK {
+		t.Fatalf("opening the page: %v, %v", resp, err)
+	}
+	waitFor("htmx loaded", `String(typeof htmx === 'object' && htmx.version === '4.0.1')`, 5*time.Second)
+	if rows := js(`String(document.querySelectorAll('#usage tbody tr').length)`); rows != "2" {
+		t.Fatalf("%s rows at first", rows)
+	}
+	// A person tabs into the table; the live region is marked to tell
+	// whether it is still the same node later.
+	js(`document.getElementById('usage-table').focus(); document.getElementById('usage-news').hutchMark = 'same'; ''`)
+
+	// beta stops and alpha gets busier: the next poll shows it.
+	p.clock.add(sampleEvery)
+	rts.mu.Lock()
+	rts.list = []sandbox.Status{a}
+	rts.mu.Unlock()
+	api.set(a.OfficeKey, 3_000_000_000, 120_000_000_000, 60)
+	u.tick(context.Background())
+	waitFor("the fragment refreshed by itself", `String(document.getElementById('usage').innerText.includes('20.0 %'))`, 15*time.Second)
+	for expr, want := range map[string]string{
+		`String(document.querySelectorAll('#usage tbody tr').length)`:     "1",
+		`String(document.querySelectorAll('#usage, #usage-news').length)`: "2",
+		`String(document.getElementById('usage-news').hutchMark)`:         "same",
+		`document.getElementById('usage-news').textContent`:               "12:00:10 UTC: web/beta & co stopped.",
+		`document.activeElement.id`:                                       "usage-table",
+	} {
+		if got := js(expr); got != want {
+			t.Errorf("after the refresh, %s = %q, want %q", expr, got, want)
+		}
+	}
+	testenv.Screenshot(t, ctx, "usage")
+	testenv.PhoneScreenshot(t, ctx, "usage-phone")
+
+	// Nothing changes state: the next answer leaves the live region alone.
+	p.clock.add(sampleEvery)
+	api.set(a.OfficeKey, 4_000_000_000, 140_000_000_000, 60)
+	u.tick(context.Background())
+	js(`document.getElementById('usage-news').firstChild.hutchMark = 'same'; htmx.trigger('#usage', 'every'); ''`)
+	waitFor("the second refresh", `String(document.getElementById('usage').innerText.includes('12:00:20'))`, 10*time.Second)
+	if got := js(`String(document.getElementById('usage-news').firstChild.hutchMark) + ' ' + document.getElementById('usage-news').textContent`); got != "same 12:00:10 UTC: web/beta & co stopped." {
+		t.Errorf("the live region's text node after a refresh without news: %q", got)
+	}
+
+	// The session ends: the next poll's refusal takes the fragment's place.
+	p.srv.store.end(id)
+	js(`htmx.trigger('#usage', 'every'); ''`)
+	waitFor("the refusal shown", `String(!document.getElementById('usage'))`, 10*time.Second)
+	if got := js(`Array.from(document.querySelectorAll('main > *')).map(e => e.outerHTML).join('\n')`); got != "<h1>Resource use</h1>\n"+
+		`<p role="alert">You are not signed in, or your session ended. Ask for a new link: hutch admin link (or /admin in a chat).</p>` {
+		t.Errorf("after the session ended, the page holds:\n%s", got)
+	}
+}
