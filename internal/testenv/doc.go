@@ -2,7 +2,10 @@
 // the Docker engine (Docker skips without one, except in CI where it
 // fails), a tiny busybox image built locally without a registry, a static
 // hutch binary built once per test process, unique resource names derived
-// from the test, and label-based cleanup of what a test created.
+// from the test, and label-based cleanup of what a test created; the
+// repo's Kubernetes test cluster (hack/kube-up) and the images it needs;
+// a headless Chromium for browser tests, with screenshots as artefacts;
+// running a container, loading an image, a real hutch serve.
 //
 // It may import testing and is imported only by tests.
 package testenv
