@@ -132,6 +132,8 @@ func (s *Server) Handler() http.Handler {
 	mux.Handle("GET /admin/office", s.authed(s.officePage))
 	mux.Handle("POST /admin/door", s.authed(s.setDoor))
 	mux.Handle("GET /admin/audit", s.authed(s.auditPage))
+	s.actionRoutes(mux)
+	s.usageRoutes(mux)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		refuse(w, http.StatusNotFound, "There is no such page.")
 	})
@@ -144,7 +146,12 @@ func (s *Server) Handler() http.Handler {
 func (s *Server) headers(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h := w.Header()
-		h.Set("Cache-Control", "no-store")
+		if strings.HasPrefix(r.URL.Path, "/admin/static/") {
+			// Built into the binary: the same for as long as it runs.
+			h.Set("Cache-Control", "private, max-age=3600")
+		} else {
+			h.Set("Cache-Control", "no-store")
+		}
 		h.Set("X-Content-Type-Options", "nosniff")
 		h.Set("X-Frame-Options", "DENY")
 		h.Set("Referrer-Policy", "no-referrer")

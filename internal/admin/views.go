@@ -104,12 +104,13 @@ func (s *Server) home(w http.ResponseWriter, r *request) error {
 			return err
 		}
 		rows = append(rows, officeRow{
-			Address: addr, Key: pol.Key, ChannelKind: string(pol.Decision.ChannelKind),
+			Address: addr, Key: pol.Key, ChannelKind: s.svc.ChannelKind(addr),
 			Policy: pol.Decision.Policy.String(), Origin: pol.Decision.Origin(), Runtime: byKey[string(pol.Key)],
 		})
 	}
 	s.render(w, http.StatusOK, "home.html", map[string]any{
 		"Page": s.page(r, "Offices and runtimes"), "Offices": rows, "Runtimes": runtimes, "Managed": lc != nil,
+		"Usage": s.usageView(r.Context()),
 	})
 	return nil
 }
@@ -132,10 +133,15 @@ func (s *Server) renderOffice(w http.ResponseWriter, r *request, addr office.Add
 	if err != nil {
 		return err
 	}
+	// The runtime's actions show only where there is a runtime to act on.
+	lc, _ := lifecycleFor(s, r.Context())
+	managed := lc != nil
 	p := s.page(r, "Office "+addr.String())
 	p.Flash, p.Error = flash, failure
 	s.render(w, status, "office.html", map[string]any{
 		"Page": p, "Address": addr, "Policy": pol, "DoorWords": projection.DoorWords,
+		"Chart":   s.chartView(r.Context(), addr),
+		"Managed": managed,
 	})
 	return nil
 }

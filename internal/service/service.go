@@ -224,6 +224,16 @@ func (s *Service) SetGlobalDoor(setting *projection.Setting) error {
 	return settings.SetWorkspace(settings.GlobalPath(s.layout.StateDir), setting)
 }
 
+// ChannelKind is the channel kind recorded for a conversation ("" when
+// none is, or it cannot be read), whatever the door policy derives from.
+func (s *Service) ChannelKind(addr office.Address) string {
+	kind, present, err := office.ReadChannelKind(s.layout.StateDir, addr.Key())
+	if err != nil || !present {
+		return ""
+	}
+	return kind
+}
+
 // SetChannelKind records the platform's channel kind of a conversation,
 // which the door policy derives from when no setting is explicit.
 func (s *Service) SetChannelKind(addr office.Address, kind string) error {
