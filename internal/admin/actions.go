@@ -66,8 +66,12 @@ func (s *Server) boost(w http.ResponseWriter, r *request) error {
 	if err != nil {
 		return err
 	}
-	// Zero limits: the boost size of the settings (sandbox.boost.*).
-	st, err := lc.Boost(r.Context(), string(addr.Key()), sandbox.Limits{})
+	// The boost size of the settings (sandbox.boost.*) as they are now.
+	boost, err := s.svc.BoostSize()
+	if err != nil {
+		return err
+	}
+	st, err := lc.Boost(r.Context(), string(addr.Key()), boost)
 	if err != nil {
 		return err
 	}

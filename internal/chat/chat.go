@@ -262,7 +262,11 @@ func (h *handler) boost() (Reply, error) {
 	if err != nil {
 		return Reply{}, err
 	}
-	st, err := m.Boost(h.ctx, h.key, sandbox.Limits{})
+	size, err := h.svc.BoostSize()
+	if err != nil {
+		return Reply{}, err
+	}
+	st, err := m.Boost(h.ctx, h.key, size)
 	if r, ok := lifecycleReply(err, "boosts"); ok {
 		return r, nil
 	}

@@ -304,7 +304,12 @@ size instead (sandbox.boost.cpus and sandbox.boost.memory).`,
 			if err != nil {
 				return err
 			}
-			st, err := m.Boost(cmd.Context(), string(addr.Key()), l)
+			// What the flags leave out is the boost size set now.
+			size, err := svc.BoostSize()
+			if err != nil {
+				return err
+			}
+			st, err := m.Boost(cmd.Context(), string(addr.Key()), l.Over(size))
 			if err != nil {
 				return err
 			}

@@ -154,6 +154,17 @@ func (s *Service) imageLocked(ctx context.Context, ref string) (*image.Runtime, 
 	})
 }
 
+// BoostSize is what a boost raises CPUs and memory to now: the
+// sandbox.boost.* settings, read at each call (a size set while the
+// daemon runs applies to the next boost), over the defaults.
+func (s *Service) BoostSize() (sandbox.Limits, error) {
+	rs, err := settings.LoadRuntime(settings.GlobalPath(s.layout.StateDir))
+	if err != nil {
+		return sandbox.Limits{}, err
+	}
+	return sandbox.Limits{CPUs: rs.BoostCPUs, MemoryBytes: rs.BoostMemoryBytes}.Over(image.DefaultBoost), nil
+}
+
 // managedBase is what every managed mode's runtime is made with.
 type managedBase struct {
 	agent    agentbin.Binary
