@@ -134,6 +134,7 @@ func (s *Server) Handler() http.Handler {
 	mux.Handle("GET /admin/audit", s.authed(s.auditPage))
 	s.actionRoutes(mux)
 	s.usageRoutes(mux)
+	s.moreRoutes(mux)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		refuse(w, http.StatusNotFound, "There is no such page.")
 	})
