@@ -425,6 +425,10 @@ type Status struct {
 	StartedAt      time.Time `json:"startedAt,omitzero"`
 	Fingerprint    string    `json:"fingerprint,omitempty"`
 	ActiveCommands int       `json:"activeCommands"`
+	// Recreated and RecreatedBecause: when and why the runtime was last
+	// re-created, when known.
+	Recreated        time.Time `json:"recreated,omitzero"`
+	RecreatedBecause string    `json:"recreatedBecause,omitempty"`
 }
 
 func statusOf(st sandbox.Status) Status {
@@ -432,6 +436,7 @@ func statusOf(st sandbox.Status) Status {
 		OfficeKey: st.OfficeKey, Platform: st.Platform, ConversationID: st.ConversationID, Name: st.Name, State: string(st.State),
 		Image: st.Image, CPUs: st.Limits.CPUs, MemoryBytes: st.Limits.MemoryBytes, Pids: st.Limits.Pids,
 		Boosted: st.Boosted, TempLimits: st.TempLimits, LimitsApplied: st.LimitsApplied, StartedAt: st.StartedAt, Fingerprint: st.Fingerprint, ActiveCommands: st.ActiveCommands,
+		Recreated: st.Recreated, RecreatedBecause: st.RecreatedBecause,
 	}
 }
 
@@ -477,7 +482,12 @@ func (s *Server) sandboxStatus(w http.ResponseWriter, r *http.Request) error {
 
 func (s *Server) sandboxBoost(w http.ResponseWriter, r *http.Request) error {
 	return s.lifecycleCall(w, r, func(ctx context.Context, lc sandbox.Lifecycle, key string, l sandbox.Limits) (sandbox.Status, error) {
-		return lc.Boost(ctx, key, l)
+		// What the request leaves out is the boost size set now.
+		size, err := s.Service.BoostSize()
+		if err != nil {
+			return sandbox.Status{}, err
+		}
+		return lc.Boost(ctx, key, l.Over(size))
 	})
 }
 

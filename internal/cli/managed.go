@@ -113,7 +113,7 @@ func fromAPI(st api.Status) sandbox.Status {
 		State: sandbox.RuntimeState(st.State), Image: st.Image,
 		Limits:  sandbox.Limits{CPUs: st.CPUs, MemoryBytes: st.MemoryBytes, Pids: st.Pids},
 		Boosted: st.Boosted, TempLimits: st.TempLimits, LimitsApplied: st.LimitsApplied, StartedAt: st.StartedAt, Fingerprint: st.Fingerprint,
-		ActiveCommands: st.ActiveCommands,
+		ActiveCommands: st.ActiveCommands, Recreated: st.Recreated, RecreatedBecause: st.RecreatedBecause,
 	}
 }
 

@@ -69,6 +69,35 @@ type Status struct {
 	ActiveCommands int
 	// LastActivity is when the last command started or ended (zero: unknown).
 	LastActivity time.Time
+	// Recreated is when the runtime was last re-created, and
+	// RecreatedBecause why ("what it was built from changed (mounts)");
+	// zero and empty when it never was, or the mode cannot tell.
+	Recreated        time.Time
+	RecreatedBecause string
+}
+
+// Keys of the labels (image:) or annotations (kube:) a re-created
+// runtime carries: when (RFC 3339) and why it was re-created.
+const (
+	LabelRecreatedAt      = "hutch.recreated-at"
+	LabelRecreatedBecause = "hutch.recreated-because"
+)
+
+// MarkRecreated records in labels or annotations m that the runtime they
+// describe was re-created at at, because of because.
+func MarkRecreated(m map[string]string, at time.Time, because string) {
+	m[LabelRecreatedAt] = at.UTC().Format(time.RFC3339)
+	m[LabelRecreatedBecause] = because
+}
+
+// RecreatedFrom reads what MarkRecreated recorded in m (zero and empty
+// when nothing or something unreadable is there).
+func RecreatedFrom(m map[string]string) (time.Time, string) {
+	at, err := time.Parse(time.RFC3339, m[LabelRecreatedAt])
+	if err != nil {
+		return time.Time{}, ""
+	}
+	return at, m[LabelRecreatedBecause]
 }
 
 // LimitsAppliedRecreated is Status.LimitsApplied for a runtime that was

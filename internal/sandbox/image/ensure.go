@@ -5,10 +5,12 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -236,7 +238,11 @@ func (r *Runtime) ensureLocked(ctx context.Context, s *session, spec sandbox.Spe
 			from = SnapshotRef(spec.OfficeKey)
 			r.log.Info("resuming an interrupted re-create from its snapshot", "office_key", spec.OfficeKey)
 		}
-		if err := r.createAndStart(ctx, s, spec, d, fp, from); err != nil {
+		because := ""
+		if snap {
+			because = "an interrupted re-create was finished"
+		}
+		if err := r.createAndStart(ctx, s, spec, d, fp, from, because); err != nil {
 			return nil, err
 		}
 		if snap {
@@ -302,7 +308,10 @@ func (r *Runtime) ensureLocked(ctx context.Context, s *session, spec sandbox.Spe
 // runs: creating a bridge network costs about as much as starting a
 // container, so doing both at once takes a fifth off a first command.
 // Podman cannot move a container off "none", so there it goes in order.
-func (r *Runtime) createAndStart(ctx context.Context, s *session, spec sandbox.Spec, d desired, fp, from string) error {
+//
+// because, when not empty, says why the container replaces another: it
+// is recorded on the new one (sandbox.MarkRecreated).
+func (r *Runtime) createAndStart(ctx context.Context, s *session, spec sandbox.Spec, d desired, fp, from, because string) error {
 	if err := prepareSocketDir(socketDir(r.cfg.RunDir, spec.OfficeKey)); err != nil {
 		return err
 	}
@@ -311,7 +320,7 @@ func (r *Runtime) createAndStart(ctx context.Context, s *session, spec sandbox.S
 		if err != nil {
 			return err
 		}
-		id, err := r.create(ctx, spec, d, fp, from, netID)
+		id, err := r.create(ctx, spec, d, fp, from, because, netID)
 		if err != nil {
 			return err
 		}
@@ -326,7 +335,7 @@ func (r *Runtime) createAndStart(ctx context.Context, s *session, spec sandbox.S
 		id, err := r.ensureNetwork(ctx, spec)
 		netc <- netResult{id, err}
 	}()
-	id, err := r.create(ctx, spec, d, fp, from, "none")
+	id, err := r.create(ctx, spec, d, fp, from, because, "none")
 	if err == nil {
 		if _, serr := r.api.ContainerStart(ctx, id, client.ContainerStartOptions{}); serr != nil {
 			err = engine.Classify(serr, "start container "+ContainerName(spec.OfficeKey))
@@ -376,7 +385,7 @@ func (r *Runtime) start(ctx context.Context, s *session, id string) error {
 
 // create makes the container. A racing creator (another hutch process)
 // is not an error: its container is used.
-func (r *Runtime) create(ctx context.Context, spec sandbox.Spec, d desired, fp, from, netID string) (string, error) {
+func (r *Runtime) create(ctx context.Context, spec sandbox.Spec, d desired, fp, from, because, netID string) (string, error) {
 	name := ContainerName(spec.OfficeKey)
 	limits := spec.Limits.Over(DefaultLimits)
 	labels := map[string]string{
@@ -389,6 +398,12 @@ func (r *Runtime) create(ctx context.Context, spec sandbox.Spec, d desired, fp, 
 		engine.LabelImageID:      d.ImageID,
 		engine.LabelImage:        r.cfg.Image,
 		engine.LabelStateDir:     r.cfg.StateDir,
+		labelBuiltFrom:           d.parts(),
+	}
+	if because != "" {
+		// Always both: a container made from a snapshot inherits the
+		// labels of the one it replaces.
+		sandbox.MarkRecreated(labels, time.Now(), because)
 	}
 	mounts := []mount.Mount{
 		{Type: mount.TypeBind, Source: r.agentBin, Target: agentPath, ReadOnly: true},
@@ -481,12 +496,13 @@ func (r *Runtime) recreate(ctx context.Context, s *session, spec sandbox.Spec, d
 		r.log.Warn("the image changed; the container starts fresh from it and its writable layer is not kept",
 			"office_key", spec.OfficeKey, "old_image_id", st.imageID, "new_image_id", d.ImageID)
 	}
-	r.log.Info("re-creating container: what it was built from changed", "office_key", spec.OfficeKey, "container", name)
+	because := recreateReason(st, d)
+	r.log.Info("re-creating container", "office_key", spec.OfficeKey, "container", name, "because", because)
 	r.event("recreated")
 	if _, err := r.api.ContainerRemove(ctx, st.id, client.ContainerRemoveOptions{Force: true}); err != nil && !engine.IsNotFound(err) {
 		return engine.Classify(err, "remove drifted container "+name)
 	}
-	if err := r.createAndStart(ctx, s, spec, d, fp, from); err != nil {
+	if err := r.createAndStart(ctx, s, spec, d, fp, from, because); err != nil {
 		return err
 	}
 	if keep {
@@ -496,6 +512,64 @@ func (r *Runtime) recreate(ctx context.Context, s *session, spec sandbox.Spec, d
 	// now untagged; once nothing uses it, its layers can go.
 	r.dropSnapshotImage(ctx, st.imageRef)
 	return nil
+}
+
+// labelBuiltFrom holds a short digest of each part of what a container
+// was built from ("agent=…,credentials=…"), so a re-create can say which
+// parts changed; the fingerprint alone cannot.
+const labelBuiltFrom = "hutch.built-from"
+
+// builtFromParts names the parts of desired as labelBuiltFrom and
+// re-create reasons name them.
+var builtFromParts = []string{"image", "mounts", "credentials", "network", "agent", "hardening", "limits"}
+
+// parts is d's labelBuiltFrom value.
+func (d desired) parts() string {
+	mounts := slices.Clone(d.Mounts)
+	slices.SortFunc(mounts, func(a, b sandbox.Mount) int { return strings.Compare(a.RuntimePath, b.RuntimePath) })
+	values := map[string]any{
+		"image":       [2]string{d.ImageRef, d.ImageID},
+		"mounts":      mounts,
+		"credentials": d.Vault,
+		"network":     d.Network,
+		"agent":       d.Agent,
+		"hardening":   d.Hardening,
+		"limits":      d.Limits,
+	}
+	out := make([]string, 0, len(builtFromParts))
+	for _, name := range builtFromParts {
+		data, _ := json.Marshal(values[name])
+		sum := sha256.Sum256(data)
+		out = append(out, name+"="+hex.EncodeToString(sum[:4]))
+	}
+	return strings.Join(out, ",")
+}
+
+// recreateReason says why the container st no longer fits d: which parts
+// of what it was built from changed, as far as its labels tell (a
+// container made before labelBuiltFrom existed tells only its image).
+func recreateReason(st containerState, d desired) string {
+	old := map[string]string{}
+	for _, kv := range strings.Split(st.labels[labelBuiltFrom], ",") {
+		if k, v, ok := strings.Cut(kv, "="); ok {
+			old[k] = v
+		}
+	}
+	var changed []string
+	if len(old) > 0 {
+		for _, kv := range strings.Split(d.parts(), ",") {
+			k, v, _ := strings.Cut(kv, "=")
+			if old[k] != v {
+				changed = append(changed, k)
+			}
+		}
+	} else if st.imageID != d.ImageID {
+		changed = []string{"image"}
+	}
+	if len(changed) == 0 {
+		return "what it was built from changed"
+	}
+	return "what it was built from changed (" + strings.Join(changed, ", ") + ")"
 }
 
 // dropSnapshotImage removes an untagged snapshot image by id once no

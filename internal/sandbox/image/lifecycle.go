@@ -169,6 +169,7 @@ func (r *Runtime) Status(ctx context.Context, key string) (sandbox.Status, error
 	out.ConversationID = st.labels[engine.LabelConversation]
 	out.Image, out.ImageID = st.labels[engine.LabelImage], st.imageID
 	out.Fingerprint = st.fingerprint
+	out.Recreated, out.RecreatedBecause = sandbox.RecreatedFrom(st.labels)
 	out.Limits = st.limits
 	rs := loadRuntimeState(r.cfg.StateDir, key, st)
 	out.Boosted, out.TempLimits = rs.Boost != nil, rs.Temp != nil

@@ -74,10 +74,11 @@ func (r *Runtime) ensureLocked(ctx context.Context, s *session, spec sandbox.Spe
 	fp := d.fingerprint()
 	name := PodName(spec.OfficeKey)
 	pods := r.cluster.Client.CoreV1().Pods(r.cluster.Namespace)
+	because := "" // why this call deleted the pod, for its replacement
 	for round := 0; round < maxEnsureRounds; round++ {
 		pod, err := pods.Get(ctx, name, getOpts)
 		if apierrors.IsNotFound(err) {
-			pod, err = r.create(ctx, spec, d, fp)
+			pod, err = r.create(ctx, spec, d, fp, because)
 			if apierrors.IsAlreadyExists(err) {
 				continue // another replica made it: look at theirs
 			}
@@ -101,7 +102,8 @@ func (r *Runtime) ensureLocked(ctx context.Context, s *session, spec sandbox.Spe
 			if err := s.WaitIdle(ctx); err != nil {
 				return nil, err
 			}
-			r.log.Info("re-creating pod: what it was built from changed", "office_key", spec.OfficeKey, "pod", name)
+			because = recreatedDrift
+			r.log.Info("re-creating pod: "+because, "office_key", spec.OfficeKey, "pod", name)
 			r.event("recreated")
 			if err := r.deletePod(ctx, name, pod.UID, true); err != nil {
 				return nil, err
@@ -110,6 +112,7 @@ func (r *Runtime) ensureLocked(ctx context.Context, s *session, spec sandbox.Spe
 		case pod.Status.Phase == corev1.PodFailed || pod.Status.Phase == corev1.PodSucceeded:
 			// The agent ended or the pod was evicted: it never runs again.
 			r.log.Warn("pod ended; re-creating it", "office_key", spec.OfficeKey, "pod", name, "phase", pod.Status.Phase, "reason", podReason(pod))
+			because = recreatedEnded + podReason(pod)
 			r.event("recreated")
 			if err := r.deletePod(ctx, name, pod.UID, true); err != nil {
 				return nil, err
@@ -160,7 +163,9 @@ func (r *Runtime) checkOwned(pod *corev1.Pod) error {
 // delete it some time after a pod is deleted, possibly just after the
 // replacement pod was made to mount it. hutch deletes it itself with the
 // pod it stops, and at start with the pods it cannot account for.
-func (r *Runtime) create(ctx context.Context, spec sandbox.Spec, d desired, fp string) (*corev1.Pod, error) {
+// because, when not empty, says why the pod replaces one this process
+// deleted; the pod carries it (sandbox.MarkRecreated).
+func (r *Runtime) create(ctx context.Context, spec sandbox.Spec, d desired, fp, because string) (*corev1.Pod, error) {
 	r.ensurePolicy(ctx)
 	o := r.owner(spec)
 	if sec := buildSecret(o, d); sec != nil {
@@ -169,6 +174,9 @@ func (r *Runtime) create(ctx context.Context, spec sandbox.Spec, d desired, fp s
 		}
 	}
 	pod := buildPod(o, d, r.cfg.Workspace, r.cfg.Agent.SHA256, fp, r.baseLimits(spec))
+	if because != "" {
+		sandbox.MarkRecreated(pod.Annotations, time.Now(), because)
+	}
 	created, err := r.cluster.Client.CoreV1().Pods(r.cluster.Namespace).Create(ctx, pod, metav1.CreateOptions{})
 	if err != nil {
 		return nil, err

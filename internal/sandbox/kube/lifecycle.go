@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -112,15 +113,26 @@ func (r *Runtime) resize(ctx context.Context, pod *corev1.Pod, l sandbox.Limits)
 	if err := r.deletePod(ctx, pod.Name, pod.UID, true); err != nil {
 		return "", err
 	}
-	repl := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: pod.Name, Namespace: pod.Namespace, Labels: pod.Labels, Annotations: want.Annotations},
-		Spec:       *want.Spec.DeepCopy(),
-	}
-	repl.Spec.NodeName = "" // let the scheduler find a node with room
+	repl := resizeReplacement(want, time.Now())
 	if _, err := pods.Create(ctx, repl, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		return "", classify(err, "re-create pod "+pod.Name)
 	}
 	return appliedRecreate, nil
+}
+
+// resizeReplacement is the pod that replaces want's pod when the cluster
+// could not resize it in place: the same spec with want's limits, on any
+// node with room, annotated with when and why it was re-created.
+func resizeReplacement(want *corev1.Pod, now time.Time) *corev1.Pod {
+	ann := make(map[string]string, len(want.Annotations)+2)
+	maps.Copy(ann, want.Annotations)
+	sandbox.MarkRecreated(ann, now, recreatedResize)
+	repl := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: want.Name, Namespace: want.Namespace, Labels: want.Labels, Annotations: ann},
+		Spec:       *want.Spec.DeepCopy(),
+	}
+	repl.Spec.NodeName = "" // let the scheduler find a node with room
+	return repl
 }
 
 // waitResized waits until the kubelet reports the container running with
@@ -226,6 +238,7 @@ func (r *Runtime) status(key string, pod *corev1.Pod) sandbox.Status {
 	out.ConversationID = pod.Annotations[engine.LabelConversation]
 	out.Image = pod.Annotations[engine.LabelImage]
 	out.Fingerprint = pod.Annotations[engine.LabelFingerprint]
+	out.Recreated, out.RecreatedBecause = sandbox.RecreatedFrom(pod.Annotations)
 	out.Limits = podLimits(pod)
 	for _, cs := range pod.Status.ContainerStatuses {
 		if cs.Name == containerName {

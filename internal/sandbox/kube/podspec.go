@@ -45,6 +45,14 @@ const (
 	volVault     = "hutch-vault"
 )
 
+// Why a pod was re-created (sandbox.Status.RecreatedBecause). A pod that
+// ended gives its reason after recreatedEnded.
+const (
+	recreatedDrift  = "what it was built from changed"
+	recreatedEnded  = "the pod ended: "
+	recreatedResize = "the cluster could not resize it in place"
+)
+
 // Keys hutch puts on what it creates in the cluster. Labels select (they
 // must be short label values); annotations carry what is too long or
 // free-form for a label. The label keys are the managed containers'.

@@ -66,6 +66,7 @@ func (r *Runtime) Status(_ context.Context, key string) (sandbox.Status, error) 
 	s.Lock()
 	defer s.Unlock()
 	out.ActiveCommands, out.LastActivity = s.Active(), s.LastActivity()
+	out.Recreated, out.RecreatedBecause = s.recreated, s.recreatedBecause
 	if s.spec != nil {
 		out.Platform, out.ConversationID = s.spec.Platform, s.spec.ConversationID
 	}
@@ -158,6 +159,7 @@ func (r *Runtime) relimit(ctx context.Context, key string, change func(*session)
 	r.stopVMLocked(s, "new limits")
 	s.boost, s.temp = boost, temp
 	change(s)
+	s.recreated, s.recreatedBecause = time.Now(), "its limits changed (a microVM's vCPUs and memory are fixed at boot)"
 	r.log.Info("microVM limits change: booting a replacement", "office_key", key)
 	_, err := r.ensureLocked(ctx, s, *s.spec)
 	s.Unlock()

@@ -101,6 +101,10 @@ type session struct {
 	// roundedFrom is the fractional CPU value last reported as rounded,
 	// so the notice is logged once per value.
 	roundedFrom float64
+	// recreated and recreatedBecause say when and why this process last
+	// replaced the office's VM (sandbox.Status.Recreated).
+	recreated        time.Time
+	recreatedBecause string
 }
 
 // New returns the microVM mode. It checks that the tools it runs exist;
@@ -200,6 +204,7 @@ func (r *Runtime) ensureLocked(ctx context.Context, s *session, spec sandbox.Spe
 		r.log.Warn("the microVM exited on its own; booting a new one", "office_key", s.Key, "console", s.vm.consoleTail())
 		r.cleanupVM(s.vm)
 		s.vm, s.boost, s.temp = nil, nil, nil
+		s.recreated, s.recreatedBecause = time.Now(), "the microVM exited on its own"
 	}
 	m, err := r.assets.load(r.cfg.AssetDir)
 	if err != nil {
@@ -220,6 +225,7 @@ func (r *Runtime) ensureLocked(ctx context.Context, s *session, spec sandbox.Spe
 		r.log.Info("re-creating the microVM: what it was built from changed", "office_key", s.Key)
 		r.event("recreated")
 		r.stopVMLocked(s, "re-create")
+		s.recreated, s.recreatedBecause = time.Now(), "what it was built from changed"
 		// A stop ends a boost; the replacement boots with base limits.
 		if d, err = r.desired(s, spec, m); err != nil {
 			return nil, err
