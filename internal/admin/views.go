@@ -42,6 +42,38 @@ var funcs = template.FuncMap{
 		}
 		return strconv.FormatInt(n, 10)
 	},
+	"idleStop":  idleStop,
+	"recreated": recreated,
+}
+
+// idleStop says when a runtime stops for idling: "in 7m12s", "now" once
+// due (the idle check runs every so often), "busy" while a command runs,
+// "-" when it is not running or its last activity is unknown.
+func idleStop(st sandbox.Status, idle time.Duration, now time.Time) string {
+	switch {
+	case st.State != sandbox.StateRunning || st.LastActivity.IsZero() || idle <= 0:
+		return "-"
+	case st.ActiveCommands > 0:
+		return "busy"
+	}
+	left := st.LastActivity.Add(idle).Sub(now).Round(time.Second)
+	if left <= 0 {
+		return "now"
+	}
+	return "in " + left.String()
+}
+
+// recreated says when and why a runtime was last re-created: "3m0s ago:
+// what it was built from changed", or "-".
+func recreated(st sandbox.Status, now time.Time) string {
+	if st.Recreated.IsZero() {
+		return "-"
+	}
+	ago := max(now.Sub(st.Recreated).Round(time.Second), 0).String() + " ago"
+	if st.RecreatedBecause == "" {
+		return ago
+	}
+	return ago + ": " + st.RecreatedBecause
 }
 
 // officeRow is one office on the home page.
@@ -84,12 +116,16 @@ func (s *Server) home(w http.ResponseWriter, r *request) error {
 	}
 	byKey := map[string]*sandbox.Status{}
 	var runtimes []sandbox.Status
-	lc, err := s.lifecycle(r.Context())
+	var idle time.Duration
+	lc, err := lifecycleFor(s, r.Context())
 	if err != nil {
 		return err
 	}
 	if lc != nil {
 		if runtimes, err = lc.List(r.Context()); err != nil {
+			return err
+		}
+		if idle, err = s.svc.IdleDuration(); err != nil {
 			return err
 		}
 		for i := range runtimes {
@@ -110,7 +146,7 @@ func (s *Server) home(w http.ResponseWriter, r *request) error {
 	}
 	s.render(w, http.StatusOK, "home.html", map[string]any{
 		"Page": s.page(r, "Offices and runtimes"), "Offices": rows, "Runtimes": runtimes, "Managed": lc != nil,
-		"Usage": s.usageView(r.Context()),
+		"Idle": idle, "Now": s.now(), "Usage": s.usageView(r.Context()),
 	})
 	return nil
 }
