@@ -24,6 +24,7 @@ type fakeLifecycle struct {
 
 	boosted sandbox.Status
 	err     error // returned by Boost, Stop and Remove when set
+	active  int   // the commands Status says run
 }
 
 func (f *fakeLifecycle) record(call string) error {
@@ -41,7 +42,9 @@ func (f *fakeLifecycle) called() []string {
 
 func (f *fakeLifecycle) List(context.Context) ([]sandbox.Status, error) { return nil, nil }
 func (f *fakeLifecycle) Status(_ context.Context, key string) (sandbox.Status, error) {
-	return sandbox.Status{OfficeKey: key, State: sandbox.StateRunning}, nil
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return sandbox.Status{OfficeKey: key, State: sandbox.StateRunning, ActiveCommands: f.active}, nil
 }
 func (f *fakeLifecycle) Stop(_ context.Context, key string) error   { return f.record("stop " + key) }
 func (f *fakeLifecycle) Remove(_ context.Context, key string) error { return f.record("remove " + key) }
@@ -392,5 +395,35 @@ func TestHome_RuntimeActions(t *testing.T) {
 		if strings.Contains(html, no) {
 			t.Errorf("home offers %s", no)
 		}
+	}
+}
+
+// TestDoor_RefusedWhileBusy: a door change while a command runs in the
+// conversation's runtime is refused with the reason, and changes nothing.
+func TestDoor_RefusedWhileBusy(t *testing.T) {
+	fake := &fakeLifecycle{active: 1}
+	withFakeLifecycle(t, fake)
+	p := newPortal(t)
+	addr, _ := office.NewAddress("web", "busy")
+	if err := p.svc.SetChannelKind(addr, "im"); err != nil {
+		t.Fatal(err)
+	}
+	link, _, _ := p.srv.Link("ada", 0)
+	b := p.browser(t)
+	csrf := b.signIn(link)
+	form := url.Values{"csrf": {csrf}, "platform": {"web"}, "conversation": {"busy"}, "policy": {"full"}}
+	code, body := b.do(http.MethodPost, p.ts.URL+"/admin/door", form)
+	if code != http.StatusConflict || !strings.Contains(body, "Conversation is busy; retry when the current run finishes") {
+		t.Errorf("door change while busy: %d\n%s", code, body)
+	}
+	pol, err := p.svc.Resolve(addr, sandbox.Mode{Kind: sandbox.KindHost}, "")
+	if err != nil || pol.Decision.Policy.DoorWord() == "full" {
+		t.Errorf("a refused door change took effect: %v, %v", pol.Decision.Policy, err)
+	}
+	fake.mu.Lock()
+	fake.active = 0
+	fake.mu.Unlock()
+	if code, body := b.do(http.MethodPost, p.ts.URL+"/admin/door", form); code != http.StatusOK || !strings.Contains(body, "Door policy set to full") {
+		t.Errorf("door change once idle: %d\n%s", code, body)
 	}
 }

@@ -202,7 +202,7 @@ func (s *Server) setDoor(w http.ResponseWriter, r *request) error {
 	if err != nil {
 		return err
 	}
-	busy, err := s.svc.Busy(r.Context(), s.mode, addr)
+	busy, err := s.busy(r.Context(), addr)
 	if err != nil {
 		return err
 	}
@@ -251,4 +251,18 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 		s.log.Error("admin: request failed", "path", r.URL.Path, "error", err)
 	}
 	refuse(w, status, err.Error())
+}
+
+// busy reports whether a command runs in the conversation's runtime (as
+// service.Busy does, through the portal's lifecycle, which tests fake).
+func (s *Server) busy(ctx context.Context, addr office.Address) (bool, error) {
+	lc, err := lifecycleFor(s, ctx)
+	if err != nil || lc == nil {
+		return false, err
+	}
+	st, err := lc.Status(ctx, string(addr.Key()))
+	if err != nil {
+		return false, err
+	}
+	return st.ActiveCommands > 0, nil
 }
