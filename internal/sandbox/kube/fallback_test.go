@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -27,6 +28,9 @@ func TestBoost_RecreateWhenNoInPlaceResize(t *testing.T) {
 	o := owner{stateDir: "/var/lib/hutch", officeKey: "v1-web-boost-0123456789abcdef", platform: "web", conv: "boost"}
 	d := desired{Namespace: "ns", Image: "busybox:1", AgentImage: "hutch-agent:sha-0", Agent: "abc", WorkDir: "/workspace/x", Hardening: hardeningVersion}
 	pod := buildPod(o, d, "/ws", "abc", d.fingerprint(), sandbox.Limits{CPUs: 0.5, MemoryBytes: 1 << 30})
+	if _, why := sandbox.RecreatedFrom(pod.Annotations); why != "" {
+		t.Fatalf("a new pod says it was re-created: %q", why)
+	}
 	pod.UID = "old"
 	pod.Status.Phase = corev1.PodRunning
 	cs := fake.NewClientset(pod)
@@ -54,9 +58,15 @@ func TestBoost_RecreateWhenNoInPlaceResize(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	before := time.Now().Add(-time.Second)
 	st, err := rt.Boost(context.Background(), o.officeKey, sandbox.Limits{CPUs: 2, MemoryBytes: 4 << 30})
 	if err != nil {
 		t.Fatal(err)
+	}
+	// It says when and why it was re-created.
+	const why = "the cluster could not resize it in place"
+	if st.RecreatedBecause != why || st.Recreated.Before(before) || st.Recreated.After(time.Now()) {
+		t.Errorf("status: re-created %v because %q, want about now because %q", st.Recreated, st.RecreatedBecause, why)
 	}
 	if st.LimitsApplied != sandbox.LimitsAppliedRecreated || st.AppliedNote() == "" || !st.Boosted || st.ID != "new" {
 		t.Errorf("status: %+v", st)
@@ -67,6 +77,9 @@ func TestBoost_RecreateWhenNoInPlaceResize(t *testing.T) {
 	}
 	if l := podLimits(got); l.CPUs != 2 || l.MemoryBytes != 4<<30 {
 		t.Errorf("the new pod's limits: %+v", l)
+	}
+	if got.Annotations[sandbox.LabelRecreatedBecause] != why || got.Annotations[sandbox.LabelRecreatedAt] == "" {
+		t.Errorf("the new pod's re-creation annotations: %+v", got.Annotations)
 	}
 	if got.Annotations[annotationBoost] == "" || got.Spec.InitContainers[0].Image != d.AgentImage {
 		t.Errorf("the new pod is not the old one's spec with the boost: %+v", got.Annotations)

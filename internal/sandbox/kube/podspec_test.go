@@ -1,25 +1,15 @@
 package kube
 
 import (
-	"context"
 	"encoding/json"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/kubernetes/fake"
-	k8stesting "k8s.io/client-go/testing"
 
-	"github.com/hutchsandbox/hutch/internal/agentbin"
 	"github.com/hutchsandbox/hutch/internal/errdefs"
 	"github.com/hutchsandbox/hutch/internal/sandbox"
 )
@@ -238,60 +228,5 @@ func TestPodReason(t *testing.T) {
 		if got := podReason(&corev1.Pod{Status: c.st}); got != c.want {
 			t.Errorf("%s: podReason = %q, want %q", c.name, got, c.want)
 		}
-	}
-}
-
-// TestBoost_RecreateSaysWhy: the pod that replaces one the cluster could
-// not resize in place carries when and why it was re-created, and the
-// runtime's status reports both. The cluster's refusal is scripted on
-// client-go's fake clientset, as in TestBoost_RecreateWhenNoInPlaceResize.
-func TestBoost_RecreateSaysWhy(t *testing.T) {
-	o := owner{stateDir: "/var/lib/hutch", officeKey: "v1-web-why-0123456789abcdef", platform: "web", conv: "why"}
-	d := desired{Namespace: "ns", Image: "busybox:1", AgentImage: "hutch-agent:sha-0", Agent: "abc", WorkDir: "/workspace/x", Hardening: hardeningVersion}
-	pod := buildPod(o, d, "/ws", "abc", d.fingerprint(), sandbox.Limits{CPUs: 0.5, MemoryBytes: 1 << 30})
-	if _, why := sandbox.RecreatedFrom(pod.Annotations); why != "" {
-		t.Fatalf("a new pod says it was re-created: %q", why)
-	}
-	pod.UID = "old"
-	pod.Status.Phase = corev1.PodRunning
-	cs := fake.NewClientset(pod)
-	cs.PrependReactor("update", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
-		if a.GetSubresource() == "resize" {
-			return true, nil, apierrors.NewNotFound(schema.GroupResource{Resource: "pods/resize"}, pod.Name)
-		}
-		return false, nil, nil
-	})
-	cs.PrependReactor("create", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
-		p := a.(k8stesting.CreateAction).GetObject().(*corev1.Pod)
-		p.UID = "new"
-		p.Status.Phase = corev1.PodRunning
-		return false, nil, nil
-	})
-	rt, err := New(Config{
-		Cluster:    &Cluster{Client: cs, Namespace: "ns"},
-		StateDir:   o.stateDir,
-		Workspace:  "/ws",
-		AgentImage: d.AgentImage,
-		Agent:      agentbin.Binary{Path: "/hutch", SHA256: "abc"},
-		Log:        slog.New(slog.DiscardHandler),
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	before := time.Now().Add(-time.Second)
-	st, err := rt.Boost(context.Background(), o.officeKey, sandbox.Limits{CPUs: 2, MemoryBytes: 4 << 30})
-	if err != nil {
-		t.Fatal(err)
-	}
-	const want = "the cluster could not resize it in place"
-	if st.RecreatedBecause != want || st.Recreated.Before(before) || st.Recreated.After(time.Now()) {
-		t.Errorf("status: re-created %v because %q, want about now because %q", st.Recreated, st.RecreatedBecause, want)
-	}
-	got, err := cs.CoreV1().Pods("ns").Get(context.Background(), pod.Name, metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got.Annotations[sandbox.LabelRecreatedBecause] != want || got.Annotations[sandbox.LabelRecreatedAt] == "" {
-		t.Errorf("the new pod's annotations: %+v", got.Annotations)
 	}
 }
