@@ -334,3 +334,25 @@ func TestHeaders(t *testing.T) {
 		t.Errorf("CSP %q", csp)
 	}
 }
+
+// TestCookieSecureOverTLS: a portal reached over https (its URL, e.g.
+// behind a TLS proxy) sets its session cookie Secure.
+func TestCookieSecureOverTLS(t *testing.T) {
+	p := newPortal(t)
+	srv, err := New(Options{Service: p.svc, Mode: sandbox.Mode{Kind: sandbox.KindHost}, BaseURL: "https://admin.example.com", Now: p.clock.now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	link, _, _ := srv.Link("ada", 0)
+	u, _ := url.Parse(link)
+	if u.Scheme != "https" || u.Host != "admin.example.com" {
+		t.Errorf("link %s", link)
+	}
+	req := httptest.NewRequest(http.MethodPost, "/admin/login", strings.NewReader(url.Values{"token": {u.Query().Get("token")}}.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	rec := httptest.NewRecorder()
+	srv.Handler().ServeHTTP(rec, req)
+	if set := rec.Header().Get("Set-Cookie"); rec.Code != http.StatusSeeOther || !strings.Contains(set, "Secure") || !strings.Contains(set, "HttpOnly") || !strings.Contains(set, "SameSite=Strict") {
+		t.Errorf("sign-in over https: %d, Set-Cookie %q", rec.Code, set)
+	}
+}
