@@ -168,7 +168,11 @@ func (r *Runtime) checkOwned(pod *corev1.Pod) error {
 func (r *Runtime) create(ctx context.Context, spec sandbox.Spec, d desired, fp, because string) (*corev1.Pod, error) {
 	r.ensurePolicy(ctx)
 	o := r.owner(spec)
-	if sec := buildSecret(o, d); sec != nil {
+	sec, err := buildSecret(o, d)
+	if err != nil {
+		return nil, err
+	}
+	if sec != nil {
 		if err := r.putSecret(ctx, sec); err != nil {
 			return nil, err
 		}

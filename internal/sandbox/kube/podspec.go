@@ -112,9 +112,10 @@ type vaultMount struct {
 	subPath string
 }
 
+// vaultItem is one file of the Secret: its key, its path in the Secret
+// volume, and the host file it is read from when the Secret is made.
 type vaultItem struct {
-	key, path string
-	data      []byte
+	key, path, host string
 }
 
 // desired is what an office's pod must be built from; its hash is the
@@ -179,12 +180,13 @@ func planMounts(workspace string, mounts []sandbox.Mount) ([]subMount, error) {
 	return out, nil
 }
 
-// planVault reads the vault's file credentials into Secret items: a file
+// planVault maps the vault's file credentials to Secret items: a file
 // becomes one key, a directory one key per regular file under it. Each
-// entry's digest (image.DigestTree) goes into the fingerprint.
+// entry's digest (image.DigestTree) goes into the fingerprint. Nothing
+// is read into memory here: this runs before every command, and only a
+// pod being made needs the contents (buildSecret).
 func planVault(files []sandbox.Mount) ([]vaultMount, error) {
 	var out []vaultMount
-	total := 0
 	for i, f := range files {
 		dg, err := image.DigestTree(f.HostPath)
 		if err != nil {
@@ -196,11 +198,7 @@ func planVault(files []sandbox.Mount) ([]vaultMount, error) {
 			return nil, fmt.Errorf("vault entry: %w", err)
 		}
 		if !info.IsDir() {
-			data, err := os.ReadFile(f.HostPath)
-			if err != nil {
-				return nil, fmt.Errorf("vault entry: %w", err)
-			}
-			vm.items = []vaultItem{{key: vm.subPath, path: vm.subPath, data: data}}
+			vm.items = []vaultItem{{key: vm.subPath, path: vm.subPath, host: f.HostPath}}
 		} else {
 			n := 0
 			err := filepath.WalkDir(f.HostPath, func(p string, d fs.DirEntry, err error) error {
@@ -208,11 +206,7 @@ func planVault(files []sandbox.Mount) ([]vaultMount, error) {
 					return err
 				}
 				rel, _ := filepath.Rel(f.HostPath, p)
-				data, err := os.ReadFile(p)
-				if err != nil {
-					return err
-				}
-				vm.items = append(vm.items, vaultItem{key: vm.subPath + "-" + strconv.Itoa(n), path: vm.subPath + "/" + filepath.ToSlash(rel), data: data})
+				vm.items = append(vm.items, vaultItem{key: vm.subPath + "-" + strconv.Itoa(n), path: vm.subPath + "/" + filepath.ToSlash(rel), host: p})
 				n++
 				return nil
 			})
@@ -220,14 +214,7 @@ func planVault(files []sandbox.Mount) ([]vaultMount, error) {
 				return nil, fmt.Errorf("vault entry: %w", err)
 			}
 		}
-		for _, it := range vm.items {
-			total += len(it.data) + len(it.key)
-		}
 		out = append(out, vm)
-	}
-	if total > maxSecretBytes {
-		return nil, errdefs.New(errdefs.ErrInvalid, fmt.Sprintf(
-			"The vault's files hold %d bytes; kube mode projects them from one Secret, which holds at most %d", total, maxSecretBytes))
 	}
 	return out, nil
 }
@@ -267,11 +254,11 @@ func (o owner) annotations() map[string]string {
 	}
 }
 
-// buildSecret is the Secret of an office's vault files; nil when the
-// office has none.
-func buildSecret(o owner, d desired) *corev1.Secret {
+// buildSecret is the Secret of an office's vault files, read now; nil
+// when the office has none. A Secret holds at most maxSecretBytes.
+func buildSecret(o owner, d desired) (*corev1.Secret, error) {
 	if len(d.Vault) == 0 {
-		return nil
+		return nil, nil
 	}
 	s := &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{
@@ -284,12 +271,22 @@ func buildSecret(o owner, d desired) *corev1.Secret {
 		Data: map[string][]byte{},
 	}
 	s.Annotations[annotationVault] = d.vaultDigest()
+	total := 0
 	for _, v := range d.Vault {
 		for _, it := range v.items {
-			s.Data[it.key] = it.data
+			data, err := os.ReadFile(it.host)
+			if err != nil {
+				return nil, fmt.Errorf("vault entry: %w", err)
+			}
+			s.Data[it.key] = data
+			total += len(data) + len(it.key)
 		}
 	}
-	return s
+	if total > maxSecretBytes {
+		return nil, errdefs.New(errdefs.ErrInvalid, fmt.Sprintf(
+			"The vault's files hold %d bytes; kube mode projects them from one Secret, which holds at most %d", total, maxSecretBytes))
+	}
+	return s, nil
 }
 
 // resources are a container's requests and limits. Limits are the caps;

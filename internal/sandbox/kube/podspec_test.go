@@ -145,7 +145,10 @@ func TestBuildPod(t *testing.T) {
 		}
 	}
 	// The Secret does.
-	sec := buildSecret(o, d)
+	sec, err := buildSecret(o, d)
+	if err != nil {
+		t.Fatal(err)
+	}
 	if string(sec.Data["v0"]) != "s3cret" || len(sec.Data) != 3 || sec.Annotations[annotationVault] != d.vaultDigest() {
 		t.Errorf("secret: %v", sec.Annotations)
 	}
@@ -203,7 +206,11 @@ func TestPlanVault_TooBig(t *testing.T) {
 	if err := os.WriteFile(p, make([]byte, maxSecretBytes+1), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	_, err := planVault([]sandbox.Mount{{HostPath: p, RuntimePath: "/big"}})
+	vault, err := planVault([]sandbox.Mount{{HostPath: p, RuntimePath: "/big"}})
+	if err != nil {
+		t.Fatalf("planning a big vault (nothing read yet): %v", err)
+	}
+	_, err = buildSecret(owner{officeKey: "v1-web-big-0123456789abcdef"}, desired{Vault: vault})
 	if !errdefs.IsInvalid(err) || !strings.Contains(err.Error(), "kube mode projects them from one Secret") {
 		t.Errorf("err = %v", err)
 	}
