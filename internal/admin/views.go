@@ -253,16 +253,12 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 	refuse(w, status, err.Error())
 }
 
-// busy reports whether a command runs in the conversation's runtime (as
-// service.Busy does, through the portal's lifecycle, which tests fake).
+// busy reports whether a command runs in the conversation's runtime,
+// through the portal's lifecycle (which tests fake).
 func (s *Server) busy(ctx context.Context, addr office.Address) (bool, error) {
 	lc, err := lifecycleFor(s, ctx)
 	if err != nil || lc == nil {
 		return false, err
 	}
-	st, err := lc.Status(ctx, string(addr.Key()))
-	if err != nil {
-		return false, err
-	}
-	return st.ActiveCommands > 0, nil
+	return service.BusyIn(ctx, lc, addr)
 }

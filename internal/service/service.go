@@ -212,7 +212,13 @@ func (s *Service) Busy(ctx context.Context, mode sandbox.Mode, addr office.Addre
 	if err != nil {
 		return false, err
 	}
-	st, err := m.Status(ctx, string(addr.Key()))
+	return BusyIn(ctx, m, addr)
+}
+
+// BusyIn reports whether a command runs in the conversation's runtime of
+// the lifecycle lc (for callers that hold one already).
+func BusyIn(ctx context.Context, lc sandbox.Lifecycle, addr office.Address) (bool, error) {
+	st, err := lc.Status(ctx, string(addr.Key()))
 	if err != nil {
 		return false, err
 	}
