@@ -279,6 +279,11 @@ func TestCSRF(t *testing.T) {
 	if code, body := b.do(http.MethodPost, p.ts.URL+"/admin/door", form); code != http.StatusOK || !strings.Contains(body, "Door policy set to full") {
 		t.Fatalf("door change: %d\n%s", code, body)
 	}
+	// Home still names the recorded channel kind, though the policy no
+	// longer comes from it.
+	if code, body := b.do(http.MethodGet, p.ts.URL+"/admin/", nil); code != http.StatusOK || !strings.Contains(body, "<td>im</td>") || !strings.Contains(body, "(from conversation") {
+		t.Errorf("home after the change: %d\n%s", code, body)
+	}
 	entries, err := p.srv.audit.Last(10)
 	if err != nil || len(entries) != 2 || entries[0].Action != "set the door policy" || entries[0].Who != "ada" || entries[0].Target != "web/csrf" || entries[0].Detail != "full" || entries[1].Action != "signed in" {
 		t.Errorf("audit: %+v, %v", entries, err)

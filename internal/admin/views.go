@@ -140,7 +140,7 @@ func (s *Server) home(w http.ResponseWriter, r *request) error {
 			return err
 		}
 		rows = append(rows, officeRow{
-			Address: addr, Key: pol.Key, ChannelKind: s.svc.ChannelKind(addr),
+			Address: addr, Key: pol.Key, ChannelKind: pol.ChannelKind,
 			Policy: pol.Decision.Policy.String(), Origin: pol.Decision.Origin(), Runtime: byKey[string(pol.Key)],
 		})
 	}

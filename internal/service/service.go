@@ -70,6 +70,9 @@ type Policy struct {
 	Dir      string
 	StateDir string
 	Decision projection.Decision
+	// ChannelKind is the channel kind recorded for the conversation ("":
+	// none, or unreadable), whatever the decision derived from.
+	ChannelKind string
 	// Mode is the mode the projection was planned for.
 	Mode sandbox.Mode
 	// Mounts is the projection as Mode's runtime sees it; empty when the
@@ -96,11 +99,11 @@ func (s *Service) Resolve(addr office.Address, mode sandbox.Mode, user string) (
 		StateDir: office.StateDir(s.layout.StateDir, key),
 		Mode:     mode,
 	}
-	dec, err := s.decide(key)
+	dec, kind, err := s.decide(key)
 	if err != nil {
 		return Policy{}, err
 	}
-	p.Decision = dec
+	p.Decision, p.ChannelKind = dec, kind
 	caps := sandbox.CapabilitiesOf(mode.Kind)
 	switch caps.Workspace {
 	case sandbox.WorkspaceManaged:
@@ -148,26 +151,28 @@ func (s *Service) Resolve(addr office.Address, mode sandbox.Mode, user string) (
 }
 
 // decide reads both settings scopes and the channel kind and resolves the
-// door policy. Malformed settings fail closed.
-func (s *Service) decide(key office.Key) (projection.Decision, error) {
+// door policy; it also returns the recorded kind ("" when none or
+// unreadable). Malformed settings fail closed.
+func (s *Service) decide(key office.Key) (projection.Decision, string, error) {
 	global, err := settings.LoadWorkspace(settings.GlobalPath(s.layout.StateDir))
 	if err != nil {
-		return projection.Decision{}, err
+		return projection.Decision{}, "", err
 	}
 	conv, err := settings.LoadWorkspace(settings.ConversationPath(s.layout.StateDir, string(key)))
 	if err != nil {
-		return projection.Decision{}, err
+		return projection.Decision{}, "", err
 	}
 	kind, present, kerr := office.ReadChannelKind(s.layout.StateDir, key)
 	ch := projection.ChannelState{Kind: kind, Present: present}
 	if kerr != nil {
 		ch = projection.ChannelState{Unreadable: true}
+		kind = ""
 	}
 	dec, err := projection.Resolve(global, conv, ch)
 	if err == nil && dec.Warning != "" {
 		s.log.Warn(dec.Warning, "office_key", string(key), "error", kerr)
 	}
-	return dec, err
+	return dec, kind, err
 }
 
 // vaultKey is the vault a mode uses for a conversation: the platform user
@@ -228,16 +233,6 @@ func BusyIn(ctx context.Context, lc sandbox.Lifecycle, addr office.Address) (boo
 // SetGlobalDoor sets (or with nil clears) the global door policy.
 func (s *Service) SetGlobalDoor(setting *projection.Setting) error {
 	return settings.SetWorkspace(settings.GlobalPath(s.layout.StateDir), setting)
-}
-
-// ChannelKind is the channel kind recorded for a conversation ("" when
-// none is, or it cannot be read), whatever the door policy derives from.
-func (s *Service) ChannelKind(addr office.Address) string {
-	kind, present, err := office.ReadChannelKind(s.layout.StateDir, addr.Key())
-	if err != nil || !present {
-		return ""
-	}
-	return kind
 }
 
 // SetChannelKind records the platform's channel kind of a conversation,
