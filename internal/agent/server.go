@@ -48,6 +48,8 @@ type Server struct {
 	// directory cannot be used.
 	CommandCgroup string
 
+	// usageDir, when set, is the cgroup whose use is read (tests).
+	usageDir   string
 	once       sync.Once
 	log        *slog.Logger
 	h2         *http2.Server
@@ -82,6 +84,7 @@ func (s *Server) init() {
 		s.mux.HandleFunc("PUT "+pathFile, s.handleWriteFile)
 		s.mux.HandleFunc("GET "+pathStat, s.handleStat)
 		s.mux.HandleFunc("GET "+pathList, s.handleList)
+		s.mux.HandleFunc("GET "+pathUsage, s.handleUsage)
 		s.mux.HandleFunc("POST "+pathGuestSetup, s.handleGuestSetup)
 		s.mux.HandleFunc("POST "+pathGuestPowerOff, s.handleGuestPowerOff)
 	})

@@ -137,3 +137,31 @@ type Lifecycle interface {
 	// running and none started within idle. It returns the stopped keys.
 	StopIdle(ctx context.Context, idle time.Duration) ([]string, error)
 }
+
+// Usage is one reading of a runtime's resource use.
+type Usage struct {
+	// Instance names what was measured (a container, a pod, a VM). CPU
+	// times compare only between readings of one instance: a re-created
+	// runtime counts from zero again.
+	Instance string
+	// CPU is the CPU time the runtime has used since it started. Clock is
+	// read with it, from a clock that advances a second per second; the
+	// CPU use between two readings is their CPU delta over their Clock
+	// delta (1 is one CPU busy). Reading both where they are counted keeps
+	// the network's delays out of the figure.
+	CPU, Clock time.Duration
+	// Memory is memory in use, less the file cache the kernel drops before
+	// it runs out (as docker stats counts it); MemoryLimit is the cgroup's
+	// limit, 0 when it has none.
+	Memory, MemoryLimit uint64
+	// Pids counts processes and threads; PidsLimit is 0 when unlimited.
+	Pids, PidsLimit uint64
+}
+
+// UsageReader is implemented by the managed modes whose runtimes' resource
+// use can be read (found by type assertion on a Lifecycle). Reading never
+// counts as use of the runtime: it starts nothing and moves no idle clock.
+// Errors: errdefs.ErrNotFound when the office's runtime is not running.
+type UsageReader interface {
+	Usage(ctx context.Context, officeKey string) (Usage, error)
+}
