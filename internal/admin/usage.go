@@ -11,15 +11,14 @@ package admin
 // its life, and history starts at that first view. Its context derives
 // from context.Background(); stop ends it (tests).
 //
-// Only image mode is measured: the Docker Engine API serves one-shot
-// stats. Other managed modes say what measuring them would need rather
-// than show a number they do not have.
+// Every managed mode whose Lifecycle is a sandbox.UsageReader is
+// measured: image mode through the engine's stats, kube and gondolin
+// through the agent in each runtime, which reads its cgroup. Reading
+// never counts as use, so the portal keeps no runtime from its idle stop.
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"io"
 	"log/slog"
 	"math"
 	"net/http"
@@ -31,14 +30,10 @@ import (
 	"time"
 
 	"github.com/docker/go-units"
-	"github.com/moby/moby/api/types/container"
-	"github.com/moby/moby/client"
 
-	"github.com/hutchsandbox/hutch/internal/engine"
 	"github.com/hutchsandbox/hutch/internal/errdefs"
 	"github.com/hutchsandbox/hutch/internal/office"
 	"github.com/hutchsandbox/hutch/internal/sandbox"
-	"github.com/hutchsandbox/hutch/internal/sandbox/image"
 )
 
 const (
@@ -49,10 +44,13 @@ const (
 	usageWindow = time.Hour
 	// ringSize is the number of samples in usageWindow.
 	ringSize = int(usageWindow / sampleEvery)
-	// statsTimeout bounds one runtime's stats call.
-	statsTimeout = 5 * time.Second
-	// statsParallel is how many stats calls run at once.
-	statsParallel = 8
+	// readTimeout bounds one runtime's reading.
+	readTimeout = 5 * time.Second
+	// readParallel is how many runtimes are read at once.
+	readParallel = 8
+	// firstPause is how far apart the two readings are that give a
+	// runtime's first CPU figure.
+	firstPause = time.Second
 	// firstWait bounds how long the first page that shows resource use
 	// waits for the first reading.
 	firstWait = 3 * time.Second
@@ -98,28 +96,33 @@ var samplers = struct {
 	m map[*Server]*sampler
 }{m: map[*Server]*sampler{}}
 
+// measured is what a sampler reads: the runtimes of a mode whose
+// Lifecycle is a sandbox.UsageReader.
+type measured interface {
+	List(ctx context.Context) ([]sandbox.Status, error)
+	sandbox.UsageReader
+}
+
 // sampler returns s's sampler, started (nil when s's mode is not measured).
 // The first call waits up to firstWait (or ctx) for the first reading.
 func (s *Server) sampler(ctx context.Context) *sampler {
-	if s.mode.Kind != sandbox.KindImage {
+	if notMeasured(s.mode) != "" {
 		return nil
 	}
 	samplers.Lock()
 	u, ok := samplers.m[s]
 	if !ok {
 		svc, mode := s.svc, s.mode
-		u = newSampler(s.now, s.log, func(ctx context.Context) ([]sandbox.Status, error) {
+		u = newSampler(s.now, s.log, func(ctx context.Context) (measured, error) {
 			lc, err := svc.ManagedFor(ctx, mode)
 			if err != nil {
 				return nil, err
 			}
-			return lc.List(ctx)
-		}, func(ctx context.Context) (statsAPI, io.Closer, error) {
-			e, err := engine.Connect(ctx)
-			if err != nil {
-				return nil, nil, err
+			m, ok := lc.(measured)
+			if !ok {
+				return nil, errdefs.New(errdefs.ErrNotSupported, fmt.Sprintf("%s mode cannot read its runtimes' resource use", mode.Kind))
 			}
-			return e.Client, e, nil
+			return m, nil
 		})
 		samplers.m[s] = u
 	}
@@ -135,27 +138,14 @@ func (s *Server) sampler(ctx context.Context) *sampler {
 	return u
 }
 
-// notMeasured says why a mode's resource use is not shown, or "" for the
-// one mode that is measured.
+// notMeasured says why a mode's resource use is not shown, or "" for a
+// mode that is measured.
 func notMeasured(m sandbox.Mode) string {
 	switch m.Kind {
-	case sandbox.KindImage:
+	case sandbox.KindImage, sandbox.KindKube, sandbox.KindGondolin:
 		return ""
-	case sandbox.KindGondolin:
-		return "Resource use is not measured in gondolin mode. Measuring it would need the guest's own figures " +
-			"(the cpu.stat, memory.current and pids.current of the cgroup commands run in), reported by the agent in each VM; " +
-			"the QEMU process's use seen from the host also counts the guest kernel and its page cache, so it is not shown instead."
-	case sandbox.KindKube:
-		return "Resource use is not measured in kube mode. Measuring it would need the cluster's resource metrics API " +
-			"(metrics.k8s.io, served by metrics-server) and permission for hutch's service account to read pod metrics; " +
-			"that API reports CPU and memory, not process counts."
 	}
 	return fmt.Sprintf("Resource use is measured only for runtimes hutch manages, and %s mode has none.", m.Kind)
-}
-
-// statsAPI is the one engine call the sampler makes; *client.Client has it.
-type statsAPI interface {
-	ContainerStats(ctx context.Context, container string, options client.ContainerStatsOptions) (client.ContainerStatsResult, error)
 }
 
 // sample is one reading of a runtime.
@@ -163,7 +153,7 @@ type sample struct {
 	At time.Time
 	// CPU is docker stats' figure: percent of one CPU (200 is two CPUs
 	// busy). CPUKnown is false for a reading with nothing to compare
-	// with (a runtime's first, or its first after a gap or a re-create).
+	// with (its first reading failed, or it was re-created between).
 	CPU      float64
 	CPUKnown bool
 	// Mem is memory in use, page cache that can be dropped left out (as
@@ -214,10 +204,9 @@ func (r *ring) last() (sample, bool) {
 type series struct {
 	status sandbox.Status // as last listed: conversation, limits
 	ring   ring
-	// The last raw CPU reading, which the next one-shot reading is
-	// compared with: of container id, taken at.
-	pre   container.CPUStats
-	preID string
+	// pre is the last reading, which the next is compared with; preAt
+	// when it was taken.
+	pre   sandbox.Usage
 	preAt time.Time
 	// failure is why the last reading failed ("" when it did not).
 	failure string
@@ -227,19 +216,15 @@ type series struct {
 
 // sampler reads running runtimes' resource use every sampleEvery.
 type sampler struct {
-	now     func() time.Time
-	log     *slog.Logger
-	every   time.Duration
-	list    func(context.Context) ([]sandbox.Status, error)
-	connect func(context.Context) (statsAPI, io.Closer, error)
+	now    func() time.Time
+	log    *slog.Logger
+	every  time.Duration
+	pause  time.Duration // firstPause; tests shorten it
+	source func(context.Context) (measured, error)
 
 	once  sync.Once
 	first chan struct{} // closed once the first reading is in
 	stop  context.CancelFunc
-
-	// api and closer are the loop goroutine's own.
-	api    statsAPI
-	closer io.Closer
 
 	// mu guards the following.
 	mu        sync.Mutex
@@ -251,12 +236,12 @@ type sampler struct {
 	news      string             // the last change of state, with its time
 }
 
-func newSampler(now func() time.Time, log *slog.Logger, list func(context.Context) ([]sandbox.Status, error), connect func(context.Context) (statsAPI, io.Closer, error)) *sampler {
+func newSampler(now func() time.Time, log *slog.Logger, source func(context.Context) (measured, error)) *sampler {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
 	return &sampler{
-		now: now, log: log, every: sampleEvery, list: list, connect: connect,
+		now: now, log: log, every: sampleEvery, pause: firstPause, source: source,
 		first: make(chan struct{}), stop: func() {}, series: map[string]*series{},
 	}
 }
@@ -271,11 +256,6 @@ func (u *sampler) start() {
 }
 
 func (u *sampler) run(ctx context.Context) {
-	defer func() {
-		if u.closer != nil {
-			_ = u.closer.Close()
-		}
-	}()
 	u.tick(ctx)
 	close(u.first)
 	t := time.NewTicker(u.every)
@@ -290,16 +270,18 @@ func (u *sampler) run(ctx context.Context) {
 	}
 }
 
-// reading is what one runtime's stats call gave.
+// reading is what one runtime's reading gave: pre, when set, is a reading
+// taken a moment before to compare it with.
 type reading struct {
 	status sandbox.Status
-	stats  container.StatsResponse
+	usage  sandbox.Usage
+	pre    *sandbox.Usage
 	err    error
 }
 
 // tick reads every running runtime once.
 func (u *sampler) tick(ctx context.Context) {
-	ctx, cancel := context.WithTimeout(ctx, 2*u.every) // an engine that hangs must not stop the loop
+	ctx, cancel := context.WithTimeout(ctx, 2*u.every) // a runtime that hangs must not stop the loop
 	defer cancel()
 	at := u.now()
 	u.mu.Lock()
@@ -307,9 +289,10 @@ func (u *sampler) tick(ctx context.Context) {
 		u.started = at
 	}
 	u.mu.Unlock()
-	statuses, err := u.list(ctx)
-	if err == nil && u.api == nil {
-		u.api, u.closer, err = u.connect(ctx)
+	var statuses []sandbox.Status
+	rts, err := u.source(ctx)
+	if err == nil {
+		statuses, err = rts.List(ctx)
 	}
 	if err != nil {
 		u.fail(at, err)
@@ -322,55 +305,50 @@ func (u *sampler) tick(ctx context.Context) {
 		}
 	}
 	got := make([]reading, len(running))
-	sem := make(chan struct{}, statsParallel)
+	sem := make(chan struct{}, readParallel)
 	var wg sync.WaitGroup
 	for i, st := range running {
 		wg.Go(func() {
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			got[i] = reading{status: st}
-			got[i].stats, got[i].err = u.read(ctx, st.OfficeKey, at)
+			got[i] = u.read(ctx, rts, st, at)
 		})
 	}
 	wg.Wait()
 	u.record(at, got)
 }
 
-// read asks the engine for one runtime's stats: two samples a second
-// apart when there is no recent reading of the same container to compare
-// with, else one.
-func (u *sampler) read(ctx context.Context, key string, at time.Time) (container.StatsResponse, error) {
+// read reads one runtime: twice, a pause apart, when there is no recent
+// reading to compare with, so that its CPU use is known at once.
+func (u *sampler) read(ctx context.Context, rts measured, st sandbox.Status, at time.Time) reading {
 	u.mu.Lock()
-	ser := u.series[key]
-	fresh := ser != nil && ser.preID != "" && at.Sub(ser.preAt) <= u.gap()
+	ser := u.series[st.OfficeKey]
+	fresh := ser != nil && ser.pre.Instance != "" && at.Sub(ser.preAt) <= u.gap()
 	u.mu.Unlock()
-	ctx, cancel := context.WithTimeout(ctx, statsTimeout)
+	ctx, cancel := context.WithTimeout(ctx, readTimeout+u.pause)
 	defer cancel()
-	return fetchStats(ctx, u.api, image.ContainerName(key), !fresh)
+	r := reading{status: st}
+	if !fresh {
+		pre, err := rts.Usage(ctx, st.OfficeKey)
+		if err != nil {
+			r.err = err
+			return r
+		}
+		r.pre = &pre
+		select {
+		case <-time.After(u.pause):
+		case <-ctx.Done():
+			r.err = ctx.Err()
+			return r
+		}
+	}
+	r.usage, r.err = rts.Usage(ctx, st.OfficeKey)
+	return r
 }
 
 // gap is the longest time between two readings that are still compared
 // (and drawn joined).
 func (u *sampler) gap() time.Duration { return u.every * 5 / 2 }
-
-// fetchStats reads one container's stats once.
-func fetchStats(ctx context.Context, api statsAPI, name string, withPrevious bool) (container.StatsResponse, error) {
-	res, err := api.ContainerStats(ctx, name, client.ContainerStatsOptions{IncludePreviousSample: withPrevious})
-	if err != nil {
-		return container.StatsResponse{}, engine.Classify(err, "stats of "+name)
-	}
-	defer res.Body.Close()
-	return decodeStats(res.Body)
-}
-
-// decodeStats reads one stats answer of the Engine API.
-func decodeStats(r io.Reader) (container.StatsResponse, error) {
-	var st container.StatsResponse
-	if err := json.NewDecoder(io.LimitReader(r, 1<<20)).Decode(&st); err != nil {
-		return st, fmt.Errorf("reading container stats: %w", err)
-	}
-	return st, nil
-}
 
 // fail records a reading that failed as a whole (the engine is gone).
 func (u *sampler) fail(at time.Time, err error) {
@@ -414,12 +392,12 @@ func (u *sampler) record(at time.Time, got []reading) {
 			continue
 		}
 		ser.failure = ""
-		var pre *container.CPUStats
-		if ser.preID == g.stats.ID && at.Sub(ser.preAt) <= u.gap() {
+		pre := g.pre
+		if pre == nil && at.Sub(ser.preAt) <= u.gap() {
 			pre = &ser.pre
 		}
-		s := toSample(at, g.stats, pre)
-		ser.pre, ser.preID, ser.preAt = g.stats.CPUStats, g.stats.ID, at
+		s := toSample(at, g.usage, pre)
+		ser.pre, ser.preAt = g.usage, at
 		ser.ring.add(s)
 		hot := s.MemLimit > 0 && float64(s.Mem) >= hotMemory*float64(s.MemLimit)
 		if hot && !ser.hot {
@@ -459,53 +437,25 @@ func runtimeName(st sandbox.Status) string {
 	return st.Platform + "/" + st.ConversationID
 }
 
-// toSample turns a stats answer into a sample. pre is the previous
-// reading of the same container to compare CPU time with; nil takes the
-// answer's own precpu_stats, which the engine fills when asked for two
-// samples (a one-shot answer leaves it empty).
-func toSample(at time.Time, st container.StatsResponse, pre *container.CPUStats) sample {
-	if pre == nil {
-		pre = &st.PreCPUStats
+// toSample turns a reading into a sample; pre, when set, is an earlier
+// reading to compare CPU time with.
+func toSample(at time.Time, cur sandbox.Usage, pre *sandbox.Usage) sample {
+	s := sample{At: at, Mem: cur.Memory, MemLimit: cur.MemoryLimit, Pids: cur.Pids, PidsLimit: cur.PidsLimit}
+	if pre != nil {
+		s.CPU, s.CPUKnown = cpuPercent(cur, *pre)
 	}
-	cpu, ok := cpuPercent(st.CPUStats, *pre)
-	return sample{
-		At: at, CPU: cpu, CPUKnown: ok,
-		Mem: memUsed(st.MemoryStats), MemLimit: st.MemoryStats.Limit,
-		Pids: st.PidsStats.Current, PidsLimit: st.PidsStats.Limit,
-	}
+	return s
 }
 
-// cpuPercent is docker stats' CPU figure: the container's CPU time over
-// the host's between two readings, times the online CPUs, in percent, so
-// that 100 is one CPU busy. ok is false when pre is no earlier reading
-// (empty, or a container that restarted: its counter went back).
-func cpuPercent(cur, pre container.CPUStats) (float64, bool) {
-	if pre.SystemUsage == 0 || cur.SystemUsage <= pre.SystemUsage || cur.CPUUsage.TotalUsage < pre.CPUUsage.TotalUsage {
+// cpuPercent is docker stats' CPU figure: the runtime's CPU time over the
+// time that passed between two readings, in percent, so that 100 is one
+// CPU busy. ok is false when pre is no earlier reading of the same
+// runtime (another instance: it was re-created; or a counter went back).
+func cpuPercent(cur, pre sandbox.Usage) (float64, bool) {
+	if pre.Instance != cur.Instance || cur.Clock <= pre.Clock || cur.CPU < pre.CPU {
 		return 0, false
 	}
-	cpus := float64(cur.OnlineCPUs)
-	if cpus == 0 {
-		cpus = float64(len(cur.CPUUsage.PercpuUsage))
-	}
-	cpuDelta := float64(cur.CPUUsage.TotalUsage - pre.CPUUsage.TotalUsage)
-	sysDelta := float64(cur.SystemUsage - pre.SystemUsage)
-	return cpuDelta / sysDelta * cpus * 100, true
-}
-
-// memUsed is memory in use less the inactive file cache, which the kernel
-// drops before it runs out, as docker stats computes it: total_inactive_file
-// on cgroup v1, inactive_file on v2.
-func memUsed(m container.MemoryStats) uint64 {
-	if v, ok := m.Stats["total_inactive_file"]; ok {
-		if v < m.Usage {
-			return m.Usage - v
-		}
-		return m.Usage
-	}
-	if v := m.Stats["inactive_file"]; v < m.Usage {
-		return m.Usage - v
-	}
-	return m.Usage
+	return float64(cur.CPU-pre.CPU) / float64(cur.Clock-pre.Clock) * 100, true
 }
 
 // timeOfDay formats a time of day for the pages.

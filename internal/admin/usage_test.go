@@ -5,15 +5,11 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
-	"errors"
 	"html/template"
 	"io"
-	"math"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"os"
 	"regexp"
 	"strings"
 	"sync"
@@ -23,8 +19,6 @@ import (
 	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
-	"github.com/moby/moby/api/types/container"
-	"github.com/moby/moby/client"
 
 	"github.com/hutchsandbox/hutch/internal/errdefs"
 	"github.com/hutchsandbox/hutch/internal/office"
@@ -33,85 +27,30 @@ import (
 	"github.com/hutchsandbox/hutch/internal/testenv"
 )
 
-// readStatsFixture decodes a stats answer captured from a real engine (Docker
-// 20.10.24, cgroup v1) for a busybox container limited to 0.5 CPU, 64 MiB
-// and 64 pids, spinning a shell loop, with 8 MiB written to its layer (page
-// cache, left out of its memory use):
-//
-//	stats-previous.json   GET /containers/{name}/stats?stream=false (two samples a second apart)
-//	stats-oneshot-1.json  GET /containers/{name}/stats?stream=false&one-shot=true
-//	stats-oneshot-2.json  the same, 2.2 s later
-func readStatsFixture(t *testing.T, name string) container.StatsResponse {
-	t.Helper()
-	f, err := os.Open("testdata/" + name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	st, err := decodeStats(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return st
-}
-
 func TestCPUPercent(t *testing.T) {
-	pre := container.CPUStats{CPUUsage: container.CPUUsage{TotalUsage: 1_000_000_000}, SystemUsage: 100_000_000_000, OnlineCPUs: 4}
-	cur := container.CPUStats{CPUUsage: container.CPUUsage{TotalUsage: 1_500_000_000}, SystemUsage: 104_000_000_000, OnlineCPUs: 4}
-	// 0.5 s of CPU time over 4 s of host time on 4 CPUs: half a CPU.
+	pre := sandbox.Usage{Instance: "c1", CPU: 1 * time.Second, Clock: 25 * time.Second}
+	cur := sandbox.Usage{Instance: "c1", CPU: 1500 * time.Millisecond, Clock: 26 * time.Second}
+	// 0.5 s of CPU time over 1 s: half a CPU.
 	if got, ok := cpuPercent(cur, pre); !ok || got != 50 {
 		t.Errorf("cpuPercent = %v, %v; want 50, true", got, ok)
 	}
-	// Without online_cpus (old engines), the per-CPU counters count.
-	cur.OnlineCPUs = 0
-	cur.CPUUsage.PercpuUsage = []uint64{1, 2}
-	if got, ok := cpuPercent(cur, pre); !ok || got != 25 {
-		t.Errorf("cpuPercent without online_cpus = %v, %v; want 25, true", got, ok)
-	}
-	for name, pre := range map[string]container.CPUStats{
-		"empty (one-shot)":    {},
-		"restarted container": {CPUUsage: container.CPUUsage{TotalUsage: 2_000_000_000}, SystemUsage: 100_000_000_000},
-		"no host time passed": {CPUUsage: container.CPUUsage{TotalUsage: 1}, SystemUsage: 104_000_000_000},
+	for name, pre := range map[string]sandbox.Usage{
+		"none":              {},
+		"another runtime":   {Instance: "c0", CPU: 1, Clock: 1},
+		"counter went back": {Instance: "c1", CPU: 2 * time.Second, Clock: 25 * time.Second},
+		"no time passed":    {Instance: "c1", CPU: 1, Clock: 26 * time.Second},
 	} {
 		if got, ok := cpuPercent(cur, pre); ok {
 			t.Errorf("%s: cpuPercent = %v, want unknown", name, got)
 		}
 	}
-
-	// Captured answers: the engine's own two samples, and two one-shot
-	// answers compared as the sampler compares its readings.
-	prev := readStatsFixture(t, "stats-previous.json")
-	if got, ok := cpuPercent(prev.CPUStats, prev.PreCPUStats); !ok || math.Abs(got-29.779) > 0.001 {
-		t.Errorf("stats-previous.json: cpuPercent = %v, %v; want 29.779 (299279750 ns over 2.01 s on 2 CPUs)", got, ok)
+	if s := toSample(time.Time{}, cur, nil); s.CPUKnown {
+		t.Errorf("a reading alone gave a CPU figure: %+v", s)
 	}
-	a, b := readStatsFixture(t, "stats-oneshot-1.json"), readStatsFixture(t, "stats-oneshot-2.json")
-	if s := toSample(time.Time{}, a, nil); s.CPUKnown {
-		t.Errorf("a one-shot answer alone gave a CPU figure: %+v", s)
-	}
-	s := toSample(time.Time{}, b, &a.CPUStats)
-	if !s.CPUKnown || math.Abs(s.CPU-32.254) > 0.001 {
-		t.Errorf("one-shot pair: CPU %v (known %v), want 32.254 (712830984 ns over 4.42 s on 2 CPUs)", s.CPU, s.CPUKnown)
-	}
-	want := sample{CPU: s.CPU, CPUKnown: true, Mem: 9428992 - 8388608, MemLimit: 64 << 20, Pids: 2, PidsLimit: 64}
-	if s != want {
-		t.Errorf("sample of stats-oneshot-2.json = %+v, want %+v", s, want)
-	}
-}
-
-func TestMemUsed(t *testing.T) {
-	for _, c := range []struct {
-		name  string
-		stats map[string]uint64
-		want  uint64
-	}{
-		{"cgroup v1", map[string]uint64{"total_inactive_file": 300, "inactive_file": 100}, 700},
-		{"cgroup v2", map[string]uint64{"inactive_file": 250}, 750},
-		{"cache over usage", map[string]uint64{"inactive_file": 2000}, 1000},
-		{"no stats", nil, 1000},
-	} {
-		if got := memUsed(container.MemoryStats{Usage: 1000, Stats: c.stats}); got != c.want {
-			t.Errorf("%s: memUsed = %d, want %d", c.name, got, c.want)
-		}
+	cur.Memory, cur.MemoryLimit, cur.Pids, cur.PidsLimit = 1<<20, 64<<20, 2, 64
+	want := sample{CPU: 50, CPUKnown: true, Mem: 1 << 20, MemLimit: 64 << 20, Pids: 2, PidsLimit: 64}
+	if s := toSample(time.Time{}, cur, &pre); s != want {
+		t.Errorf("sample = %+v, want %+v", s, want)
 	}
 }
 
@@ -227,66 +166,65 @@ func TestChart(t *testing.T) {
 	}
 }
 
-// fakeStats answers stats calls from a table, and records them.
-type fakeStats struct {
-	mu    sync.Mutex
-	stats map[string]container.StatsResponse // by container name
-	calls []statsCall
+// fakeRuntimes is a measured mode: it lists runtimes and answers their
+// readings from a queue per runtime, and records the readings asked for.
+type fakeRuntimes struct {
+	mu       sync.Mutex
+	list     []sandbox.Status
+	err      error
+	readings map[string][]sandbox.Usage // queued, by office key
+	last     map[string]sandbox.Usage   // answered last, by office key
+	calls    []string
 }
 
-type statsCall struct {
-	name         string
-	withPrevious bool
-}
-
-func (f *fakeStats) ContainerStats(_ context.Context, name string, o client.ContainerStatsOptions) (client.ContainerStatsResult, error) {
+func (f *fakeRuntimes) List(context.Context) ([]sandbox.Status, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.calls = append(f.calls, statsCall{name, o.IncludePreviousSample})
-	st, ok := f.stats[name]
+	return append([]sandbox.Status(nil), f.list...), f.err
+}
+
+func (f *fakeRuntimes) setList(l ...sandbox.Status) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.list = l
+}
+
+// Usage answers the oldest queued reading, and the last one answered
+// again once the queue is empty.
+func (f *fakeRuntimes) Usage(_ context.Context, key string) (sandbox.Usage, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.calls = append(f.calls, key)
+	if q := f.readings[key]; len(q) > 0 {
+		f.last[key], f.readings[key] = q[0], q[1:]
+	}
+	u, ok := f.last[key]
 	if !ok {
-		return client.ContainerStatsResult{}, errdefs.New(errdefs.ErrNotFound, "no such container: "+name)
+		return sandbox.Usage{}, errdefs.New(errdefs.ErrNotFound, "no such runtime: "+key)
 	}
-	if !o.IncludePreviousSample {
-		st.PreCPUStats = container.CPUStats{}
-	}
-	data, _ := json.Marshal(st)
-	return client.ContainerStatsResult{Body: io.NopCloser(bytes.NewReader(data))}, nil
+	return u, nil
 }
 
-// set makes a container's next answer: CPU time and host time so far (ns),
-// memory in use (MiB).
-func (f *fakeStats) set(key string, cpu, system uint64, memMiB uint64) {
+// set queues a runtime's next reading: CPU time and host CPU time on 2
+// CPUs so far (ns; the clock is half of it), memory in use (MiB).
+func (f *fakeRuntimes) set(key string, cpu, system uint64, memMiB uint64) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.stats[image.ContainerName(key)] = container.StatsResponse{
-		ID:          "id-" + key,
-		CPUStats:    container.CPUStats{CPUUsage: container.CPUUsage{TotalUsage: cpu}, SystemUsage: system, OnlineCPUs: 2},
-		PreCPUStats: container.CPUStats{CPUUsage: container.CPUUsage{TotalUsage: cpu - 100_000_000}, SystemUsage: system - 2_000_000_000, OnlineCPUs: 2},
-		MemoryStats: container.MemoryStats{Usage: memMiB << 20, Limit: 256 << 20, Stats: map[string]uint64{"inactive_file": 0}},
-		PidsStats:   container.PidsStats{Current: 4, Limit: 128},
+	if f.readings == nil {
+		f.readings, f.last = map[string][]sandbox.Usage{}, map[string]sandbox.Usage{}
 	}
+	f.readings[key] = append(f.readings[key], sandbox.Usage{
+		Instance: "id-" + key, CPU: time.Duration(cpu), Clock: time.Duration(system / 2),
+		Memory: memMiB << 20, MemoryLimit: 256 << 20, Pids: 4, PidsLimit: 128,
+	})
 }
 
-func (f *fakeStats) takeCalls() []statsCall {
+func (f *fakeRuntimes) takeCalls() []string {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	c := f.calls
 	f.calls = nil
 	return c
-}
-
-// usageRuntimes is what the sampler lists.
-type usageRuntimes struct {
-	mu   sync.Mutex
-	list []sandbox.Status
-	err  error
-}
-
-func (f *usageRuntimes) List(context.Context) ([]sandbox.Status, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return append([]sandbox.Status(nil), f.list...), f.err
 }
 
 func usageStatus(platform, id string, state sandbox.RuntimeState) sandbox.Status {
@@ -295,10 +233,11 @@ func usageStatus(platform, id string, state sandbox.RuntimeState) sandbox.Status
 	return sandbox.Status{OfficeKey: key, Platform: platform, ConversationID: id, Name: image.ContainerName(key), State: state, Limits: sandbox.Limits{CPUs: 1, MemoryBytes: 256 << 20, Pids: 128}}
 }
 
-// stubSampler is a sampler over fakes whose readings the test makes with
+// stubSampler is a sampler over a fake whose readings the test makes with
 // tick; it is registered as srv's, and its loop never runs.
-func stubSampler(srv *Server, now func() time.Time, rts *usageRuntimes, api *fakeStats) *sampler {
-	u := newSampler(now, nil, rts.List, func(context.Context) (statsAPI, io.Closer, error) { return api, nil, nil })
+func stubSampler(srv *Server, now func() time.Time, rts *fakeRuntimes) *sampler {
+	u := newSampler(now, nil, func(context.Context) (measured, error) { return rts, nil })
+	u.pause = 0
 	u.once.Do(func() {})
 	close(u.first)
 	samplers.Lock()
@@ -326,9 +265,8 @@ func (p *portal) usageSession(t *testing.T) *browser {
 func TestSampler(t *testing.T) {
 	p := newPortalIn(t, sandbox.Mode{Kind: sandbox.KindImage, Target: "hutch-sandbox:dev"})
 	a, b := usageStatus("web", "alpha", sandbox.StateRunning), usageStatus("web", "beta & co", sandbox.StateRunning)
-	rts := &usageRuntimes{list: []sandbox.Status{a, b, usageStatus("web", "gamma", sandbox.StateStopped)}}
-	api := &fakeStats{stats: map[string]container.StatsResponse{}}
-	u := stubSampler(p.srv, p.clock.now, rts, api)
+	rts := &fakeRuntimes{list: []sandbox.Status{a, b, usageStatus("web", "gamma", sandbox.StateStopped)}}
+	u := stubSampler(p.srv, p.clock.now, rts)
 	ctx := context.Background()
 	br := p.usageSession(t)
 	get := func(path string) string {
@@ -340,13 +278,15 @@ func TestSampler(t *testing.T) {
 		return body
 	}
 
-	// The first reading asks the engine for two samples, so CPU is known
+	// A runtime's first reading is two, a pause apart, so CPU is known
 	// at once; stopped runtimes are not read.
-	api.set(a.OfficeKey, 1_000_000_000, 100_000_000_000, 50)
-	api.set(b.OfficeKey, 5_000_000_000, 100_000_000_000, 100)
+	rts.set(a.OfficeKey, 900_000_000, 98_000_000_000, 40)
+	rts.set(a.OfficeKey, 1_000_000_000, 100_000_000_000, 50)
+	rts.set(b.OfficeKey, 4_900_000_000, 98_000_000_000, 90)
+	rts.set(b.OfficeKey, 5_000_000_000, 100_000_000_000, 100)
 	u.tick(ctx)
-	if c := api.takeCalls(); len(c) != 2 || !c[0].withPrevious || !c[1].withPrevious {
-		t.Errorf("first reading's calls: %+v", c)
+	if c := rts.takeCalls(); len(c) != 4 || strings.Count(strings.Join(c, " "), a.OfficeKey) != 2 {
+		t.Errorf("first reading's calls: %q", c)
 	}
 	body := get("/admin/usage")
 	for _, want := range []string{
@@ -355,7 +295,7 @@ func TestSampler(t *testing.T) {
 		`aria-live="off"`,
 		`<a href="/admin/office?conversation=alpha&amp;platform=web">web/alpha</a>`,
 		`<a href="/admin/office?conversation=beta&#43;%26&#43;co&amp;platform=web">web/beta &amp; co</a>`,
-		`<td class="num">10.0 % <span class="muted">of 1 CPU</span></td>`, // 0.1 s over 2 s on 2 CPUs
+		`<td class="num">10.0 % <span class="muted">of 1 CPU</span></td>`, // 0.1 s over 1 s
 		`<td class="num">50MiB / 256MiB</td>`, `<td class="num">4 / 128</td>`,
 		`<time datetime="2026-11-30T12:00:00Z">12:00:00 UTC</time>`,
 	} {
@@ -367,15 +307,15 @@ func TestSampler(t *testing.T) {
 		t.Errorf("usage fragment shows a stopped runtime or is a page:\n%s", body)
 	}
 
-	// Later readings are one-shot, compared with the previous one: 1 s of
-	// CPU time over 20 s of host time on 2 CPUs. beta stops; alpha's memory
-	// nears its limit. Each is news once.
+	// Later readings are one each, compared with the previous one: 1 s of
+	// CPU time over 10 s. beta stops; alpha's memory nears its limit. Each
+	// is news once.
 	p.clock.add(sampleEvery)
-	api.set(a.OfficeKey, 2_000_000_000, 120_000_000_000, 240)
-	rts.list = []sandbox.Status{a}
+	rts.set(a.OfficeKey, 2_000_000_000, 120_000_000_000, 240)
+	rts.setList(a)
 	u.tick(ctx)
-	if c := api.takeCalls(); len(c) != 1 || c[0].withPrevious {
-		t.Errorf("second reading's calls: %+v", c)
+	if c := rts.takeCalls(); len(c) != 1 || c[0] != a.OfficeKey {
+		t.Errorf("second reading's calls: %q", c)
 	}
 	body = get("/admin/usage")
 	news := `aria-atomic="true">12:00:10 UTC: web/alpha uses 240MiB of its 256MiB of memory; web/beta &amp; co stopped.</p>`
@@ -383,7 +323,7 @@ func TestSampler(t *testing.T) {
 		t.Errorf("after beta stopped:\n%s", body)
 	}
 	p.clock.add(sampleEvery)
-	api.set(a.OfficeKey, 3_000_000_000, 140_000_000_000, 240)
+	rts.set(a.OfficeKey, 3_000_000_000, 140_000_000_000, 240)
 	u.tick(ctx)
 	if body = get("/admin/usage"); !strings.Contains(body, news) {
 		t.Errorf("the news changed though nothing did:\n%s", body)
@@ -391,7 +331,9 @@ func TestSampler(t *testing.T) {
 
 	// The engine goes away, and comes back.
 	p.clock.add(sampleEvery)
+	rts.mu.Lock()
 	rts.err = errdefs.New(errdefs.ErrUnavailable, "No container engine answers at unix:///var/run/docker.sock.")
+	rts.mu.Unlock()
 	u.tick(ctx)
 	body = get("/admin/usage")
 	if !strings.Contains(body, "Resource use could not be read at 12:00:30 UTC: No container engine answers") ||
@@ -399,8 +341,10 @@ func TestSampler(t *testing.T) {
 		t.Errorf("engine gone:\n%s", body)
 	}
 	p.clock.add(sampleEvery)
+	rts.mu.Lock()
 	rts.err = nil
-	api.set(a.OfficeKey, 4_000_000_000, 180_000_000_000, 60)
+	rts.mu.Unlock()
+	rts.set(a.OfficeKey, 4_000_000_000, 180_000_000_000, 60)
 	u.tick(ctx)
 	body = get("/admin/usage")
 	if !strings.Contains(body, "12:00:40 UTC: resource use is read again.</p>") || !strings.Contains(body, `<td class="num">60MiB / 256MiB</td>`) {
@@ -438,7 +382,7 @@ func TestSampler(t *testing.T) {
 
 func TestUsage_NeedsASession(t *testing.T) {
 	p := newPortalIn(t, sandbox.Mode{Kind: sandbox.KindImage, Target: "hutch-sandbox:dev"})
-	stubSampler(p.srv, p.clock.now, &usageRuntimes{}, &fakeStats{})
+	stubSampler(p.srv, p.clock.now, &fakeRuntimes{})
 	b := p.browser(t)
 	for _, path := range []string{"/admin/usage", "/admin/usage/chart?platform=web&conversation=x"} {
 		code, body := b.do(http.MethodGet, p.ts.URL+path, nil)
@@ -448,35 +392,22 @@ func TestUsage_NeedsASession(t *testing.T) {
 	}
 }
 
-func TestUsage_ModesNotMeasured(t *testing.T) {
-	for _, c := range []struct {
-		mode       sandbox.Mode
-		usage      string
-		chartCode  int
-		chartWords string
-	}{
-		{sandbox.Mode{Kind: sandbox.KindKube, Target: "hutch"}, "not measured in kube mode. Measuring it would need the cluster&#39;s resource metrics API (metrics.k8s.io", http.StatusOK, "not measured in kube mode"},
-		{sandbox.Mode{Kind: sandbox.KindGondolin, Target: "default"}, "not measured in gondolin mode. Measuring it would need the guest&#39;s own figures", http.StatusOK, "not measured in gondolin mode"},
-		{sandbox.Mode{Kind: sandbox.KindHost}, "measured only for runtimes hutch manages, and host mode has none", http.StatusNotImplemented, "no runtimes to chart in host mode"},
-	} {
-		t.Run(string(c.mode.Kind), func(t *testing.T) {
-			p := newPortalIn(t, c.mode)
-			b := p.usageSession(t)
-			code, body := b.do(http.MethodGet, p.ts.URL+"/admin/usage", nil)
-			if code != http.StatusOK || !strings.Contains(body, c.usage) || strings.Contains(body, "hx-get") || strings.Contains(body, "%") {
-				t.Errorf("usage: %d\n%s", code, body)
-			}
-			code, body = b.do(http.MethodGet, p.ts.URL+"/admin/usage/chart?platform=web&conversation=x", nil)
-			if code != c.chartCode || !strings.Contains(body, c.chartWords) || strings.Contains(body, "<svg") {
-				t.Errorf("chart: %d\n%s", code, body)
-			}
-			samplers.Lock()
-			_, started := samplers.m[p.srv]
-			samplers.Unlock()
-			if started {
-				t.Error("a sampler was made for a mode that is not measured")
-			}
-		})
+func TestUsage_HostNotMeasured(t *testing.T) {
+	p := newPortalIn(t, sandbox.Mode{Kind: sandbox.KindHost})
+	b := p.usageSession(t)
+	code, body := b.do(http.MethodGet, p.ts.URL+"/admin/usage", nil)
+	if code != http.StatusOK || !strings.Contains(body, "Resource use is measured only for runtimes hutch manages, and host mode has none.") || strings.Contains(body, "hx-get") || strings.Contains(body, "%") {
+		t.Errorf("usage: %d\n%s", code, body)
+	}
+	code, body = b.do(http.MethodGet, p.ts.URL+"/admin/usage/chart?platform=web&conversation=x", nil)
+	if code != http.StatusNotImplemented || !strings.Contains(body, "There are no runtimes to chart in host mode: hutch manages none.") || strings.Contains(body, "<svg") {
+		t.Errorf("chart: %d\n%s", code, body)
+	}
+	samplers.Lock()
+	_, started := samplers.m[p.srv]
+	samplers.Unlock()
+	if started {
+		t.Error("a sampler was made for a mode that is not measured")
 	}
 }
 
@@ -509,60 +440,6 @@ func TestVendoredHTMX(t *testing.T) {
 	}
 }
 
-// TestFetchStats_Engine reads a real container's stats both ways the
-// sampler does.
-func TestFetchStats_Engine(t *testing.T) {
-	cli := testenv.Docker(t)
-	img := testenv.BusyboxImage(t, cli)
-	label := "hutch.test=" + testenv.Name(t)
-	testenv.CleanupContainers(t, cli, label)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	k, v, _ := strings.Cut(label, "=")
-	name := testenv.Name(t)
-	created, err := cli.ContainerCreate(ctx, client.ContainerCreateOptions{
-		Name: name,
-		Config: &container.Config{
-			Image: img, Labels: map[string]string{k: v},
-			Cmd: []string{"sh", "-c", "while :; do :; done"},
-		},
-		HostConfig: &container.HostConfig{Resources: container.Resources{NanoCPUs: 5e8, Memory: 64 << 20, PidsLimit: usagePtr(int64(64))}},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := cli.ContainerStart(ctx, created.ID, client.ContainerStartOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	first, err := fetchStats(ctx, cli, name, true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s1 := toSample(time.Now(), first, nil)
-	time.Sleep(time.Second)
-	second, err := fetchStats(ctx, cli, name, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s2 := toSample(time.Now(), second, &first.CPUStats)
-	for i, s := range []sample{s1, s2} {
-		// The loop is held to half a CPU; allow for a slow start and a
-		// busy machine, not for nonsense.
-		if !s.CPUKnown || s.CPU <= 1 || s.CPU > 60 || s.Mem == 0 || s.MemLimit != 64<<20 || s.Pids == 0 || s.PidsLimit != 64 {
-			t.Errorf("sample %d = %+v", i+1, s)
-		}
-	}
-	if second.ID != created.ID {
-		t.Errorf("stats of container %s, want %s", second.ID, created.ID)
-	}
-	if _, err := fetchStats(ctx, cli, name+"-missing", false); !errdefs.IsNotFound(err) {
-		t.Errorf("stats of a missing container: %v, want a NotFound error", err)
-	}
-	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-		t.Fatal("timed out")
-	}
-}
-
 func usagePtr[T any](v T) *T { return &v }
 
 // usagePage is a page holding what layout.html must hold for the usage
@@ -584,11 +461,10 @@ func TestBrowser_UsageRefreshes(t *testing.T) {
 	ctx := testenv.Browser(t)
 	p := newPortalIn(t, sandbox.Mode{Kind: sandbox.KindImage, Target: "hutch-sandbox:dev"})
 	a, b := usageStatus("web", "alpha", sandbox.StateRunning), usageStatus("web", "beta & co", sandbox.StateRunning)
-	rts := &usageRuntimes{list: []sandbox.Status{a, b}}
-	api := &fakeStats{stats: map[string]container.StatsResponse{}}
-	u := stubSampler(p.srv, p.clock.now, rts, api)
-	api.set(a.OfficeKey, 1_000_000_000, 100_000_000_000, 50)
-	api.set(b.OfficeKey, 1_000_000_000, 100_000_000_000, 50)
+	rts := &fakeRuntimes{list: []sandbox.Status{a, b}}
+	u := stubSampler(p.srv, p.clock.now, rts)
+	rts.set(a.OfficeKey, 1_000_000_000, 100_000_000_000, 50)
+	rts.set(b.OfficeKey, 1_000_000_000, 100_000_000_000, 50)
 	u.tick(context.Background())
 
 	// The portal's routes, and the page, with the portal's headers.
@@ -655,10 +531,8 @@ func TestBrowser_UsageRefreshes(t *testing.T) {
 
 	// beta stops and alpha gets busier: the next poll shows it.
 	p.clock.add(sampleEvery)
-	rts.mu.Lock()
-	rts.list = []sandbox.Status{a}
-	rts.mu.Unlock()
-	api.set(a.OfficeKey, 3_000_000_000, 120_000_000_000, 60)
+	rts.setList(a)
+	rts.set(a.OfficeKey, 3_000_000_000, 120_000_000_000, 60)
 	u.tick(context.Background())
 	waitFor("the fragment refreshed by itself", `String(document.getElementById('usage').innerText.includes('20.0 %'))`, 15*time.Second)
 	for expr, want := range map[string]string{
@@ -677,7 +551,7 @@ func TestBrowser_UsageRefreshes(t *testing.T) {
 
 	// Nothing changes state: the next answer leaves the live region alone.
 	p.clock.add(sampleEvery)
-	api.set(a.OfficeKey, 4_000_000_000, 140_000_000_000, 60)
+	rts.set(a.OfficeKey, 4_000_000_000, 140_000_000_000, 60)
 	u.tick(context.Background())
 	js(`document.getElementById('usage-news').firstChild.hutchMark = 'same'; htmx.trigger('#usage', 'every'); ''`)
 	waitFor("the second refresh", `String(document.getElementById('usage').innerText.includes('12:00:20'))`, 10*time.Second)

@@ -28,4 +28,5 @@ type engineAPI interface {
 	NetworkList(ctx context.Context, o client.NetworkListOptions) (client.NetworkListResult, error)
 	NetworkConnect(ctx context.Context, id string, o client.NetworkConnectOptions) (client.NetworkConnectResult, error)
 	NetworkDisconnect(ctx context.Context, id string, o client.NetworkDisconnectOptions) (client.NetworkDisconnectResult, error)
+	ContainerStats(ctx context.Context, container string, options client.ContainerStatsOptions) (client.ContainerStatsResult, error)
 }
