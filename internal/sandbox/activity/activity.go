@@ -44,6 +44,10 @@ func (o *Office) Lock() { o.mu.Lock() }
 // Unlock releases it.
 func (o *Office) Unlock() { o.mu.Unlock() }
 
+// TryLock takes the office's lock if no one holds it, for callers that
+// must not wait out a provisioning.
+func (o *Office) TryLock() bool { return o.mu.TryLock() }
+
 // Begin counts a command that starts.
 func (o *Office) Begin() {
 	o.active++

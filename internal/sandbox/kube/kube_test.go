@@ -6,7 +6,9 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"io"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -21,6 +23,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/hutchsandbox/hutch/internal/agentbin"
+	"github.com/hutchsandbox/hutch/internal/errdefs"
 	"github.com/hutchsandbox/hutch/internal/office"
 	"github.com/hutchsandbox/hutch/internal/sandbox"
 	"github.com/hutchsandbox/hutch/internal/sandbox/kube"
@@ -464,5 +467,68 @@ func TestEvicted(t *testing.T) {
 	}
 	if got := f.pod(t, spec); got.UID == pod.UID {
 		t.Error("the evicted pod is still the one used")
+	}
+}
+
+// TestUsage reads a pod's resource use through its agent while a command
+// spins, from this replica and from one that never ran a command there;
+// reading counts as no use, so an idle stop still takes the pod.
+func TestUsage(t *testing.T) {
+	f := newFixture(t)
+	spec := f.office(t, "usage")
+	spec.Limits = sandbox.Limits{CPUs: 0.5, MemoryBytes: 128 << 20}
+	run(t, f.rt, spec, "true", nil)
+	pod := f.pod(t, spec)
+	ctx := context.Background()
+	spun := make(chan error, 1)
+	go func() {
+		_, err := f.rt.Exec(ctx, spec, sandbox.ExecRequest{Argv: []string{`while :; do :; done`}, Stdout: io.Discard, Stderr: io.Discard, Timeout: 4 * time.Second})
+		spun <- err
+	}()
+	time.Sleep(500 * time.Millisecond)
+	other := f.runtime(t)
+	for name, rt := range map[string]*kube.Runtime{"this replica": f.rt, "another replica": other} {
+		a, err := rt.Usage(ctx, spec.OfficeKey)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		time.Sleep(time.Second)
+		b, err := rt.Usage(ctx, spec.OfficeKey)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		// Held to half a CPU; allow for a busy machine, not for nonsense.
+		cpu := float64(b.CPU-a.CPU) / float64(b.Clock-a.Clock)
+		if b.Clock <= a.Clock || cpu < 0.05 || cpu > 0.6 {
+			t.Errorf("%s: CPU use %.3f between %+v and %+v, want up to 0.5", name, cpu, a, b)
+		}
+		if b.Instance != string(pod.UID) || b.Memory == 0 || b.MemoryLimit != 128<<20 || b.Pids < 2 {
+			t.Errorf("%s: usage %+v, want pod %s's, a 128 MiB limit, the loop's processes", name, b, pod.UID)
+		}
+	}
+	if err := <-spun; err != nil {
+		t.Fatal(err)
+	}
+	// Reads leave the pod's last use as it was, in the pod and in this
+	// process: this replica's idle stop takes it right after.
+	before := f.pod(t, spec).Annotations
+	if _, err := other.Usage(ctx, spec.OfficeKey); err != nil {
+		t.Fatal(err)
+	}
+	if after := f.pod(t, spec).Annotations; !maps.Equal(before, after) {
+		t.Errorf("reading the use changed the pod's annotations:\n%v\n%v", before, after)
+	}
+	time.Sleep(time.Second)
+	for _, rt := range []*kube.Runtime{f.rt, other} {
+		if _, err := rt.Usage(ctx, spec.OfficeKey); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if stopped, err := f.rt.StopIdle(ctx, time.Second); err != nil || len(stopped) != 1 {
+		t.Fatalf("StopIdle after reads = %v, %v; want the pod stopped", stopped, err)
+	}
+	f.waitNoPod(t, spec)
+	if _, err := f.rt.Usage(ctx, spec.OfficeKey); !errdefs.IsNotFound(err) {
+		t.Errorf("usage without a pod: %v, want NotFound", err)
 	}
 }

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/hutchsandbox/hutch/internal/agentbin"
+	"github.com/hutchsandbox/hutch/internal/errdefs"
 	"github.com/hutchsandbox/hutch/internal/office"
 	"github.com/hutchsandbox/hutch/internal/sandbox"
 	"github.com/hutchsandbox/hutch/internal/sandbox/microvm"
@@ -525,6 +526,20 @@ func TestLimits(t *testing.T) {
 	if out, res := run(t, f.rt, spec, "echo alive"); out != "alive\n" {
 		t.Errorf("after the OOM kill: %q, %+v", out, res)
 	}
+	// The use of the commands' cgroup, read from the agent: their limits,
+	// and CPU time that moves with a command.
+	a, err := f.rt.Usage(ctx, spec.OfficeKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	run(t, f.rt, spec, "i=0; while [ $i -lt 20000 ]; do i=$((i+1)); done")
+	b, err := f.rt.Usage(ctx, spec.OfficeKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b.Instance == "" || b.Instance != a.Instance || b.CPU <= a.CPU || b.Clock <= a.Clock || b.Memory == 0 || b.MemoryLimit != 160<<20 || b.PidsLimit != 64 {
+		t.Errorf("usage around a command: %+v, then %+v; want CPU time moved, 160 MiB and 64 processes as limits", a, b)
+	}
 	before, _ := f.rt.Status(ctx, spec.OfficeKey)
 	st, err := f.rt.Boost(ctx, spec.OfficeKey, sandbox.Limits{CPUs: 2, MemoryBytes: 512 << 20})
 	if err != nil {
@@ -539,6 +554,9 @@ func TestLimits(t *testing.T) {
 	}
 	if err := f.rt.Stop(ctx, spec.OfficeKey); err != nil {
 		t.Fatal(err)
+	}
+	if _, err := f.rt.Usage(ctx, spec.OfficeKey); !errdefs.IsNotFound(err) {
+		t.Errorf("usage of a stopped VM: %v, want NotFound", err)
 	}
 	run(t, f.rt, spec, "true")
 	if st, _ := f.rt.Status(ctx, spec.OfficeKey); st.Boosted || st.Limits.CPUs != 1 {
