@@ -132,17 +132,21 @@ func (s *Server) home(w http.ResponseWriter, r *request) error {
 			byKey[runtimes[i].OfficeKey] = &runtimes[i]
 		}
 	}
-	rows := make([]officeRow, 0, len(recs))
-	for _, rec := range recs {
-		addr := rec.Address()
-		pol, err := s.svc.Resolve(addr, s.mode, "")
-		if err != nil {
-			return err
+	keys := make([]office.Key, len(recs))
+	for i, rec := range recs {
+		keys[i] = rec.Address().Key()
+	}
+	doors, err := s.svc.Doors(keys)
+	if err != nil {
+		return err
+	}
+	rows := make([]officeRow, len(recs))
+	for i, rec := range recs {
+		d := doors[i]
+		rows[i] = officeRow{
+			Address: rec.Address(), Key: keys[i], ChannelKind: d.ChannelKind,
+			Policy: d.Decision.Policy.String(), Origin: d.Decision.Origin(), Runtime: byKey[string(keys[i])],
 		}
-		rows = append(rows, officeRow{
-			Address: addr, Key: pol.Key, ChannelKind: pol.ChannelKind,
-			Policy: pol.Decision.Policy.String(), Origin: pol.Decision.Origin(), Runtime: byKey[string(pol.Key)],
-		})
 	}
 	s.render(w, http.StatusOK, "home.html", map[string]any{
 		"Page": s.page(r, "Offices and runtimes"), "Offices": rows, "Runtimes": runtimes, "Managed": lc != nil,

@@ -158,6 +158,34 @@ func (s *Service) decide(key office.Key) (projection.Decision, string, error) {
 	if err != nil {
 		return projection.Decision{}, "", err
 	}
+	return s.decideWith(global, key)
+}
+
+// Door is a conversation's door decision and recorded channel kind.
+type Door struct {
+	Decision    projection.Decision
+	ChannelKind string
+}
+
+// Doors decides the door of each key with the global settings read once:
+// what a list of offices shows, without what a command needs of each
+// (mounts, vault), which Resolve adds.
+func (s *Service) Doors(keys []office.Key) ([]Door, error) {
+	global, err := settings.LoadWorkspace(settings.GlobalPath(s.layout.StateDir))
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Door, len(keys))
+	for i, key := range keys {
+		if out[i].Decision, out[i].ChannelKind, err = s.decideWith(global, key); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// decideWith is decide with the global settings already read.
+func (s *Service) decideWith(global *projection.Setting, key office.Key) (projection.Decision, string, error) {
 	conv, err := settings.LoadWorkspace(settings.ConversationPath(s.layout.StateDir, string(key)))
 	if err != nil {
 		return projection.Decision{}, "", err
