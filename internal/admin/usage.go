@@ -11,9 +11,9 @@ package admin
 // its life, and history starts at that first view. Its context derives
 // from context.Background(); stop ends it (tests).
 //
-// Every managed mode whose Lifecycle is a sandbox.UsageReader is
-// measured: image mode through the engine's stats, kube and gondolin
-// through the agent in each runtime, which reads its cgroup. Reading
+// Every managed mode is measured (service.ManagedRuntime is a
+// sandbox.UsageReader): image mode through the engine's stats, kube and
+// gondolin through the agent in each runtime, which reads its cgroup. Reading
 // never counts as use, so the portal keeps no runtime from its idle stop.
 
 import (
@@ -96,8 +96,7 @@ var samplers = struct {
 	m map[*Server]*sampler
 }{m: map[*Server]*sampler{}}
 
-// measured is what a sampler reads: the runtimes of a mode whose
-// Lifecycle is a sandbox.UsageReader.
+// measured is what a sampler reads: the runtimes of a managed mode.
 type measured interface {
 	List(ctx context.Context) ([]sandbox.Status, error)
 	sandbox.UsageReader
@@ -114,15 +113,7 @@ func (s *Server) sampler(ctx context.Context) *sampler {
 	if !ok {
 		svc, mode := s.svc, s.mode
 		u = newSampler(s.now, s.log, func(ctx context.Context) (measured, error) {
-			lc, err := svc.ManagedFor(ctx, mode)
-			if err != nil {
-				return nil, err
-			}
-			m, ok := lc.(measured)
-			if !ok {
-				return nil, errdefs.New(errdefs.ErrNotSupported, fmt.Sprintf("%s mode cannot read its runtimes' resource use", mode.Kind))
-			}
-			return m, nil
+			return svc.ManagedFor(ctx, mode)
 		})
 		samplers.m[s] = u
 	}

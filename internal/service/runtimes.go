@@ -256,6 +256,7 @@ func (s *Service) kubeLocked() (*kube.Runtime, error) {
 // start-up and shutdown duties of the process that serves them.
 type ManagedRuntime interface {
 	sandbox.Lifecycle
+	sandbox.UsageReader
 	Reconcile(ctx context.Context, known func(officeKey string) bool) (image.ReconcileReport, error)
 }
 
