@@ -2,12 +2,18 @@ package kube_test
 
 import (
 	"context"
+	"io"
+	"net/http"
+	"net/http/cookiejar"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -73,6 +79,7 @@ func TestServe(t *testing.T) {
 		t.Fatalf("pods after a command: %d, %v", len(pods.Items), err)
 	}
 	uid := pods.Items[0].UID
+	portalShowsUse(t, env, bin)
 	if err := first.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
@@ -87,5 +94,42 @@ func TestServe(t *testing.T) {
 	pods, err = f.cluster.Client.CoreV1().Pods(f.namespace).List(context.Background(), metav1.ListOptions{})
 	if err != nil || len(pods.Items) != 1 || pods.Items[0].UID != uid {
 		t.Errorf("the second daemon did not adopt the pod: %v", err)
+	}
+}
+
+// portalShowsUse signs in to the running daemon's admin portal through a
+// link and reads its usage table: the pod's use, read by its agent, with
+// the memory limit the settings gave.
+func portalShowsUse(t *testing.T, env []string, bin string) {
+	t.Helper()
+	cmd := exec.Command(bin, "admin", "link")
+	cmd.Env = env
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("hutch admin link: %v", err)
+	}
+	link, err := url.Parse(strings.TrimSpace(string(out)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	jar, _ := cookiejar.New(nil)
+	c := &http.Client{Jar: jar, Timeout: 30 * time.Second}
+	resp, err := c.PostForm(link.Scheme+"://"+link.Host+"/admin/login", url.Values{"token": {link.Query().Get("token")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("signing in: %d", resp.StatusCode)
+	}
+	resp, err = c.Get(link.Scheme + "://" + link.Host + "/admin/usage")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	row := regexp.MustCompile(`(?s)web/e2e</a></th>\s*<td class="num">([0-9.]+) % <span class="muted">of 0.2 CPUs</span></td>\s*<td class="num">[0-9.]+[KM]iB / 128MiB</td>\s*<td class="num">[1-9][0-9]*</td>`)
+	if resp.StatusCode != http.StatusOK || !row.Match(body) {
+		t.Errorf("the portal's usage table in kube mode: %d\n%s", resp.StatusCode, body)
 	}
 }
