@@ -1,12 +1,5 @@
 package agent
 
-import (
-	"bufio"
-	"os"
-	"strconv"
-	"strings"
-)
-
 // The files that count the OOM kills of the sandbox's memory cgroup, as
 // the sandbox sees its own cgroup: cgroup v2 first, then v1.
 var oomCounterPaths = []string{
@@ -31,22 +24,9 @@ func readOOMKills(path string) (int64, bool) {
 	if path == "" {
 		return 0, false
 	}
-	f, err := os.Open(path)
-	if err != nil {
+	n, found, err := keyedValue(path, "oom_kill")
+	if err != nil || !found {
 		return 0, false
 	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		key, val, ok := strings.Cut(strings.TrimSpace(sc.Text()), " ")
-		if !ok || key != "oom_kill" {
-			continue
-		}
-		n, err := strconv.ParseInt(strings.TrimSpace(val), 10, 64)
-		if err != nil {
-			return 0, false
-		}
-		return n, true
-	}
-	return 0, false
+	return int64(n), true
 }

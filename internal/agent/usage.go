@@ -84,7 +84,7 @@ func readUsage(dir string) (Usage, error) {
 		return u, fmt.Errorf("read the monotonic clock: %w", err)
 	}
 	u.MonotonicNs = ts.Nano()
-	v2, err := keyedValue(filepath.Join(dir, "cpu.stat"), "usage_usec")
+	v2, _, err := keyedValue(filepath.Join(dir, "cpu.stat"), "usage_usec")
 	switch {
 	case err == nil:
 		u.CPUUsec = v2
@@ -145,8 +145,13 @@ func readValues(dir string, values []cgroupValue) error {
 	return nil
 }
 
+// keyed reads key's number in a "key value" file; a file without it
+// reads 0.
 func keyed(key string) func(string) (uint64, error) {
-	return func(p string) (uint64, error) { return keyedValue(p, key) }
+	return func(p string) (uint64, error) {
+		n, _, err := keyedValue(p, key)
+		return n, err
+	}
 }
 
 // singleValue reads a cgroup file holding one number, or "max" (0).
@@ -167,29 +172,29 @@ func singleValue(path string) (uint64, error) {
 }
 
 // keyedValue reads the number of key in a cgroup file of "key value"
-// lines; a file without the key reads 0.
-func keyedValue(path, key string) (uint64, error) {
+// lines; found is false when the file has no such line.
+func keyedValue(path, key string) (n uint64, found bool, err error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return 0, err
+		return 0, false, err
 	}
 	defer f.Close()
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
-		k, v, ok := strings.Cut(sc.Text(), " ")
+		k, v, ok := strings.Cut(strings.TrimSpace(sc.Text()), " ")
 		if !ok || k != key {
 			continue
 		}
 		n, err := strconv.ParseUint(strings.TrimSpace(v), 10, 64)
 		if err != nil {
-			return 0, fmt.Errorf("read %s: %s %q is not a number", path, key, v)
+			return 0, false, fmt.Errorf("read %s: %s %q is not a number", path, key, v)
 		}
-		return n, nil
+		return n, true, nil
 	}
 	if err := sc.Err(); err != nil {
-		return 0, fmt.Errorf("read %s: %w", path, err)
+		return 0, false, fmt.Errorf("read %s: %w", path, err)
 	}
-	return 0, nil
+	return 0, false, nil
 }
 
 // Usage reads the resource use of the cgroup the agent's commands run in.

@@ -1,7 +1,6 @@
 package service_test
 
 import (
-	"path/filepath"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -15,11 +14,7 @@ import (
 // TestDoors: the doors of a list of offices, decided with the global
 // settings read once, are what Resolve decides for each.
 func TestDoors(t *testing.T) {
-	layout, err := service.ResolveLayout(service.LayoutOptions{StateDir: filepath.Join(t.TempDir(), "state"), Getenv: func(string) string { return "" }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	svc := service.New(layout, nil)
+	svc := newService(t)
 	var addrs []office.Address
 	for _, id := range []string{"plain", "set", "group"} {
 		a, err := office.NewAddress("web", id)

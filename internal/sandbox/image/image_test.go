@@ -678,34 +678,19 @@ func TestUsage(t *testing.T) {
 	spec.Limits = sandbox.Limits{CPUs: 0.5, MemoryBytes: 64 << 20, Pids: 64}
 	run(t, f.rt, spec, `true`, nil)
 	ctx := context.Background()
-	spun := make(chan error, 1)
-	go func() {
-		_, err := f.rt.Exec(ctx, spec, sandbox.ExecRequest{Argv: []string{`while :; do :; done`}, Stdout: io.Discard, Stderr: io.Discard, Timeout: 4 * time.Second})
-		spun <- err
-	}()
+	wait := sandboxtest.Spin(t, f.rt, spec, 4*time.Second)
 	time.Sleep(500 * time.Millisecond)
-	a, err := f.rt.Usage(ctx, spec.OfficeKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	time.Sleep(1500 * time.Millisecond)
-	b, err := f.rt.Usage(ctx, spec.OfficeKey)
-	if err != nil {
-		t.Fatal(err)
-	}
 	// Held to half a CPU; allow for a slow start and a busy machine, not
 	// for nonsense.
-	cpu := float64(b.CPU-a.CPU) / float64(b.Clock-a.Clock)
-	if b.Clock <= a.Clock || cpu < 0.05 || cpu > 0.6 {
-		t.Errorf("CPU use %.3f between %+v and %+v, want up to 0.5", cpu, a, b)
+	cpu, b := sandboxtest.CPUShare(t, f.rt, spec.OfficeKey, 1500*time.Millisecond)
+	if cpu < 0.05 || cpu > 0.6 {
+		t.Errorf("CPU use %.3f, the later reading %+v; want up to 0.5", cpu, b)
 	}
 	id := f.inspect(t, spec).Container.ID
 	if b.Instance != id || b.Memory == 0 || b.MemoryLimit != 64<<20 || b.Pids < 2 || b.PidsLimit != 64 {
 		t.Errorf("usage %+v, want container %s's, 64 MiB and 64 pids as limits", b, id)
 	}
-	if err := <-spun; err != nil {
-		t.Fatal(err)
-	}
+	wait()
 	if err := f.rt.Stop(ctx, spec.OfficeKey); err != nil {
 		t.Fatal(err)
 	}

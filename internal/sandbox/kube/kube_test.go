@@ -6,7 +6,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
-	"io"
 	"log/slog"
 	"maps"
 	"os"
@@ -480,35 +479,20 @@ func TestUsage(t *testing.T) {
 	run(t, f.rt, spec, "true", nil)
 	pod := f.pod(t, spec)
 	ctx := context.Background()
-	spun := make(chan error, 1)
-	go func() {
-		_, err := f.rt.Exec(ctx, spec, sandbox.ExecRequest{Argv: []string{`while :; do :; done`}, Stdout: io.Discard, Stderr: io.Discard, Timeout: 4 * time.Second})
-		spun <- err
-	}()
+	wait := sandboxtest.Spin(t, f.rt, spec, 4*time.Second)
 	time.Sleep(500 * time.Millisecond)
 	other := f.runtime(t)
 	for name, rt := range map[string]*kube.Runtime{"this replica": f.rt, "another replica": other} {
-		a, err := rt.Usage(ctx, spec.OfficeKey)
-		if err != nil {
-			t.Fatalf("%s: %v", name, err)
-		}
-		time.Sleep(time.Second)
-		b, err := rt.Usage(ctx, spec.OfficeKey)
-		if err != nil {
-			t.Fatalf("%s: %v", name, err)
-		}
 		// Held to half a CPU; allow for a busy machine, not for nonsense.
-		cpu := float64(b.CPU-a.CPU) / float64(b.Clock-a.Clock)
-		if b.Clock <= a.Clock || cpu < 0.05 || cpu > 0.6 {
-			t.Errorf("%s: CPU use %.3f between %+v and %+v, want up to 0.5", name, cpu, a, b)
+		cpu, b := sandboxtest.CPUShare(t, rt, spec.OfficeKey, time.Second)
+		if cpu < 0.05 || cpu > 0.6 {
+			t.Errorf("%s: CPU use %.3f, the later reading %+v; want up to 0.5", name, cpu, b)
 		}
 		if b.Instance != string(pod.UID) || b.Memory == 0 || b.MemoryLimit != 128<<20 || b.Pids < 2 {
 			t.Errorf("%s: usage %+v, want pod %s's, a 128 MiB limit, the loop's processes", name, b, pod.UID)
 		}
 	}
-	if err := <-spun; err != nil {
-		t.Fatal(err)
-	}
+	wait()
 	// Reads leave the pod's last use as it was, in the pod and in this
 	// process: this replica's idle stop takes it right after.
 	before := f.pod(t, spec).Annotations
