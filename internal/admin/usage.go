@@ -527,8 +527,12 @@ func (u *sampler) view() *usageView {
 				row.MemoryLimit = units.BytesSize(float64(l.MemLimit))
 			}
 			row.Pids = strconv.FormatUint(l.Pids, 10)
-			if l.PidsLimit > 0 {
-				row.Pids += " / " + strconv.FormatUint(l.PidsLimit, 10)
+			limit := l.PidsLimit
+			if limit == 0 && st.Limits.Pids > 0 {
+				limit = uint64(st.Limits.Pids) // applied, but not in the reading: Podman's stats leave it out
+			}
+			if limit > 0 {
+				row.Pids += " / " + strconv.FormatUint(limit, 10)
 			}
 			row.At, row.AtISO = timeOfDay(l.At), l.At.Format(time.RFC3339)
 		}

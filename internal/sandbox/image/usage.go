@@ -3,6 +3,7 @@ package image
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"time"
@@ -48,31 +49,29 @@ func containerUsage(ctx context.Context, api statsAPI, name string) (sandbox.Usa
 	return usageOf(st), nil
 }
 
-// decodeStats reads one stats answer of the Engine API.
+// decodeStats reads one stats answer of the Engine API. Podman answers
+// an empty body for a container that is not running.
 func decodeStats(r io.Reader) (container.StatsResponse, error) {
 	var st container.StatsResponse
 	if err := json.NewDecoder(io.LimitReader(r, 1<<20)).Decode(&st); err != nil {
+		if errors.Is(err, io.EOF) {
+			return st, errdefs.New(errdefs.ErrNotFound, "The engine has no stats of the container: it is not running.")
+		}
 		return st, fmt.Errorf("reading container stats: %w", err)
 	}
 	return st, nil
 }
 
-// usageOf turns a stats answer into a reading. Its clock is the host's
-// CPU time over its online CPUs, so that the CPU use of two readings is
-// docker stats' own figure.
+// usageOf turns a stats answer into a reading. Its clock is when the
+// engine read the cgroup: the host CPU time docker stats divides by
+// (system_cpu_usage) is not counted alike by every engine (Podman's moves
+// at a fraction of the wall clock's pace), and over the seconds between
+// two readings the two clocks agree.
 func usageOf(st container.StatsResponse) sandbox.Usage {
-	cpus := uint64(st.CPUStats.OnlineCPUs)
-	if cpus == 0 {
-		cpus = uint64(len(st.CPUStats.CPUUsage.PercpuUsage))
-	}
-	var clock time.Duration
-	if cpus > 0 {
-		clock = time.Duration(st.CPUStats.SystemUsage / cpus)
-	}
 	return sandbox.Usage{
 		Instance: st.ID,
 		CPU:      time.Duration(st.CPUStats.CPUUsage.TotalUsage),
-		Clock:    clock,
+		Clock:    time.Duration(st.Read.UnixNano()),
 		Memory:   memUsed(st.MemoryStats), MemoryLimit: st.MemoryStats.Limit,
 		Pids: st.PidsStats.Current, PidsLimit: st.PidsStats.Limit,
 	}
