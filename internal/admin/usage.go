@@ -132,8 +132,7 @@ func (s *Server) sampler(ctx context.Context) *sampler {
 // notMeasured says why a mode's resource use is not shown, or "" for a
 // mode that is measured.
 func notMeasured(m sandbox.Mode) string {
-	switch m.Kind {
-	case sandbox.KindImage, sandbox.KindKube, sandbox.KindGondolin:
+	if sandbox.CapabilitiesOf(m.Kind).ManagedLifecycle {
 		return ""
 	}
 	return fmt.Sprintf("Resource use is measured only for runtimes hutch manages, and %s mode has none.", m.Kind)
