@@ -65,7 +65,7 @@ func inCI() bool {
 }
 
 // CleanupContainers removes every container (with its anonymous volumes),
-// network and volume carrying label, written "key=value" (a bare "key"
+// image, network and volume carrying label, written "key=value" (a bare "key"
 // matches any value): once now, so that leftovers of an earlier, killed run
 // cannot get in the way, and again when the test ends. Containers are
 // force-removed, running or not. A resource that cannot be removed fails
@@ -89,6 +89,17 @@ func sweep(t testing.TB, cli *client.Client, label string) {
 	if err := removeContainers(ctx, cli, filters); err != nil {
 		t.Errorf("cleanup of label %s: %v", label, err)
 		return
+	}
+	// Images with the label: the snapshots image mode commits when it
+	// re-creates a container, which outlive their container otherwise.
+	imgs, err := cli.ImageList(ctx, client.ImageListOptions{All: true, Filters: filters})
+	if err != nil {
+		t.Errorf("cleanup of label %s: listing images: %v", label, err)
+	}
+	for _, im := range imgs.Items {
+		if _, err := cli.ImageRemove(ctx, im.ID, client.ImageRemoveOptions{Force: true, PruneChildren: true}); err != nil && !cerrdefs.IsNotFound(err) {
+			t.Errorf("cleanup of label %s: removing image %s: %v", label, im.ID, err)
+		}
 	}
 	nets, err := cli.NetworkList(ctx, client.NetworkListOptions{Filters: filters})
 	if err != nil {

@@ -253,10 +253,15 @@ func TestCleanupContainers(t *testing.T) {
 		if _, err := cli.ContainerStart(ctx, c.ID, client.ContainerStartOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := cli.ContainerCreate(ctx, client.ContainerCreateOptions{
+		stopped, err := cli.ContainerCreate(ctx, client.ContainerCreateOptions{
 			Name:   Name(t),
 			Config: &container.Config{Image: ref, Labels: labels},
-		}); err != nil {
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// A snapshot image, as image mode commits one, with the label.
+		if _, err := cli.ContainerCommit(ctx, stopped.ID, client.ContainerCommitOptions{}); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := cli.NetworkCreate(ctx, Name(t), client.NetworkCreateOptions{Labels: labels}); err != nil {
@@ -273,6 +278,10 @@ func TestCleanupContainers(t *testing.T) {
 	cs, err := cli.ContainerList(ctx, client.ContainerListOptions{All: true, Filters: filters})
 	if err != nil || len(cs.Items) != 0 {
 		t.Errorf("containers left: %d, %v", len(cs.Items), err)
+	}
+	is, err := cli.ImageList(ctx, client.ImageListOptions{All: true, Filters: filters})
+	if err != nil || len(is.Items) != 0 {
+		t.Errorf("images left: %d, %v", len(is.Items), err)
 	}
 	ns, err := cli.NetworkList(ctx, client.NetworkListOptions{Filters: filters})
 	if err != nil || len(ns.Items) != 0 {
