@@ -260,8 +260,9 @@ func TestCleanupContainers(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		// A snapshot image, as image mode commits one, with the label.
-		if _, err := cli.ContainerCommit(ctx, stopped.ID, client.ContainerCommitOptions{}); err != nil {
+		// A snapshot image with the label, committed as image mode commits
+		// one (Podman's /commit needs a body, so an empty config is sent).
+		if _, err := cli.ContainerCommit(ctx, stopped.ID, client.ContainerCommitOptions{Config: &container.Config{}, Changes: []string{"LABEL " + label}}); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := cli.NetworkCreate(ctx, Name(t), client.NetworkCreateOptions{Labels: labels}); err != nil {
