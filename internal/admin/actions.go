@@ -113,7 +113,8 @@ type destructive struct {
 	Consequence func(office.Address) string
 	// Flash is what the office page says once it is done.
 	Flash func(office.Address) string
-	act   func(context.Context, sandbox.Lifecycle, string) error
+	// act is the Lifecycle method that does it.
+	act func(sandbox.Lifecycle, context.Context, string) error
 }
 
 var destructives = map[string]destructive{
@@ -125,7 +126,7 @@ var destructives = map[string]destructive{
 		Flash: func(a office.Address) string {
 			return fmt.Sprintf("Stopped the runtime of %s; the next command starts it again.", a)
 		},
-		act: func(ctx context.Context, lc sandbox.Lifecycle, key string) error { return lc.Stop(ctx, key) },
+		act: sandbox.Lifecycle.Stop,
 	},
 	"remove": {
 		Verb: "Remove", Done: "removed the runtime",
@@ -135,7 +136,7 @@ var destructives = map[string]destructive{
 		Flash: func(a office.Address) string {
 			return fmt.Sprintf("Removed the runtime of %s; the next command makes a new one.", a)
 		},
-		act: func(ctx context.Context, lc sandbox.Lifecycle, key string) error { return lc.Remove(ctx, key) },
+		act: sandbox.Lifecycle.Remove,
 	},
 }
 
@@ -184,7 +185,7 @@ func (s *Server) destroy(action string) func(http.ResponseWriter, *request) erro
 			s.renderConfirm(w, r, action, d, addr)
 			return nil
 		}
-		if err := d.act(r.Context(), lc, string(addr.Key())); err != nil {
+		if err := d.act(lc, r.Context(), string(addr.Key())); err != nil {
 			return err
 		}
 		s.auditDetail(r.sess.who, d.Done, addr.String(), "")
