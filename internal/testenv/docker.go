@@ -92,7 +92,7 @@ func sweep(t testing.TB, cli *client.Client, label string) {
 	}
 	// Images with the label: the snapshots image mode commits when it
 	// re-creates a container, which outlive their container otherwise.
-	imgs, err := cli.ImageList(ctx, client.ImageListOptions{All: true, Filters: filters})
+	imgs, err := listImages(ctx, cli, filters)
 	if err != nil {
 		t.Errorf("cleanup of label %s: listing images: %v", label, err)
 	}
@@ -117,6 +117,29 @@ func sweep(t testing.TB, cli *client.Client, label string) {
 	for _, v := range vols.Items {
 		if _, err := cli.VolumeRemove(ctx, v.Name, client.VolumeRemoveOptions{Force: true}); err != nil && !cerrdefs.IsNotFound(err) {
 			t.Errorf("cleanup of label %s: removing volume %s: %v", label, v.Name, err)
+		}
+	}
+}
+
+// listAttempts is how often listImages asks before it reports a failure.
+const listAttempts = 5
+
+// listImages lists the images matching filters, asking again after a
+// failure: Podman fails a whole listing when another client is creating or
+// removing an image at that moment (its record exists without the manifest
+// yet or any more: "locating item named "manifest" for image with ID ...:
+// file does not exist"), and tests on other packages do that in parallel.
+// A failure that persists is reported.
+func listImages(ctx context.Context, cli *client.Client, filters client.Filters) (client.ImageListResult, error) {
+	for attempt := 1; ; attempt++ {
+		imgs, err := cli.ImageList(ctx, client.ImageListOptions{All: true, Filters: filters})
+		if err == nil || attempt == listAttempts || ctx.Err() != nil {
+			return imgs, err
+		}
+		select {
+		case <-ctx.Done():
+			return imgs, err
+		case <-time.After(time.Duration(attempt) * 200 * time.Millisecond):
 		}
 	}
 }

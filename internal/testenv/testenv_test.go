@@ -4,6 +4,9 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"regexp"
@@ -11,6 +14,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -313,6 +317,61 @@ func TestFindStaticBusybox(t *testing.T) {
 			_, err := findStaticBusybox(tt.candidates)
 			if err == nil || err.Error() != tt.wantErr {
 				t.Errorf("findStaticBusybox error = %v, want %q", err, tt.wantErr)
+			}
+		})
+	}
+}
+
+// TestListImages_AsksAgain drives listImages against a fake engine that
+// fails as Podman does while another client creates an image (a real
+// engine cannot be made to fail on demand): a passing failure is asked
+// past, one that persists is reported after listAttempts tries.
+func TestListImages_AsksAgain(t *testing.T) {
+	t.Parallel()
+	const podmanErr = `{"cause":"file does not exist","message":"locating item named \"manifest\" for image with ID \"bd5e\" (consider removing the image to resolve the issue): file does not exist","response":500}`
+	for _, tc := range []struct {
+		name      string
+		failures  int
+		wantCalls int
+		wantErr   bool
+	}{
+		{"passing", 2, 3, false},
+		{"persisting", 100, listAttempts, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			var calls atomic.Int32
+			engine := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if !strings.HasSuffix(r.URL.Path, "/images/json") {
+					http.NotFound(w, r)
+					return
+				}
+				w.Header().Set("Content-Type", "application/json")
+				if int(calls.Add(1)) <= tc.failures {
+					w.WriteHeader(http.StatusInternalServerError)
+					_, _ = io.WriteString(w, podmanErr)
+					return
+				}
+				_, _ = io.WriteString(w, `[{"Id":"sha256:aa"}]`)
+			}))
+			defer engine.Close()
+			cli, err := client.New(client.WithHost("tcp://"+strings.TrimPrefix(engine.URL, "http://")), client.WithAPIVersion("1.44"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer cli.Close()
+			imgs, err := listImages(context.Background(), cli, make(client.Filters).Add("label", "k=v"))
+			if got := int(calls.Load()); got != tc.wantCalls {
+				t.Errorf("engine asked %d times, want %d", got, tc.wantCalls)
+			}
+			if tc.wantErr {
+				if err == nil || !strings.Contains(err.Error(), `locating item named "manifest"`) {
+					t.Errorf("listImages error = %v, want the engine's", err)
+				}
+				return
+			}
+			if err != nil || len(imgs.Items) != 1 || imgs.Items[0].ID != "sha256:aa" {
+				t.Errorf("listImages = %+v, %v; want the one image", imgs.Items, err)
 			}
 		})
 	}
