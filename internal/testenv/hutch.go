@@ -6,7 +6,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"sync"
+	"syscall"
 	"testing"
 )
 
@@ -19,9 +22,11 @@ var hutchBuild struct {
 
 // HutchBinary returns the path of a static hutch binary (CGO_ENABLED=0 go
 // build ./cmd/hutch), built once per test process into a directory of its
-// own under os.TempDir() that outlives every test of the process (and is
-// not removed afterwards). A failed build fails the test with the build
-// output, and every later call fails the same way.
+// own under os.TempDir() that outlives every test of the process. Nothing
+// runs when a test process ends, so a build first removes the directories
+// of processes that have ended (about 40 MB each; a machine running CI
+// again and again filled its disk with them). A failed build fails the
+// test with the build output, and every later call fails the same way.
 func HutchBinary(t testing.TB) string {
 	t.Helper()
 	hutchBuild.once.Do(func() { hutchBuild.path, hutchBuild.err = buildHutch() })
@@ -40,7 +45,8 @@ func buildHutch() (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("the go command is not on PATH: %w", err)
 	}
-	dir, err := os.MkdirTemp("", fmt.Sprintf("hutch-testenv-%d-", os.Getpid()))
+	removeEndedBuilds(os.TempDir())
+	dir, err := os.MkdirTemp("", fmt.Sprintf("%s%d-", buildDirPrefix, os.Getpid()))
 	if err != nil {
 		return "", err
 	}
@@ -59,6 +65,34 @@ func buildHutch() (string, error) {
 		return "", fmt.Errorf("%s is dynamically linked despite CGO_ENABLED=0", out)
 	}
 	return out, nil
+}
+
+// buildDirPrefix starts the name of a build directory of HutchBinary's,
+// followed by the building process's pid, a dash and MkdirTemp's suffix.
+const buildDirPrefix = "hutch-testenv-"
+
+// removeEndedBuilds removes the build directories under tmp whose process
+// has ended. One whose pid another process has taken since stays until
+// that one ends too.
+func removeEndedBuilds(tmp string) {
+	entries, err := os.ReadDir(tmp)
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		rest, ok := strings.CutPrefix(e.Name(), buildDirPrefix)
+		if !ok || !e.IsDir() {
+			continue
+		}
+		pidText, _, ok := strings.Cut(rest, "-")
+		pid, err := strconv.Atoi(pidText)
+		if !ok || err != nil || pid <= 0 {
+			continue
+		}
+		if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
+			_ = os.RemoveAll(filepath.Join(tmp, e.Name()))
+		}
+	}
 }
 
 // ModuleRoot returns the directory holding go.mod, found by walking up from

@@ -3,12 +3,14 @@ package testenv
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"runtime"
 	"slices"
@@ -374,5 +376,40 @@ func TestListImages_AsksAgain(t *testing.T) {
 				t.Errorf("listImages = %+v, %v; want the one image", imgs.Items, err)
 			}
 		})
+	}
+}
+
+// TestRemoveEndedBuilds: the build directory of a process that has ended
+// goes; this process's own, other names and plain files stay.
+func TestRemoveEndedBuilds(t *testing.T) {
+	t.Parallel()
+	ended := exec.Command("true")
+	if err := ended.Run(); err != nil {
+		t.Fatal(err)
+	}
+	tmp := t.TempDir()
+	gone := fmt.Sprintf("%s%d-123", buildDirPrefix, ended.Process.Pid)
+	kept := []string{
+		fmt.Sprintf("%s%d-456", buildDirPrefix, os.Getpid()),
+		buildDirPrefix + "busybox-789",
+		"other-1-2",
+	}
+	for _, d := range append([]string{gone}, kept...) {
+		if err := os.MkdirAll(filepath.Join(tmp, d, "sub"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	lock := filepath.Join(tmp, buildDirPrefix+"busybox.lock")
+	if err := os.WriteFile(lock, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	removeEndedBuilds(tmp)
+	if _, err := os.Stat(filepath.Join(tmp, gone)); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("%s: stat error %v, want it removed", gone, err)
+	}
+	for _, p := range append(kept, filepath.Base(lock)) {
+		if _, err := os.Stat(filepath.Join(tmp, p)); err != nil {
+			t.Errorf("%s: %v, want it kept", p, err)
+		}
 	}
 }
