@@ -1,6 +1,7 @@
 package testenv
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -11,7 +12,12 @@ import (
 	"sync"
 	"syscall"
 	"testing"
+	"time"
 )
+
+// hutchBuildTimeout bounds waiting for the build lock and building: a cold
+// build cache takes minutes on a small machine.
+const hutchBuildTimeout = 15 * time.Minute
 
 // hutchBuild is the one build of the hutch binary per test process.
 var hutchBuild struct {
@@ -45,13 +51,24 @@ func buildHutch() (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("the go command is not on PATH: %w", err)
 	}
+	// One build at a time across test processes: go test starts many at
+	// once, and on a cold build cache each would compile every dependency
+	// itself (the go command shares finished results, not work under way);
+	// after the first, a build only links.
+	ctx, cancel := context.WithTimeout(context.Background(), hutchBuildTimeout)
+	defer cancel()
+	unlock, err := lockFile(ctx, filepath.Join(os.TempDir(), "hutch-testenv-build.lock"))
+	if err != nil {
+		return "", err
+	}
+	defer unlock()
 	removeEndedBuilds(os.TempDir())
 	dir, err := os.MkdirTemp("", fmt.Sprintf("%s%d-", buildDirPrefix, os.Getpid()))
 	if err != nil {
 		return "", err
 	}
 	out := filepath.Join(dir, "hutch")
-	cmd := exec.Command(goTool, "build", "-o", out, "./cmd/hutch")
+	cmd := exec.CommandContext(ctx, goTool, "build", "-o", out, "./cmd/hutch")
 	cmd.Dir = root
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if output, err := cmd.CombinedOutput(); err != nil {
