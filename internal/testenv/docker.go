@@ -133,7 +133,7 @@ const listAttempts = 5
 func listImages(ctx context.Context, cli *client.Client, filters client.Filters) (client.ImageListResult, error) {
 	for attempt := 1; ; attempt++ {
 		imgs, err := cli.ImageList(ctx, client.ImageListOptions{All: true, Filters: filters})
-		if err == nil || attempt == listAttempts || ctx.Err() != nil {
+		if err == nil || attempt == listAttempts {
 			return imgs, err
 		}
 		select {

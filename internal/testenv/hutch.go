@@ -10,9 +10,10 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // hutchBuildTimeout bounds waiting for the build lock and building: a cold
@@ -106,7 +107,7 @@ func removeEndedBuilds(tmp string) {
 		if !ok || err != nil || pid <= 0 {
 			continue
 		}
-		if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
+		if err := unix.Kill(pid, 0); errors.Is(err, unix.ESRCH) {
 			_ = os.RemoveAll(filepath.Join(tmp, e.Name()))
 		}
 	}
