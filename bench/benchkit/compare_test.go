@@ -85,6 +85,11 @@ func (*fakeRuntime) Agent(context.Context, sandbox.Spec) (*agent.Client, error) 
 	return nil, errors.New("no agent")
 }
 
+// Files reaches nothing: no file row runs against the fake.
+func (*fakeRuntime) Files(spec sandbox.Spec) sandbox.Files {
+	return sandbox.ConfinedFiles(func(context.Context) (sandbox.Confined, error) { return nil, errors.New("no files") }, spec.OfficeRuntimePath, nil)
+}
+
 func (r *fakeRuntime) Exec(context.Context, sandbox.Spec, sandbox.ExecRequest) (sandbox.ExecResult, error) {
 	if r.start {
 		r.event("started")

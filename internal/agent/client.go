@@ -396,16 +396,16 @@ func (c *Client) WriteFileWithin(ctx context.Context, path string, roots []strin
 
 // Stat describes what path resolves to in the agent's sandbox, confined
 // to roots (none: unconfined); see StatWithin. Missing: ErrNotFound.
-func (c *Client) Stat(ctx context.Context, path string, roots []string) (FileInfo, error) {
-	var fi FileInfo
+func (c *Client) Stat(ctx context.Context, path string, roots []string) (sandbox.FileInfo, error) {
+	var fi sandbox.FileInfo
 	err := c.getJSON(ctx, pathStat, fileQuery(path, roots), maxErrorBody, &fi)
 	return fi, err
 }
 
 // List returns the entries of the directory path resolves to, sorted by
 // name, confined to roots (none: unconfined); see ListWithin.
-func (c *Client) List(ctx context.Context, path string, roots []string) ([]FileInfo, error) {
-	var infos []FileInfo
+func (c *Client) List(ctx context.Context, path string, roots []string) ([]sandbox.FileInfo, error) {
+	var infos []sandbox.FileInfo
 	if err := c.getJSON(ctx, pathList, fileQuery(path, roots), maxListBody, &infos); err != nil {
 		return nil, err
 	}

@@ -66,18 +66,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/hutchsandbox/hutch/internal/errdefs"
+	"github.com/hutchsandbox/hutch/internal/sandbox"
 )
-
-// FileInfo describes one path.
-type FileInfo struct {
-	Name    string      `json:"name"`
-	Size    int64       `json:"size"`
-	Mode    os.FileMode `json:"mode"`
-	ModTime time.Time   `json:"modTime"`
-	IsDir   bool        `json:"isDir"`
-	// Link is the target of a symlink ("" otherwise).
-	Link string `json:"link,omitempty"`
-}
 
 // maxSymlinks bounds how many symlinks one resolution follows.
 const maxSymlinks = 255
@@ -118,17 +108,17 @@ func WriteFileWithin(path string, roots []string, r io.Reader, mode os.FileMode)
 
 // StatWithin describes what path resolves to (like os.Stat); when path
 // itself is a symlink, Link holds its target. Name is path's last element.
-func StatWithin(path string, roots []string) (FileInfo, error) {
+func StatWithin(path string, roots []string) (sandbox.FileInfo, error) {
 	if err := CheckPath(path); err != nil {
-		return FileInfo{}, err
+		return sandbox.FileInfo{}, err
 	}
 	c, err := confine("stat", path, roots)
 	if err != nil {
-		return FileInfo{}, err
+		return sandbox.FileInfo{}, err
 	}
 	fd, st, err := c.openPath("stat", path)
 	if err != nil {
-		return FileInfo{}, err
+		return sandbox.FileInfo{}, err
 	}
 	unix.Close(fd)
 	fi := fileInfo(filepath.Base(path), &st)
@@ -141,7 +131,7 @@ func StatWithin(path string, roots []string) (FileInfo, error) {
 // ListWithin returns the entries of the directory path resolves to,
 // sorted by name. Entries are not followed: a symlink is reported as one,
 // with Link set, wherever it points.
-func ListWithin(path string, roots []string) ([]FileInfo, error) {
+func ListWithin(path string, roots []string) ([]sandbox.FileInfo, error) {
 	if err := CheckPath(path); err != nil {
 		return nil, err
 	}
@@ -168,7 +158,7 @@ func ListWithin(path string, roots []string) ([]FileInfo, error) {
 		return nil, fileError("list", path, err)
 	}
 	slices.Sort(names)
-	infos := make([]FileInfo, 0, len(names))
+	infos := make([]sandbox.FileInfo, 0, len(names))
 	for _, name := range names {
 		var est unix.Stat_t
 		if err := unix.Fstatat(dfd, name, &est, unix.AT_SYMLINK_NOFOLLOW); err != nil {
@@ -315,9 +305,7 @@ func confine(verb, path string, roots []string) (*confinement, error) {
 }
 
 // outside is the refusal of a path that leads out of the roots.
-func outside(path string) error {
-	return errdefs.New(errdefs.ErrFailedPrecondition, "Path "+path+" is outside the sandbox's workspace")
-}
+func outside(path string) error { return sandbox.OutsideRefusal(path) }
 
 // within reports whether the resolved path p is a root or under one.
 func (c *confinement) within(p string) bool {
@@ -506,7 +494,7 @@ func readlinkat(dfd int, name string) string {
 }
 
 // fileInfo describes st under name.
-func fileInfo(name string, st *unix.Stat_t) FileInfo {
+func fileInfo(name string, st *unix.Stat_t) sandbox.FileInfo {
 	mode := os.FileMode(st.Mode & 0o777)
 	switch st.Mode & unix.S_IFMT {
 	case unix.S_IFBLK:
@@ -531,7 +519,7 @@ func fileInfo(name string, st *unix.Stat_t) FileInfo {
 	if st.Mode&unix.S_ISVTX != 0 {
 		mode |= os.ModeSticky
 	}
-	return FileInfo{
+	return sandbox.FileInfo{
 		Name:    name,
 		Size:    st.Size,
 		Mode:    mode,

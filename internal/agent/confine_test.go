@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/hutchsandbox/hutch/internal/errdefs"
+	"github.com/hutchsandbox/hutch/internal/sandbox"
 )
 
 // secret is the content of the file outside the roots; no error may
@@ -85,8 +86,8 @@ func mustWrite(t *testing.T, p, s string) {
 type fileOps struct {
 	read  func(p string, roots []string) (string, error)
 	write func(p string, roots []string, content string) error
-	stat  func(p string, roots []string) (FileInfo, error)
-	list  func(p string, roots []string) ([]FileInfo, error)
+	stat  func(p string, roots []string) (sandbox.FileInfo, error)
+	list  func(p string, roots []string) ([]sandbox.FileInfo, error)
 }
 
 func directOps() fileOps {
@@ -116,8 +117,8 @@ func clientOps(t *testing.T) fileOps {
 		write: func(p string, roots []string, content string) error {
 			return c.WriteFileWithin(ctx, p, roots, strings.NewReader(content), 0)
 		},
-		stat: func(p string, roots []string) (FileInfo, error) { return c.Stat(ctx, p, roots) },
-		list: func(p string, roots []string) ([]FileInfo, error) { return c.List(ctx, p, roots) },
+		stat: func(p string, roots []string) (sandbox.FileInfo, error) { return c.Stat(ctx, p, roots) },
+		list: func(p string, roots []string) ([]sandbox.FileInfo, error) { return c.List(ctx, p, roots) },
 	}
 }
 
@@ -200,7 +201,7 @@ func testConfine(t *testing.T, ops fileOps) {
 			t.Fatal(err)
 		}
 		var names []string
-		byName := map[string]FileInfo{}
+		byName := map[string]sandbox.FileInfo{}
 		for _, fi := range infos {
 			names = append(names, fi.Name)
 			byName[fi.Name] = fi

@@ -238,7 +238,17 @@ func writeInDir(dfd int, p, name string, r io.Reader, mode *os.FileMode) (n int6
 	if err = f.Close(); err != nil {
 		return n, fileError("write", p, err)
 	}
-	if err = unix.Renameat(dfd, stage, dfd, name); err != nil {
+	if err = unix.Renameat(dfd, stage, dfd, name); errors.Is(err, unix.EBUSY) {
+		// The target is a mount point: a file mounted on its own (the
+		// shared MEMORY.md) cannot be replaced, only written in place.
+		err = writeInPlace(dfd, p, name, stage)
+		_ = unix.Unlinkat(dfd, stage, 0)
+		if err != nil {
+			return n, err
+		}
+		return n, nil
+	}
+	if err != nil {
 		return n, fileError("write", p, err)
 	}
 	// Make the rename durable; the content is in place whatever this says.
@@ -247,6 +257,49 @@ func writeInDir(dfd int, p, name string, r io.Reader, mode *os.FileMode) (n int6
 		unix.Close(d)
 	}
 	return n, nil
+}
+
+// writeInPlace copies the staged content over the file name of the
+// directory open as dfd, which rename cannot replace because it is a
+// mount point. It is not atomic: a reader may see the old bytes, the new
+// or a mix while it runs, and a crash may leave a mix; the content itself
+// has fully arrived (it was staged) before the target is touched. The
+// target must be a regular file, and is opened without following a
+// symlink, relative to dfd like every other step of a write. Its mode and
+// owner stay as they are (they belong to the mount's source).
+func writeInPlace(dfd int, p, name, stage string) error {
+	sfd, err := unix.Openat(dfd, stage, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return fileError("write", p, err)
+	}
+	src := os.NewFile(uintptr(sfd), stage)
+	defer src.Close()
+	tfd, err := unix.Openat(dfd, name, unix.O_WRONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return fileError("write", p, err)
+	}
+	dst := os.NewFile(uintptr(tfd), p)
+	defer dst.Close()
+	var st unix.Stat_t
+	if err := unix.Fstat(tfd, &st); err != nil {
+		return fileError("write", p, err)
+	}
+	if err := regularFile(p, st.Mode); err != nil {
+		return err
+	}
+	// Written from the start, then cut to length: the file is never
+	// seen empty when the new content is not.
+	n, err := io.Copy(dst, src)
+	if err != nil {
+		return fileError("write", p, err)
+	}
+	if err := dst.Truncate(n); err != nil {
+		return fileError("write", p, err)
+	}
+	if err := dst.Sync(); err != nil {
+		return fileError("write", p, err)
+	}
+	return nil
 }
 
 // mkdirAll creates dir and its missing parents, each 0755 whatever the

@@ -7,6 +7,7 @@ import (
 	"net/http"
 
 	"github.com/hutchsandbox/hutch/internal/errdefs"
+	"github.com/hutchsandbox/hutch/internal/sandbox"
 	"github.com/hutchsandbox/hutch/internal/tools"
 )
 
@@ -118,7 +119,7 @@ func (s *Server) listFiles(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	if list == nil {
-		list = []tools.FileInfo{}
+		list = []sandbox.FileInfo{}
 	}
 	writeJSON(w, http.StatusOK, list)
 	return nil

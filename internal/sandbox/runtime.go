@@ -24,6 +24,12 @@ type Runtime interface {
 	// Cancelling ctx aborts the command: its whole process group is killed
 	// and the result has Aborted set.
 	Exec(ctx context.Context, spec Spec, req ExecRequest) (ExecResult, error)
+	// Files returns the file operations of the conversation spec
+	// describes, confined to the roots the mode gives it (spec.Roots() in
+	// every mode that sees the host workspace). It does no work itself:
+	// each operation reaches the runtime as Exec does, creating or
+	// starting it when needed.
+	Files(spec Spec) Files
 }
 
 // Mount is one path projected into a runtime.
@@ -48,7 +54,10 @@ type Spec struct {
 	OfficeDir string
 	// OfficeRuntimePath is where the runtime sees the office; commands start there.
 	OfficeRuntimePath string
-	// Mounts is the door policy's projection.
+	// Mounts is the door policy's projection: what hutch mounts in the
+	// managed modes, the paths themselves in host mode, and what an
+	// existing container is expected to mount (container:); file
+	// operations are confined to their runtime paths.
 	Mounts []Mount
 	// VaultFiles are the vault's file credentials, projected read-only;
 	// their contents are part of the runtime's fingerprint, so rotating a

@@ -421,7 +421,14 @@ func (s *Service) prepare(ctx context.Context, addr office.Address, mode sandbox
 		// is expected to mount the workspace at the same place.
 		spec.OfficeRuntimePath = path.Join(RuntimeRoot, string(pol.Key))
 	}
-	for _, m := range pol.Mounts {
+	mounts := pol.Mounts
+	if caps.Workspace == sandbox.WorkspaceSelfManaged {
+		// An existing container manages its own mounts; it is expected to
+		// have the workspace at /workspace, so the policy's plan there is
+		// what file operations may reach.
+		mounts = projection.Plan(pol.Decision.Policy, s.layout.Workspace, string(pol.Key), RuntimeRoot)
+	}
+	for _, m := range mounts {
 		spec.Mounts = append(spec.Mounts, sandbox.Mount{HostPath: m.HostPath, RuntimePath: m.RuntimePath, ReadOnly: m.ReadOnly})
 	}
 	if caps.VaultFileMounts && pol.VaultKey != "" {

@@ -35,8 +35,9 @@ import (
 type remoteBridge struct {
 	workspace string
 
-	mu   sync.Mutex // guards the following
-	envs []map[string]string
+	mu       sync.Mutex // guards the following
+	envs     []map[string]string
+	commands []string
 }
 
 func (b *remoteBridge) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -52,6 +53,7 @@ func (b *remoteBridge) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		b.mu.Lock()
 		b.envs = append(b.envs, req.Env)
+		b.commands = append(b.commands, req.Command)
 		b.mu.Unlock()
 		cmd := exec.CommandContext(r.Context(), "sh", "-c", strings.ReplaceAll(req.Command, "'/workspace", "'"+b.workspace))
 		cmd.Dir = req.Cwd
@@ -174,9 +176,12 @@ func TestToolSandbox_Cloudflare(t *testing.T) {
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	// The conversation's command gets the vault env; the file
+	// operations' commands need no credential and get none.
 	for i, env := range b.envs {
-		if env["GH_TOKEN"] != "ghp_vault" {
-			t.Errorf("exec %d had env %v; want the vault env", i, env)
+		command := b.commands[i] == "cat "+rel
+		if command && env["GH_TOKEN"] != "ghp_vault" || !command && len(env) != 0 {
+			t.Errorf("exec %d (%.40q) had env %v; want the vault env for the command only", i, b.commands[i], env)
 		}
 	}
 }

@@ -13,7 +13,7 @@ import (
 
 func TestResolve(t *testing.T) {
 	sb := newSandbox(t)
-	sb.roots = append(sb.roots, "/mnt/shared/")
+	sb.addRoot("/mnt/shared/")
 	o := sb.office
 	for _, tc := range []struct{ in, want string }{
 		{"a.txt", o + "/a.txt"},

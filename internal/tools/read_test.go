@@ -13,6 +13,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/hutchsandbox/hutch/internal/errdefs"
+	"github.com/hutchsandbox/hutch/internal/sandbox"
 	"github.com/hutchsandbox/hutch/internal/tools"
 )
 
@@ -199,8 +200,8 @@ type endless struct {
 	streamed int64
 }
 
-func (e *endless) Stat(ctx context.Context, p string) (tools.FileInfo, error) {
-	return tools.FileInfo{Name: "huge.log", Size: e.size}, nil
+func (e *endless) Stat(ctx context.Context, p string) (sandbox.FileInfo, error) {
+	return sandbox.FileInfo{Name: "huge.log", Size: e.size}, nil
 }
 
 func (e *endless) ReadFile(ctx context.Context, p string, w io.Writer) error {

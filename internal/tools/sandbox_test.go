@@ -4,16 +4,12 @@ import (
 	"context"
 	"errors"
 	"flag"
-	"io"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
 
-	"github.com/hutchsandbox/hutch/internal/atomicfile"
-	"github.com/hutchsandbox/hutch/internal/errdefs"
 	"github.com/hutchsandbox/hutch/internal/sandbox"
 	"github.com/hutchsandbox/hutch/internal/sandbox/host"
 	"github.com/hutchsandbox/hutch/internal/tools"
@@ -21,14 +17,14 @@ import (
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata")
 
-// hostSandbox is a Sandbox over a temporary office on this machine:
-// commands run through the real host runtime, files through the os
-// package, and every path is checked (symlinks followed) against the
-// roots, as a real runtime must.
+// hostSandbox is a Sandbox over a temporary office on this machine: the
+// real host runtime's commands and file operations (confined to the
+// office, symlinks followed, as in every mode).
 type hostSandbox struct {
+	sandbox.Files
 	office string
-	roots  []string
 	rt     *host.Runtime
+	spec   sandbox.Spec
 }
 
 var _ tools.Sandbox = (*hostSandbox)(nil)
@@ -43,108 +39,19 @@ func newSandbox(t *testing.T) *hostSandbox {
 	if err := os.Mkdir(office, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	return &hostSandbox{office: office, roots: []string{office}, rt: host.New(nil)}
+	s := &hostSandbox{office: office, rt: host.New(nil), spec: sandbox.Spec{OfficeDir: office, OfficeRuntimePath: office}}
+	s.addRoot(office)
+	return s
 }
 
-func (s *hostSandbox) Office() string  { return s.office }
-func (s *hostSandbox) Roots() []string { return s.roots }
+// addRoot lets file operations reach root too.
+func (s *hostSandbox) addRoot(root string) {
+	s.spec.Mounts = append(s.spec.Mounts, sandbox.Mount{HostPath: root, RuntimePath: root})
+	s.Files = s.rt.Files(s.spec)
+}
 
 func (s *hostSandbox) Exec(ctx context.Context, req sandbox.ExecRequest) (sandbox.ExecResult, error) {
-	return s.rt.Exec(ctx, sandbox.Spec{OfficeDir: s.office, OfficeRuntimePath: s.office}, req)
-}
-
-// check refuses a path whose real location (its deepest existing
-// ancestor with symlinks resolved) is outside the roots.
-func (s *hostSandbox) check(p string) error {
-	real, rest := p, ""
-	for {
-		r, err := filepath.EvalSymlinks(real)
-		if err == nil {
-			real = filepath.Join(r, rest)
-			break
-		}
-		if real == "/" {
-			break
-		}
-		rest = filepath.Join(filepath.Base(real), rest)
-		real = filepath.Dir(real)
-	}
-	for _, root := range s.roots {
-		if real == root || strings.HasPrefix(real, root+"/") {
-			return nil
-		}
-	}
-	return errdefs.New(errdefs.ErrFailedPrecondition, "Path "+p+" is outside the sandbox's workspace")
-}
-
-func notFound(err error) error {
-	if errors.Is(err, fs.ErrNotExist) {
-		return errdefs.New(errdefs.ErrNotFound, "No such file: "+err.(*fs.PathError).Path)
-	}
-	return err
-}
-
-func (s *hostSandbox) ReadFile(ctx context.Context, p string, w io.Writer) error {
-	if err := s.check(p); err != nil {
-		return err
-	}
-	f, err := os.Open(p)
-	if err != nil {
-		return notFound(err)
-	}
-	defer f.Close()
-	_, err = io.Copy(w, f)
-	return err
-}
-
-func (s *hostSandbox) WriteFile(ctx context.Context, p string, r io.Reader, mode os.FileMode) error {
-	if err := s.check(p); err != nil {
-		return err
-	}
-	if mode == 0 {
-		mode = 0o644
-		if fi, err := os.Stat(p); err == nil {
-			mode = fi.Mode().Perm()
-		}
-	}
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-		return err
-	}
-	data, err := io.ReadAll(r)
-	if err != nil {
-		return err
-	}
-	return atomicfile.WriteFile(p, data, mode)
-}
-
-func (s *hostSandbox) Stat(ctx context.Context, p string) (tools.FileInfo, error) {
-	if err := s.check(p); err != nil {
-		return tools.FileInfo{}, err
-	}
-	fi, err := os.Stat(p)
-	if err != nil {
-		return tools.FileInfo{}, notFound(err)
-	}
-	return tools.FileInfo{Name: fi.Name(), Size: fi.Size(), Mode: fi.Mode(), ModTime: fi.ModTime(), IsDir: fi.IsDir()}, nil
-}
-
-func (s *hostSandbox) List(ctx context.Context, p string) ([]tools.FileInfo, error) {
-	if err := s.check(p); err != nil {
-		return nil, err
-	}
-	entries, err := os.ReadDir(p)
-	if err != nil {
-		return nil, notFound(err)
-	}
-	var out []tools.FileInfo
-	for _, e := range entries {
-		fi, err := e.Info()
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, tools.FileInfo{Name: fi.Name(), Size: fi.Size(), Mode: fi.Mode(), ModTime: fi.ModTime(), IsDir: fi.IsDir()})
-	}
-	return out, nil
+	return s.rt.Exec(ctx, s.spec, req)
 }
 
 // put writes a file into the office.

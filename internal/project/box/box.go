@@ -24,6 +24,7 @@ import (
 	"github.com/hutchsandbox/hutch/internal/errdefs"
 	"github.com/hutchsandbox/hutch/internal/imagebuild"
 	"github.com/hutchsandbox/hutch/internal/project"
+	"github.com/hutchsandbox/hutch/internal/sandbox"
 	sbxcontainer "github.com/hutchsandbox/hutch/internal/sandbox/container"
 )
 
@@ -116,6 +117,14 @@ type Target struct {
 
 // Agent returns the client of the agent in the target.
 func (t *Target) Agent() *agent.Client { return t.agent }
+
+// Files returns the target's file operations, served by its agent and
+// confined to roots (the project, as the container sees it), with
+// relative paths starting at office: the same contract every mode's
+// runtime keeps.
+func (t *Target) Files(office string, roots []string) sandbox.Files {
+	return agent.Files(func(context.Context) (*agent.Client, error) { return t.agent, nil }, office, roots)
+}
 
 // containerState is what hutch needs to know of one container.
 type containerState struct {

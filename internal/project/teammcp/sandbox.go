@@ -2,8 +2,6 @@ package teammcp
 
 import (
 	"context"
-	"io"
-	"os"
 	"path"
 	"strings"
 
@@ -16,6 +14,7 @@ import (
 // root): commands and file operations go to the agent in the project's
 // container, and file operations are confined to the project.
 type memberSandbox struct {
+	sandbox.Files
 	t *box.Target
 	// dir is where the member works (the project root for no member), and
 	// project the project, both as the container sees them.
@@ -24,8 +23,9 @@ type memberSandbox struct {
 
 var _ tools.Sandbox = (*memberSandbox)(nil)
 
-func (s *memberSandbox) Office() string  { return s.dir }
-func (s *memberSandbox) Roots() []string { return []string{s.project} }
+func newMemberSandbox(t *box.Target, dir, project string) *memberSandbox {
+	return &memberSandbox{Files: t.Files(dir, []string{project}), t: t, dir: dir, project: project}
+}
 
 // Exec runs req in the container with the target's environment (the
 // request's own on top), through a login shell so the image's PATH
@@ -55,26 +55,4 @@ func (s *memberSandbox) Exec(ctx context.Context, req sandbox.ExecRequest) (sand
 		req.Dir = path.Join(s.dir, req.Dir)
 	}
 	return s.t.Agent().Exec(ctx, req)
-}
-
-func (s *memberSandbox) ReadFile(ctx context.Context, p string, w io.Writer) error {
-	return s.t.Agent().ReadFileWithin(ctx, p, s.Roots(), w)
-}
-
-func (s *memberSandbox) WriteFile(ctx context.Context, p string, r io.Reader, mode os.FileMode) error {
-	return s.t.Agent().WriteFileWithin(ctx, p, s.Roots(), r, mode)
-}
-
-func (s *memberSandbox) Stat(ctx context.Context, p string) (tools.FileInfo, error) {
-	fi, err := s.t.Agent().Stat(ctx, p, s.Roots())
-	return tools.FileInfo(fi), err
-}
-
-func (s *memberSandbox) List(ctx context.Context, p string) ([]tools.FileInfo, error) {
-	list, err := s.t.Agent().List(ctx, p, s.Roots())
-	out := make([]tools.FileInfo, len(list))
-	for i, fi := range list {
-		out[i] = tools.FileInfo(fi)
-	}
-	return out, err
 }

@@ -231,9 +231,8 @@ func (h *handlers) lockedSandbox(ctx context.Context, member string) (*memberSan
 // sandboxOf returns member's sandbox (the project root's for ""), making
 // the member's worktree first when it has none.
 func (h *handlers) sandboxOf(ctx context.Context, member string) (*memberSandbox, error) {
-	sb := &memberSandbox{t: h.Target, dir: h.project, project: h.project}
 	if member == "" {
-		return sb, nil
+		return newMemberSandbox(h.Target, h.project, h.project), nil
 	}
 	if err := h.checkMember(member); err != nil {
 		return nil, err
@@ -248,8 +247,7 @@ func (h *handlers) sandboxOf(ctx context.Context, member string) (*memberSandbox
 	if _, err := h.Box.Worktree(ctx, h.Target, member); err != nil {
 		return nil, err
 	}
-	sb.dir = path.Join(h.project, box.WorktreesDir, member)
-	return sb, nil
+	return newMemberSandbox(h.Target, path.Join(h.project, box.WorktreesDir, member), h.project), nil
 }
 
 // checkMember refuses a member name box.WorktreeDir refuses ("" is the

@@ -23,6 +23,19 @@ import (
 // client and hutch's own bridge backed by its default kind of mode,
 // image:, with the busybox test image: every check, vault env included.
 func TestConformance_ImageBridge(t *testing.T) {
+	sandboxtest.Run(t, imageBridge(t))
+}
+
+// TestFiles_ImageBridge runs the files suite the same way: file
+// operations as commands through the bridge, in the remote /workspace.
+func TestFiles_ImageBridge(t *testing.T) {
+	sandboxtest.RunFiles(t, imageBridge(t))
+}
+
+// imageBridge serves hutch's bridge over image mode with the busybox
+// test image, and returns the harness of a cloudflare: runtime that talks
+// to it, a conversation of its own per check.
+func imageBridge(t *testing.T) sandboxtest.Harness {
 	cli := testenv.Docker(t)
 	img := testenv.BusyboxImage(t, cli)
 	run, err := os.MkdirTemp("", "hcf-") // unix socket paths are short
@@ -62,7 +75,7 @@ func TestConformance_ImageBridge(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sandboxtest.Run(t, sandboxtest.Harness{
+	return sandboxtest.Harness{
 		New: func(t *testing.T) (sandbox.Runtime, sandbox.Spec) {
 			var b [6]byte
 			_, _ = rand.Read(b[:])
@@ -72,5 +85,5 @@ func TestConformance_ImageBridge(t *testing.T) {
 			remote := office.Address{Platform: bridge.Platform, ConversationID: cloudflare.RemoteSandboxID("conf", key)}.Key()
 			return rt, sandbox.Spec{OfficeKey: key, OfficeRuntimePath: path.Join("/workspace", string(remote))}
 		},
-	})
+	}
 }

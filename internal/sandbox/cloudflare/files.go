@@ -320,22 +320,32 @@ write)
 esac
 `
 
-// Files are the file operations of one conversation's remote runtime,
-// confined to roots, run as commands through the bridge. They have the
-// method set of agent.Client's confined operations, so a caller can hold
-// either. Files are safe for concurrent use; two writes of one path race
-// like two agents' (the last rename wins).
-type Files struct {
-	r    *Runtime
-	spec sandbox.Spec
-	env  map[string]string
+// Files returns the conversation's file operations: run as commands
+// through the bridge in its remote runtime (spec.OfficeKey picks it),
+// confined to the remote workspace, where its commands start too. The
+// remote runtime sees nothing of the host, so the door policy's plan
+// does not apply there.
+func (r *Runtime) Files(spec sandbox.Spec) sandbox.Files {
+	remote := r.RemoteFiles(spec)
+	return sandbox.ConfinedFiles(func(context.Context) (sandbox.Confined, error) { return remote, nil }, RemoteRoot, []string{RemoteRoot})
 }
 
-// Files returns the file operations of the conversation spec names
-// (spec.OfficeKey picks its remote runtime); env is added to every
-// command they run, as to the conversation's own commands.
-func (r *Runtime) Files(spec sandbox.Spec, env map[string]string) *Files {
-	return &Files{r: r, spec: spec, env: env}
+// RemoteFiles are the file operations of one conversation's remote
+// runtime, confined to the roots each call names, run as commands through
+// the bridge. They have the method set of agent.Client's confined
+// operations (sandbox.Confined). They are safe for concurrent use; two
+// writes of one path race like two agents' (the last rename wins).
+type RemoteFiles struct {
+	r    *Runtime
+	spec sandbox.Spec
+}
+
+var _ sandbox.Confined = (*RemoteFiles)(nil)
+
+// RemoteFiles returns the file operations of the conversation spec names
+// (spec.OfficeKey picks its remote runtime).
+func (r *Runtime) RemoteFiles(spec sandbox.Spec) *RemoteFiles {
+	return &RemoteFiles{r: r, spec: spec}
 }
 
 // ReadFileWithin copies the regular file at path (absolute and clean)
@@ -346,7 +356,7 @@ func (r *Runtime) Files(spec sandbox.Spec, env map[string]string) *Files {
 // for a path outside the roots; ErrInvalid for a directory, a file that
 // is not regular, a path that is not absolute and clean; ErrUnavailable
 // when the bridge fails or cut the content short; and Exec's errors.
-func (f *Files) ReadFileWithin(ctx context.Context, p string, roots []string, w io.Writer) error {
+func (f *RemoteFiles) ReadFileWithin(ctx context.Context, p string, roots []string, w io.Writer) error {
 	if err := checkArgs(p, roots); err != nil {
 		return err
 	}
@@ -383,7 +393,7 @@ func (f *Files) ReadFileWithin(ctx context.Context, p string, roots []string, w 
 // absolute and clean; ErrNotFound when a missing parent would have to be
 // made outside the roots; ErrUnavailable when the content did not arrive
 // whole; ErrConflict when the stage vanished meanwhile; and Exec's errors.
-func (f *Files) WriteFileWithin(ctx context.Context, p string, roots []string, r io.Reader, mode os.FileMode) error {
+func (f *RemoteFiles) WriteFileWithin(ctx context.Context, p string, roots []string, r io.Reader, mode os.FileMode) error {
 	if err := checkArgs(p, roots); err != nil {
 		return err
 	}
@@ -449,7 +459,7 @@ func (f *Files) WriteFileWithin(ctx context.Context, p string, roots []string, r
 // abort removes a failed write's stage files, with a deadline of its own
 // (the caller's context may be what ended the write). Best effort: a
 // stage left behind is a hidden file next to the target.
-func (f *Files) abort(ctx context.Context, p, stage string, roots []string) {
+func (f *RemoteFiles) abort(ctx context.Context, p, stage string, roots []string) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), abortTimeout)
 	defer cancel()
 	if _, _, err := f.run(ctx, "write", p, []string{stage, "-", "x", ""}, roots, nil, io.Discard); err != nil {
@@ -460,21 +470,21 @@ func (f *Files) abort(ctx context.Context, p, stage string, roots []string) {
 // Stat describes what path resolves to (like os.Stat); when path itself
 // is a symlink, Link holds its target. Name is path's last element.
 // Errors as ReadFileWithin's, but any kind of file may be described.
-func (f *Files) Stat(ctx context.Context, p string, roots []string) (agent.FileInfo, error) {
+func (f *RemoteFiles) Stat(ctx context.Context, p string, roots []string) (sandbox.FileInfo, error) {
 	if err := checkArgs(p, roots); err != nil {
-		return agent.FileInfo{}, err
+		return sandbox.FileInfo{}, err
 	}
 	out := &cappedBuffer{limit: maxInfoOutput}
 	code, stderr, err := f.run(ctx, "stat", p, nil, roots, nil, out)
 	if err != nil {
-		return agent.FileInfo{}, err
+		return sandbox.FileInfo{}, err
 	}
 	if err := fileError("stat", p, code, stderr); err != nil {
-		return agent.FileInfo{}, err
+		return sandbox.FileInfo{}, err
 	}
 	fi, err := parseStat(path.Base(p), out.Bytes())
 	if err != nil {
-		return agent.FileInfo{}, f.garbled("stat", p, err)
+		return sandbox.FileInfo{}, f.garbled("stat", p, err)
 	}
 	return fi, nil
 }
@@ -483,7 +493,7 @@ func (f *Files) Stat(ctx context.Context, p string, roots []string) (agent.FileI
 // name. Entries are not followed: a symlink is reported as one, with Link
 // set, wherever it points. Errors as Stat's, and ErrInvalid when path is
 // not a directory.
-func (f *Files) List(ctx context.Context, p string, roots []string) ([]agent.FileInfo, error) {
+func (f *RemoteFiles) List(ctx context.Context, p string, roots []string) ([]sandbox.FileInfo, error) {
 	if err := checkArgs(p, roots); err != nil {
 		return nil, err
 	}
@@ -508,7 +518,7 @@ func (f *Files) List(ctx context.Context, p string, roots []string) ([]agent.Fil
 // run runs filesScript once and returns its exit code and the start of
 // its standard error. err is set when it did not run to an exit: Exec
 // failed, it was aborted (ctx's error) or it timed out.
-func (f *Files) run(ctx context.Context, op, p string, args, roots []string, stdin []byte, stdout io.Writer) (code int, stderr string, err error) {
+func (f *RemoteFiles) run(ctx context.Context, op, p string, args, roots []string, stdin []byte, stdout io.Writer) (code int, stderr string, err error) {
 	argv := make([]string, 0, 6+len(args)+len(roots))
 	argv = append(argv, "sh", "-c", filesScript, "hutch-files", op, p)
 	argv = append(argv, args...)
@@ -517,7 +527,6 @@ func (f *Files) run(ctx context.Context, op, p string, args, roots []string, std
 	req := sandbox.ExecRequest{
 		Argv:    argv,
 		Dir:     "/",
-		Env:     f.env,
 		Stdout:  stdout,
 		Stderr:  errBuf,
 		Timeout: fileTimeout,
@@ -541,7 +550,7 @@ func (f *Files) run(ctx context.Context, op, p string, args, roots []string, std
 }
 
 // garbled is the error of output that is not what the script prints.
-func (f *Files) garbled(op, p string, err error) error {
+func (f *RemoteFiles) garbled(op, p string, err error) error {
 	return errdefs.New(errdefs.ErrUnavailable, fmt.Sprintf("Cannot %s %s: the bridge at %s returned output hutch cannot read (%v)", op, p, f.r.display, err))
 }
 
@@ -613,25 +622,25 @@ func stageName(name string) string {
 
 // parseStat reads stat's output: "<hex mode> <size> <mtime>", then the
 // link's text in base64 when the path is a symlink, then "#end".
-func parseStat(name string, out []byte) (agent.FileInfo, error) {
+func parseStat(name string, out []byte) (sandbox.FileInfo, error) {
 	sections, err := splitSections(out)
 	if err != nil {
-		return agent.FileInfo{}, err
+		return sandbox.FileInfo{}, err
 	}
 	if len(sections) != 1 {
-		return agent.FileInfo{}, fmt.Errorf("%d sections, want 1", len(sections))
+		return sandbox.FileInfo{}, fmt.Errorf("%d sections, want 1", len(sections))
 	}
 	line, rest, _ := strings.Cut(sections[0], "\n")
 	fi, ok, err := parseStatLine(name, line)
 	if err != nil {
-		return agent.FileInfo{}, err
+		return sandbox.FileInfo{}, err
 	}
 	if !ok {
-		return agent.FileInfo{}, errors.New("no stat line")
+		return sandbox.FileInfo{}, errors.New("no stat line")
 	}
 	link, err := decodeB64(rest)
 	if err != nil {
-		return agent.FileInfo{}, err
+		return sandbox.FileInfo{}, err
 	}
 	fi.Link = string(link)
 	return fi, nil
@@ -641,7 +650,7 @@ func parseStat(name string, out []byte) (agent.FileInfo, error) {
 // (base64 of NUL-terminated names), a stat line per name, and their links
 // (base64 of NUL-terminated name, target pairs), each section ended by a
 // "#" line; then "#end".
-func parseList(out []byte) ([]agent.FileInfo, error) {
+func parseList(out []byte) ([]sandbox.FileInfo, error) {
 	sections, err := splitSections(out)
 	if err != nil {
 		return nil, err
@@ -649,7 +658,7 @@ func parseList(out []byte) ([]agent.FileInfo, error) {
 	if len(sections)%3 != 0 {
 		return nil, fmt.Errorf("%d sections, want a multiple of 3", len(sections))
 	}
-	infos := []agent.FileInfo{}
+	infos := []sandbox.FileInfo{}
 	for g := 0; g < len(sections); g += 3 {
 		raw, err := decodeB64(sections[g])
 		if err != nil {
@@ -686,7 +695,7 @@ func parseList(out []byte) ([]agent.FileInfo, error) {
 			infos = append(infos, fi)
 		}
 	}
-	slices.SortFunc(infos, func(a, b agent.FileInfo) int { return strings.Compare(a.Name, b.Name) })
+	slices.SortFunc(infos, func(a, b sandbox.FileInfo) int { return strings.Compare(a.Name, b.Name) })
 	return infos, nil
 }
 
@@ -714,7 +723,7 @@ func splitSections(out []byte) ([]string, error) {
 
 // parseStatLine reads "<hex mode> <size> <mtime>" ("- 0 0" for an entry
 // gone meanwhile: ok is false).
-func parseStatLine(name, line string) (fi agent.FileInfo, ok bool, err error) {
+func parseStatLine(name, line string) (fi sandbox.FileInfo, ok bool, err error) {
 	fields := strings.Fields(line)
 	if len(fields) != 3 {
 		return fi, false, fmt.Errorf("stat line %q", line)
@@ -729,7 +738,7 @@ func parseStatLine(name, line string) (fi agent.FileInfo, ok bool, err error) {
 		return fi, false, fmt.Errorf("stat line %q: %w", line, err)
 	}
 	mode := fileMode(uint32(raw))
-	return agent.FileInfo{
+	return sandbox.FileInfo{
 		Name:    name,
 		Size:    size,
 		Mode:    mode,

@@ -259,7 +259,7 @@ func errText(err error) string {
 }
 
 // seconds drops what a one-second modification time cannot show.
-func seconds(fi agent.FileInfo) agent.FileInfo {
+func seconds(fi sandbox.FileInfo) sandbox.FileInfo {
 	fi.ModTime = fi.ModTime.Truncate(time.Second)
 	return fi
 }
@@ -282,7 +282,7 @@ func TestFiles_AgentParity(t *testing.T) {
 	for _, v := range bridgeVariants {
 		t.Run(v.name, func(t *testing.T) {
 			t.Parallel()
-			files := startLocal(t, v.flavour, &localBridge{extensions: v.extensions}).Files(spec, nil)
+			files := startLocal(t, v.flavour, &localBridge{extensions: v.extensions}).RemoteFiles(spec)
 			tr := newFileTree(t)
 			paths := []string{
 				tr.ws, tr.ws + "/file.txt", tr.ws + "/sub", tr.ws + "/sub/inner.txt", tr.ws + "/missing",
@@ -337,7 +337,7 @@ func TestFiles_AgentParity(t *testing.T) {
 // says differently.
 func TestFiles_Errors(t *testing.T) {
 	t.Parallel()
-	files := startLocal(t, "gnu", &localBridge{}).Files(spec, nil)
+	files := startLocal(t, "gnu", &localBridge{}).RemoteFiles(spec)
 	tr := newFileTree(t)
 	outside := func(p string) string {
 		return "[failed precondition] Path " + p + " is outside the sandbox's workspace"
@@ -411,7 +411,7 @@ func TestFiles_Write(t *testing.T) {
 		t.Run(v.name, func(t *testing.T) {
 			t.Parallel()
 			b := &localBridge{extensions: v.extensions}
-			files := startLocal(t, v.flavour, b).Files(spec, nil)
+			files := startLocal(t, v.flavour, b).RemoteFiles(spec)
 			tr := newFileTree(t)
 			ctx := t.Context()
 			viaStdin := slices.Contains(v.extensions, cloudflare.ExtStdin)
@@ -569,7 +569,7 @@ func TestFiles_WriteAtomic(t *testing.T) {
 			}
 			t.Run("source_fails", func(t *testing.T) {
 				t.Parallel()
-				files := startLocal(t, v.flavour, &localBridge{extensions: v.extensions}).Files(spec, nil)
+				files := startLocal(t, v.flavour, &localBridge{extensions: v.extensions}).RemoteFiles(spec)
 				tr := newFileTree(t)
 				err := files.WriteFileWithin(t.Context(), tr.ws+"/file.txt", tr.roots, &failingReader{n: size}, 0)
 				if want := "[unavailable] Writing " + tr.ws + "/file.txt failed: the content did not arrive whole: the source broke"; errText(err) != want {
@@ -584,7 +584,7 @@ func TestFiles_WriteAtomic(t *testing.T) {
 				t.Parallel()
 				// The second exec fails; the third (the clean-up) runs.
 				b := &localBridge{extensions: v.extensions, fail: func(n int) bool { return n == 2 }}
-				files := startLocal(t, v.flavour, b).Files(spec, nil)
+				files := startLocal(t, v.flavour, b).RemoteFiles(spec)
 				tr := newFileTree(t)
 				err := files.WriteFileWithin(t.Context(), tr.ws+"/file.txt", tr.roots, bytes.NewReader(allBytes(size)), 0)
 				if !errdefs.IsUnavailable(err) || !strings.Contains(err.Error(), "injected failure of exec 2") {
@@ -619,7 +619,7 @@ func TestFiles_WriteAtomic(t *testing.T) {
 					}
 					return false
 				}
-				files := startLocal(t, v.flavour, b).Files(spec, nil)
+				files := startLocal(t, v.flavour, b).RemoteFiles(spec)
 				err := files.WriteFileWithin(t.Context(), tr.ws+"/d/f.txt", tr.roots, bytes.NewReader(allBytes(size)), 0)
 				if want := "[failed precondition] Path " + tr.ws + "/d/f.txt is outside the sandbox's workspace"; errText(err) != want {
 					t.Errorf("got %s\nwant %s", errText(err), want)
@@ -642,7 +642,7 @@ func TestFiles_Stat(t *testing.T) {
 	for _, flavour := range []string{"gnu", "busybox"} {
 		t.Run(flavour, func(t *testing.T) {
 			t.Parallel()
-			files := startLocal(t, flavour, &localBridge{}).Files(spec, nil)
+			files := startLocal(t, flavour, &localBridge{}).RemoteFiles(spec)
 			tr := newFileTree(t)
 			mtime := time.Date(2024, 2, 29, 12, 34, 56, 0, time.UTC)
 			if err := os.Chtimes(tr.ws+"/file.txt", mtime, mtime); err != nil {
@@ -652,7 +652,7 @@ func TestFiles_Stat(t *testing.T) {
 				t.Fatal(err)
 			}
 			fi, err := files.Stat(t.Context(), tr.ws+"/inlink", tr.roots)
-			want := agent.FileInfo{Name: "inlink", Size: 5, Mode: 0o644, ModTime: mtime, Link: "file.txt"}
+			want := sandbox.FileInfo{Name: "inlink", Size: 5, Mode: 0o644, ModTime: mtime, Link: "file.txt"}
 			if diff := cmp.Diff(want, fi); err != nil || diff != "" {
 				t.Errorf("Stat(inlink): %v; mismatch (-want +got):\n%s", err, diff)
 			}
@@ -668,7 +668,7 @@ func TestFiles_Stat(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			byName := map[string]agent.FileInfo{}
+			byName := map[string]sandbox.FileInfo{}
 			var names []string
 			for _, e := range list {
 				byName[e.Name] = e
@@ -705,7 +705,7 @@ func TestFiles_Stat(t *testing.T) {
 // the read, and its error is the answer.
 func TestFiles_ReadStopsWhenWriterFails(t *testing.T) {
 	t.Parallel()
-	files := startLocal(t, "gnu", &localBridge{}).Files(spec, nil)
+	files := startLocal(t, "gnu", &localBridge{}).RemoteFiles(spec)
 	tr := newFileTree(t)
 	if err := os.WriteFile(tr.ws+"/big", allBytes(1<<20), 0o644); err != nil {
 		t.Fatal(err)
@@ -750,25 +750,26 @@ func TestFiles_BridgeCutsOutput(t *testing.T) {
 		t.Fatal(err)
 	}
 	var got bytes.Buffer
-	err = rt.Files(spec, nil).ReadFileWithin(t.Context(), "/workspace/f", []string{"/workspace"}, &got)
+	err = rt.RemoteFiles(spec).ReadFileWithin(t.Context(), "/workspace/f", []string{"/workspace"}, &got)
 	if !errdefs.IsUnavailable(err) || !strings.Contains(err.Error(), "cut short") {
 		t.Errorf("got %v; want ErrUnavailable saying the output was cut short", err)
 	}
 }
 
-// TestFiles_Env: the conversation's env reaches the file operations'
-// commands, as it reaches its own.
-func TestFiles_Env(t *testing.T) {
+// TestFiles_NoEnv: the file operations' commands carry no env: a file
+// operation needs no credential, so the vault's values stay with the
+// conversation's own commands.
+func TestFiles_NoEnv(t *testing.T) {
 	t.Parallel()
 	b := &localBridge{}
-	files := startLocal(t, "gnu", b).Files(spec, map[string]string{"GH_TOKEN": "from-the-vault"})
+	files := startLocal(t, "gnu", b).RemoteFiles(spec)
 	tr := newFileTree(t)
 	if _, err := files.Stat(t.Context(), tr.ws, tr.roots); err != nil {
 		t.Fatal(err)
 	}
 	reqs := b.requests()
-	if len(reqs) != 1 || reqs[0].Env["GH_TOKEN"] != "from-the-vault" || reqs[0].SandboxID != remoteID {
-		t.Errorf("requests %+v; want one for %s with the env", reqs, remoteID)
+	if len(reqs) != 1 || len(reqs[0].Env) != 0 || reqs[0].SandboxID != remoteID {
+		t.Errorf("requests %+v; want one for %s without env", reqs, remoteID)
 	}
 }
 
@@ -778,7 +779,7 @@ func TestFiles_Env(t *testing.T) {
 func TestFiles_HutchBridge(t *testing.T) {
 	t.Parallel()
 	rt, _ := hostBridge(t, "files")
-	files := rt.Files(sandbox.Spec{OfficeKey: "v1-web-files-0123456789abcdef"}, nil)
+	files := rt.RemoteFiles(sandbox.Spec{OfficeKey: "v1-web-files-0123456789abcdef"})
 	tr := newFileTree(t)
 	ctx := t.Context()
 	content := allBytes(3<<20 + 17)

@@ -24,3 +24,21 @@ func TestConformance(t *testing.T) {
 		},
 	})
 }
+
+// TestFiles runs the files suite against one operator container, each
+// check a conversation whose office the container mounts under
+// /workspace, as the mode expects the operator to have done.
+func TestFiles(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	b := e.newBox(t, boxOptions{})
+	rt := e.runtime(t, b, nil)
+	var n atomic.Int64
+	sandboxtest.RunFiles(t, sandboxtest.Harness{
+		New: func(t *testing.T) (sandbox.Runtime, sandbox.Spec) {
+			spec := b.office(t, "files-"+strconv.FormatInt(n.Add(1), 10))
+			spec.Mounts = []sandbox.Mount{{HostPath: spec.OfficeDir, RuntimePath: spec.OfficeRuntimePath}}
+			return rt, spec
+		},
+	})
+}

@@ -139,6 +139,13 @@ func TestConformance(t *testing.T) {
 	}})
 }
 
+func TestFiles(t *testing.T) {
+	f := newFixture(t)
+	sandboxtest.RunFiles(t, sandboxtest.Harness{New: func(t *testing.T) (sandbox.Runtime, sandbox.Spec) {
+		return f.rt, f.office(t, testenv.Name(t))
+	}})
+}
+
 func secret(t *testing.T) string {
 	b := make([]byte, 12)
 	if _, err := rand.Read(b); err != nil {

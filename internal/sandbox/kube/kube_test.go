@@ -194,6 +194,16 @@ func TestConformance(t *testing.T) {
 	}})
 }
 
+// TestFiles runs the files suite: file operations reach the pod (its
+// agent, over the exec stream), never the daemon's own filesystem.
+func TestFiles(t *testing.T) {
+	f := newFixture(t)
+	var n atomic.Int64
+	sandboxtest.RunFiles(t, sandboxtest.Harness{New: func(t *testing.T) (sandbox.Runtime, sandbox.Spec) {
+		return f.rt, f.office(t, "files-"+strconv.FormatInt(n.Add(1), 10))
+	}})
+}
+
 // TestIsolation: a pod sees its own office and nothing else of the
 // workspace; a MEMORY.md projected read-only (shared-support private)
 // cannot be written, not even by root.

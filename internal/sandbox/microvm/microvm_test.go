@@ -125,6 +125,17 @@ func TestConformance(t *testing.T) {
 	}})
 }
 
+// TestFiles runs the files suite against one VM (its checks share the
+// conversation, as TestConformance's do); the mounts check, last, re-creates
+// it with mounts of its own.
+func TestFiles(t *testing.T) {
+	f := newFixture(t)
+	spec := f.office(t, "files")
+	sandboxtest.RunFiles(t, sandboxtest.Harness{New: func(t *testing.T) (sandbox.Runtime, sandbox.Spec) {
+		return f.rt, spec
+	}})
+}
+
 // TestBootAndOffice boots a VM and checks what it sees: its office,
 // shared with the host both ways, and nothing else of the workspace.
 func TestBootAndOffice(t *testing.T) {
