@@ -13,7 +13,7 @@ import (
 	"github.com/hutchsandbox/hutch/internal/office"
 	"github.com/hutchsandbox/hutch/internal/projection"
 	"github.com/hutchsandbox/hutch/internal/sandbox"
-	"github.com/hutchsandbox/hutch/internal/sandbox/image"
+	"github.com/hutchsandbox/hutch/internal/sandbox/managed"
 	"github.com/hutchsandbox/hutch/internal/service"
 	"github.com/hutchsandbox/hutch/internal/settings"
 )
@@ -228,8 +228,8 @@ func (h *handler) sizes() (base, boost sandbox.Limits, err error) {
 	if err != nil {
 		return base, boost, err
 	}
-	base = sandbox.Limits{CPUs: rs.CPUs, MemoryBytes: rs.MemoryBytes, Pids: rs.Pids}.Over(image.DefaultLimits)
-	boost = sandbox.Limits{CPUs: rs.BoostCPUs, MemoryBytes: rs.BoostMemoryBytes}.Over(image.DefaultBoost)
+	base = sandbox.Limits{CPUs: rs.CPUs, MemoryBytes: rs.MemoryBytes, Pids: rs.Pids}.Over(managed.DefaultLimits)
+	boost = sandbox.Limits{CPUs: rs.BoostCPUs, MemoryBytes: rs.BoostMemoryBytes}.Over(managed.DefaultBoost)
 	return base, boost, nil
 }
 

@@ -165,3 +165,29 @@ type Usage struct {
 type UsageReader interface {
 	Usage(ctx context.Context, officeKey string) (Usage, error)
 }
+
+// Checker is implemented by modes that can tell, before a daemon serves
+// anything, whether they can work here: the engine answers and the image
+// is present, the operator's container exists and runs, the bridge
+// answers its health check, the guest assets are whole, the cluster's API
+// server answers. Found by type assertion on a Runtime; a mode without it
+// has nothing to check.
+type Checker interface {
+	Check(ctx context.Context) error
+}
+
+// ReconcileReport says what a Reconcile did.
+type ReconcileReport struct {
+	// Adopted are offices whose existing runtimes this process now tracks.
+	Adopted []string
+	// Removed are runtimes (by office) removed because no office accounts for them.
+	Removed []string
+}
+
+// Reconciler is implemented by the managed modes (found by type
+// assertion): at start, Reconcile adopts the runtimes of the offices known
+// reports true for (their idle clocks start then) and removes what this
+// installation made for offices it can no longer account for.
+type Reconciler interface {
+	Reconcile(ctx context.Context, known func(officeKey string) bool) (ReconcileReport, error)
+}

@@ -16,6 +16,7 @@ import (
 	"github.com/hutchsandbox/hutch/internal/sandbox/host"
 	"github.com/hutchsandbox/hutch/internal/sandbox/image"
 	"github.com/hutchsandbox/hutch/internal/sandbox/kube"
+	"github.com/hutchsandbox/hutch/internal/sandbox/managed"
 	"github.com/hutchsandbox/hutch/internal/sandbox/microvm"
 	"github.com/hutchsandbox/hutch/internal/settings"
 	"github.com/hutchsandbox/hutch/internal/vault"
@@ -162,7 +163,7 @@ func (s *Service) BoostSize() (sandbox.Limits, error) {
 	if err != nil {
 		return sandbox.Limits{}, err
 	}
-	return sandbox.Limits{CPUs: rs.BoostCPUs, MemoryBytes: rs.BoostMemoryBytes}.Over(image.DefaultBoost), nil
+	return sandbox.Limits{CPUs: rs.BoostCPUs, MemoryBytes: rs.BoostMemoryBytes}.Over(managed.DefaultBoost), nil
 }
 
 // managedBase is what every managed mode's runtime is made with.
@@ -181,7 +182,7 @@ func (s *Service) managedBaseLocked() (managedBase, error) {
 	if err != nil {
 		return managedBase{}, err
 	}
-	boost := sandbox.Limits{CPUs: rs.BoostCPUs, MemoryBytes: rs.BoostMemoryBytes}.Over(image.DefaultBoost)
+	boost := sandbox.Limits{CPUs: rs.BoostCPUs, MemoryBytes: rs.BoostMemoryBytes}.Over(managed.DefaultBoost)
 	return managedBase{agent: bin, settings: rs, boost: boost}, nil
 }
 
@@ -257,7 +258,7 @@ func (s *Service) kubeLocked() (*kube.Runtime, error) {
 type ManagedRuntime interface {
 	sandbox.Lifecycle
 	sandbox.UsageReader
-	Reconcile(ctx context.Context, known func(officeKey string) bool) (image.ReconcileReport, error)
+	sandbox.Reconciler
 }
 
 // ManagedFor returns the lifecycle of the managed mode m (image,
@@ -304,7 +305,7 @@ func (s *Service) IdleDuration() (time.Duration, error) {
 		return 0, err
 	}
 	if rs.IdleTimeout == 0 {
-		return image.DefaultIdleTimeout, nil
+		return managed.DefaultIdleTimeout, nil
 	}
 	return rs.IdleTimeout, nil
 }
@@ -317,38 +318,27 @@ func (s *Service) ValidateMode(ctx context.Context, m sandbox.Mode) error {
 	if err != nil {
 		return err
 	}
-	switch r := rt.(type) {
-	case *container.Runtime:
-		_, err := r.Validate(ctx)
-		return err
-	case *image.Runtime:
-		return r.CheckImage(ctx)
-	case *cloudflare.Runtime:
-		_, err := r.Health(ctx)
-		return err
-	case *microvm.Runtime:
-		return r.Check()
-	case *kube.Runtime:
-		return r.Check(ctx)
+	if c, ok := rt.(sandbox.Checker); ok {
+		return c.Check(ctx)
 	}
 	return nil
 }
 
 // Reconcile adopts the managed runtimes of registered offices and removes
 // those no registered office accounts for.
-func (s *Service) Reconcile(ctx context.Context) (image.ReconcileReport, error) {
+func (s *Service) Reconcile(ctx context.Context) (sandbox.ReconcileReport, error) {
 	return s.ReconcileMode(ctx, sandbox.Mode{Kind: sandbox.KindImage})
 }
 
 // ReconcileMode reconciles the runtimes of one managed mode.
-func (s *Service) ReconcileMode(ctx context.Context, mode sandbox.Mode) (image.ReconcileReport, error) {
+func (s *Service) ReconcileMode(ctx context.Context, mode sandbox.Mode) (sandbox.ReconcileReport, error) {
 	m, err := s.ManagedFor(ctx, mode)
 	if err != nil {
-		return image.ReconcileReport{}, err
+		return sandbox.ReconcileReport{}, err
 	}
 	recs, err := s.registry.Offices()
 	if err != nil {
-		return image.ReconcileReport{}, err
+		return sandbox.ReconcileReport{}, err
 	}
 	known := map[string]bool{}
 	for _, r := range recs {
@@ -359,7 +349,7 @@ func (s *Service) ReconcileMode(ctx context.Context, mode sandbox.Mode) (image.R
 	// office (keeping its files), and until that succeeds it is kept.
 	f, err := s.registry.Load()
 	if err != nil {
-		return image.ReconcileReport{}, err
+		return sandbox.ReconcileReport{}, err
 	}
 	for _, rec := range f.Migrations {
 		known[vault.ConversationKey(rec.RawConversationID)] = true

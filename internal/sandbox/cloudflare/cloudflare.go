@@ -84,7 +84,10 @@ type Runtime struct {
 	health *Health    // the last good health answer; nil: check before the next command
 }
 
-var _ sandbox.Runtime = (*Runtime)(nil)
+var (
+	_ sandbox.Runtime = (*Runtime)(nil)
+	_ sandbox.Checker = (*Runtime)(nil)
+)
 
 // New returns the runtime of one cloudflare:<sandbox-id> mode. It checks
 // the config and reads CAFile but does not reach the bridge: Health does,
@@ -212,6 +215,12 @@ func (r *Runtime) Health(ctx context.Context) (Health, error) {
 	r.mu.Unlock()
 	r.log.Debug("bridge healthy", "bridge_software", h.Bridge, "version", h.Version, "extensions", h.Extensions)
 	return h, nil
+}
+
+// Check verifies the bridge answers its health check.
+func (r *Runtime) Check(ctx context.Context) error {
+	_, err := r.Health(ctx)
+	return err
 }
 
 // cachedHealth returns the remembered health answer, asking the bridge

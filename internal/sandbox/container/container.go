@@ -61,7 +61,10 @@ type Runtime struct {
 	copied string // container id the agent was copied into
 }
 
-var _ sandbox.Runtime = (*Runtime)(nil)
+var (
+	_ sandbox.Runtime = (*Runtime)(nil)
+	_ sandbox.Checker = (*Runtime)(nil)
+)
 
 // engineAPI is the part of the Engine API the container mode uses.
 type engineAPI interface {
@@ -135,6 +138,12 @@ func (r *Runtime) Exec(ctx context.Context, spec sandbox.Spec, req sandbox.ExecR
 		return res, fmt.Errorf("%w (mount the workspace at /workspace: docker run -v %s:/workspace ...)", err, r.cfg.Workspace)
 	}
 	return res, err
+}
+
+// Check verifies the container exists and runs.
+func (r *Runtime) Check(ctx context.Context) error {
+	_, err := r.Validate(ctx)
+	return err
 }
 
 // Agent returns the agent client of the container, for file operations.

@@ -26,34 +26,8 @@ import (
 	"github.com/hutchsandbox/hutch/internal/engine"
 	"github.com/hutchsandbox/hutch/internal/errdefs"
 	"github.com/hutchsandbox/hutch/internal/sandbox"
+	"github.com/hutchsandbox/hutch/internal/sandbox/managed"
 )
-
-// Defaults where settings set none.
-var (
-	// DefaultLimits are a runtime's limits.
-	DefaultLimits = sandbox.Limits{CPUs: 0.5, MemoryBytes: 1 << 30, Pids: 1024}
-	// DefaultBoost is what a boost raises CPUs and memory to.
-	DefaultBoost = sandbox.Limits{CPUs: 2, MemoryBytes: 4 << 30}
-	// DefaultIdleTimeout stops a runtime that ran nothing for this long.
-	DefaultIdleTimeout = 10 * time.Minute
-)
-
-// KeptCapabilities is every capability a managed container (image:, and
-// kube:'s pods) keeps; the rest are dropped. The set lets root inside
-// install packages (apt and dpkg change owners and modes, drop privileges
-// to _apt, write files of other users) and run ordinary servers, and
-// nothing more: no raw sockets, no mknod, no chroot, no audit, no
-// changing capability sets.
-var KeptCapabilities = []string{
-	"CHOWN",            // dpkg and tar set file owners
-	"DAC_OVERRIDE",     // root writes files it does not own (package installs)
-	"FOWNER",           // chmod/utime on files of other owners
-	"FSETID",           // keep setgid bits when installing files
-	"SETUID",           // apt drops to _apt; su/sudo-less user switches
-	"SETGID",           // same, for groups
-	"KILL",             // root signals processes of other users it started
-	"NET_BIND_SERVICE", // dev servers on ports below 1024
-}
 
 // containerState is what inspect tells about an office's container.
 type containerState struct {
@@ -123,11 +97,11 @@ func (r *Runtime) desired(ctx context.Context, spec sandbox.Spec) (desired, erro
 		Hardening: hardeningVersion,
 	}
 	if !r.cfg.Engine.CanUpdateLimits() {
-		l := spec.Limits.Over(DefaultLimits)
+		l := spec.Limits.Over(managed.DefaultLimits)
 		d.Limits = &l
 	}
 	for _, v := range spec.VaultFiles {
-		dg, err := DigestTree(v.HostPath)
+		dg, err := managed.DigestTree(v.HostPath)
 		if err != nil {
 			return desired{}, err
 		}
@@ -142,8 +116,9 @@ func (r *Runtime) event(e string) {
 	}
 }
 
-// CheckImage verifies the configured image is present (or can be pulled).
-func (r *Runtime) CheckImage(ctx context.Context) error {
+// Check verifies the engine answers and the configured image is present
+// (or can be pulled).
+func (r *Runtime) Check(ctx context.Context) error {
 	_, err := r.imageID(ctx)
 	return err
 }
@@ -387,7 +362,7 @@ func (r *Runtime) start(ctx context.Context, s *session, id string) error {
 // is not an error: its container is used.
 func (r *Runtime) create(ctx context.Context, spec sandbox.Spec, d desired, fp, from, because, netID string) (string, error) {
 	name := ContainerName(spec.OfficeKey)
-	limits := spec.Limits.Over(DefaultLimits)
+	limits := spec.Limits.Over(managed.DefaultLimits)
 	labels := map[string]string{
 		engine.LabelManaged:      "true",
 		engine.LabelMode:         string(sandbox.KindImage),
@@ -420,7 +395,7 @@ func (r *Runtime) create(ctx context.Context, spec sandbox.Spec, d desired, fp, 
 		Mounts:        mounts,
 		NetworkMode:   container.NetworkMode(netID),
 		CapDrop:       []string{"ALL"},
-		CapAdd:        KeptCapabilities,
+		CapAdd:        managed.KeptCapabilities,
 		SecurityOpt:   []string{"no-new-privileges"},
 		RestartPolicy: container.RestartPolicy{Name: container.RestartPolicyDisabled},
 		Resources:     resources(limits),

@@ -4,11 +4,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"fmt"
-	"io"
-	"io/fs"
-	"os"
-	"path/filepath"
 	"slices"
 
 	"github.com/hutchsandbox/hutch/internal/sandbox"
@@ -54,39 +49,4 @@ func (d desired) fingerprint() string {
 	data, _ := json.Marshal(c)
 	sum := sha256.Sum256(data)
 	return hex.EncodeToString(sum[:16])
-}
-
-// DigestTree hashes a file, or a directory's relative paths, modes and
-// file contents, so a rotated credential changes the fingerprint. The
-// digest never leaves the host in a form that reveals content.
-func DigestTree(root string) (string, error) {
-	h := sha256.New()
-	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(root, p)
-		info, err := d.Info()
-		if err != nil {
-			return err
-		}
-		fmt.Fprintf(h, "%s\x00%o\x00", rel, info.Mode())
-		if d.Type().IsRegular() {
-			f, err := os.Open(p)
-			if err != nil {
-				return err
-			}
-			_, err = io.Copy(h, f)
-			f.Close()
-			if err != nil {
-				return err
-			}
-		}
-		h.Write([]byte{0})
-		return nil
-	})
-	if err != nil {
-		return "", fmt.Errorf("digest vault entry: %w", err)
-	}
-	return hex.EncodeToString(h.Sum(nil)), nil
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/hutchsandbox/hutch/internal/engine"
 	"github.com/hutchsandbox/hutch/internal/errdefs"
 	"github.com/hutchsandbox/hutch/internal/sandbox"
+	"github.com/hutchsandbox/hutch/internal/sandbox/managed"
 )
 
 // runtimeState is what lasts only as long as one life of a container: a
@@ -70,7 +71,7 @@ func prepareSocketDir(dir string) error {
 // effective is the limits an office's running container must have: the
 // base limits, raised by a boost, overridden by temporary limits.
 func (r *Runtime) effective(spec sandbox.Spec, st containerState) (sandbox.Limits, runtimeState) {
-	base := spec.Limits.Over(DefaultLimits)
+	base := spec.Limits.Over(managed.DefaultLimits)
 	rs := loadRuntimeState(r.cfg.StateDir, spec.OfficeKey, st)
 	eff := base
 	if rs.Boost != nil {
@@ -351,21 +352,13 @@ func (r *Runtime) StopIdle(ctx context.Context, idle time.Duration) ([]string, e
 	return stopped, errors.Join(errs...)
 }
 
-// ReconcileReport says what Reconcile did.
-type ReconcileReport struct {
-	// Adopted are offices whose existing containers this process now tracks.
-	Adopted []string
-	// Removed are containers (by office) removed because no office accounts for them.
-	Removed []string
-}
-
 // Reconcile runs at start: it adopts the containers of known offices
 // (their idle clocks start now) and removes containers, networks and
 // snapshots this hutch labelled whose office it can no longer account
 // for. Commands orphaned by a crashed hutch died with its connection:
 // the agent kills a command whose caller went away.
-func (r *Runtime) Reconcile(ctx context.Context, known func(officeKey string) bool) (ReconcileReport, error) {
-	var rep ReconcileReport
+func (r *Runtime) Reconcile(ctx context.Context, known func(officeKey string) bool) (sandbox.ReconcileReport, error) {
+	var rep sandbox.ReconcileReport
 	res, err := r.api.ContainerList(ctx, client.ContainerListOptions{All: true, Filters: r.ownedFilter()})
 	if err != nil {
 		return rep, engine.Classify(err, "list containers")

@@ -77,8 +77,10 @@ type Runtime struct {
 }
 
 var (
-	_ sandbox.Runtime   = (*Runtime)(nil)
-	_ sandbox.Lifecycle = (*Runtime)(nil)
+	_ sandbox.Runtime    = (*Runtime)(nil)
+	_ sandbox.Lifecycle  = (*Runtime)(nil)
+	_ sandbox.Checker    = (*Runtime)(nil)
+	_ sandbox.Reconciler = (*Runtime)(nil)
 )
 
 // session is one office's runtime as this process knows it. Its lock

@@ -19,7 +19,7 @@ import (
 	"github.com/hutchsandbox/hutch/internal/engine"
 	"github.com/hutchsandbox/hutch/internal/errdefs"
 	"github.com/hutchsandbox/hutch/internal/sandbox"
-	"github.com/hutchsandbox/hutch/internal/sandbox/image"
+	"github.com/hutchsandbox/hutch/internal/sandbox/managed"
 )
 
 // desired computes what the office's pod must be built from.
@@ -407,7 +407,7 @@ func firstLineText(s string) string {
 
 // baseLimits are the office's limits from settings, with defaults.
 func (r *Runtime) baseLimits(spec sandbox.Spec) sandbox.Limits {
-	return spec.Limits.Over(image.DefaultLimits)
+	return spec.Limits.Over(managed.DefaultLimits)
 }
 
 // ensurePolicy makes, once per process, the namespace's NetworkPolicy

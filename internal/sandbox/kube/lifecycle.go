@@ -16,7 +16,7 @@ import (
 	"github.com/hutchsandbox/hutch/internal/engine"
 	"github.com/hutchsandbox/hutch/internal/errdefs"
 	"github.com/hutchsandbox/hutch/internal/sandbox"
-	"github.com/hutchsandbox/hutch/internal/sandbox/image"
+	"github.com/hutchsandbox/hutch/internal/sandbox/managed"
 )
 
 // runtimeLimits are a pod's boost and temporary limits, read from its
@@ -419,7 +419,7 @@ func (r *Runtime) setRuntimeLimitsLocked(ctx context.Context, key string, change
 			eff = nt.Over(eff)
 		}
 		if eff.CPUs <= 0 || eff.MemoryBytes <= 0 {
-			eff = eff.Over(image.DefaultLimits)
+			eff = eff.Over(managed.DefaultLimits)
 		}
 		updated, err := pods.Update(ctx, upd, metav1.UpdateOptions{})
 		if apierrors.IsConflict(err) {
@@ -483,8 +483,8 @@ func (r *Runtime) StopIdle(ctx context.Context, idle time.Duration) ([]string, e
 // idle clocks start now), and deletes pods and Secrets this hutch
 // labelled whose office it can no longer account for, and pods that
 // ended (the next command makes them again).
-func (r *Runtime) Reconcile(ctx context.Context, known func(officeKey string) bool) (image.ReconcileReport, error) {
-	var rep image.ReconcileReport
+func (r *Runtime) Reconcile(ctx context.Context, known func(officeKey string) bool) (sandbox.ReconcileReport, error) {
+	var rep sandbox.ReconcileReport
 	pods := r.cluster.Client.CoreV1().Pods(r.cluster.Namespace)
 	list, err := pods.List(ctx, metav1.ListOptions{LabelSelector: r.selector()})
 	if err != nil {

@@ -19,7 +19,7 @@ import (
 	"github.com/hutchsandbox/hutch/internal/engine"
 	"github.com/hutchsandbox/hutch/internal/errdefs"
 	"github.com/hutchsandbox/hutch/internal/sandbox"
-	"github.com/hutchsandbox/hutch/internal/sandbox/image"
+	"github.com/hutchsandbox/hutch/internal/sandbox/managed"
 )
 
 // PodName is the pod of an office. Office keys are lower-case letters,
@@ -182,13 +182,13 @@ func planMounts(workspace string, mounts []sandbox.Mount) ([]subMount, error) {
 
 // planVault maps the vault's file credentials to Secret items: a file
 // becomes one key, a directory one key per regular file under it. Each
-// entry's digest (image.DigestTree) goes into the fingerprint. Nothing
+// entry's digest (managed.DigestTree) goes into the fingerprint. Nothing
 // is read into memory here: this runs before every command, and only a
 // pod being made needs the contents (buildSecret).
 func planVault(files []sandbox.Mount) ([]vaultMount, error) {
 	var out []vaultMount
 	for i, f := range files {
-		dg, err := image.DigestTree(f.HostPath)
+		dg, err := managed.DigestTree(f.HostPath)
 		if err != nil {
 			return nil, err
 		}
@@ -327,8 +327,8 @@ func sameLimits(a, b sandbox.Limits) bool {
 // capability set, no privilege escalation (no_new_privs), the runtime's
 // default seccomp profile.
 func hardened() *corev1.SecurityContext {
-	caps := make([]corev1.Capability, len(image.KeptCapabilities))
-	for i, c := range image.KeptCapabilities {
+	caps := make([]corev1.Capability, len(managed.KeptCapabilities))
+	for i, c := range managed.KeptCapabilities {
 		caps[i] = corev1.Capability(c)
 	}
 	no := false

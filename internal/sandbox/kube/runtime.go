@@ -91,8 +91,10 @@ type Runtime struct {
 }
 
 var (
-	_ sandbox.Runtime   = (*Runtime)(nil)
-	_ sandbox.Lifecycle = (*Runtime)(nil)
+	_ sandbox.Runtime    = (*Runtime)(nil)
+	_ sandbox.Lifecycle  = (*Runtime)(nil)
+	_ sandbox.Checker    = (*Runtime)(nil)
+	_ sandbox.Reconciler = (*Runtime)(nil)
 )
 
 // session is one office's pod as this process knows it, guarded by the

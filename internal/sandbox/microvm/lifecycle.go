@@ -15,7 +15,6 @@ import (
 	"github.com/hutchsandbox/hutch/internal/agent"
 	"github.com/hutchsandbox/hutch/internal/errdefs"
 	"github.com/hutchsandbox/hutch/internal/sandbox"
-	"github.com/hutchsandbox/hutch/internal/sandbox/image"
 )
 
 // Name is how a VM is named in listings.
@@ -206,8 +205,8 @@ func (r *Runtime) Close() error {
 // Reconcile runs at start. It ends the VMs a hutch that died left
 // running (their records say which processes they were), and removes
 // the root disks of offices it can no longer account for.
-func (r *Runtime) Reconcile(ctx context.Context, known func(officeKey string) bool) (image.ReconcileReport, error) {
-	var rep image.ReconcileReport
+func (r *Runtime) Reconcile(ctx context.Context, known func(officeKey string) bool) (sandbox.ReconcileReport, error) {
+	var rep sandbox.ReconcileReport
 	dirs, err := os.ReadDir(filepath.Join(r.cfg.RunDir, "vm"))
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return rep, fmt.Errorf("microVM run dirs: %w", err)
@@ -302,7 +301,7 @@ func waitGone(procs []procRef, d time.Duration) {
 
 // Check verifies, before a daemon starts in this mode, that the guest
 // assets are there and intact.
-func (r *Runtime) Check() error {
+func (r *Runtime) Check(context.Context) error {
 	m, err := r.assets.load(r.cfg.AssetDir)
 	if err != nil {
 		return err

@@ -18,7 +18,7 @@ import (
 	"github.com/hutchsandbox/hutch/internal/microvm/egress"
 	"github.com/hutchsandbox/hutch/internal/projection"
 	"github.com/hutchsandbox/hutch/internal/sandbox"
-	"github.com/hutchsandbox/hutch/internal/sandbox/image"
+	"github.com/hutchsandbox/hutch/internal/sandbox/managed"
 )
 
 // designVersion changes whenever how a VM is booted changes in a way
@@ -66,7 +66,7 @@ func (r *Runtime) desired(s *session, spec sandbox.Spec, m assets.Manifest) (des
 	}
 	slices.SortFunc(d.Mounts, func(a, b sandbox.Mount) int { return strings.Compare(a.RuntimePath, b.RuntimePath) })
 	for _, v := range spec.VaultFiles {
-		dg, err := image.DigestTree(v.HostPath)
+		dg, err := managed.DigestTree(v.HostPath)
 		if err != nil {
 			return desired{}, err
 		}

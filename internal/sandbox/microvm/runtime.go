@@ -18,7 +18,7 @@ import (
 	"github.com/hutchsandbox/hutch/internal/microvm/qemu"
 	"github.com/hutchsandbox/hutch/internal/sandbox"
 	"github.com/hutchsandbox/hutch/internal/sandbox/activity"
-	"github.com/hutchsandbox/hutch/internal/sandbox/image"
+	"github.com/hutchsandbox/hutch/internal/sandbox/managed"
 )
 
 // Defaults where the config sets none.
@@ -83,8 +83,10 @@ type Runtime struct {
 }
 
 var (
-	_ sandbox.Runtime   = (*Runtime)(nil)
-	_ sandbox.Lifecycle = (*Runtime)(nil)
+	_ sandbox.Runtime    = (*Runtime)(nil)
+	_ sandbox.Lifecycle  = (*Runtime)(nil)
+	_ sandbox.Checker    = (*Runtime)(nil)
+	_ sandbox.Reconciler = (*Runtime)(nil)
 )
 
 // session is one office's VM as this process knows it. Its lock (that of
@@ -131,7 +133,7 @@ func New(cfg Config) (*Runtime, error) {
 		cfg.SyncInterval = DefaultSyncInterval
 	}
 	if cfg.Boost == (sandbox.Limits{}) {
-		cfg.Boost = image.DefaultBoost
+		cfg.Boost = managed.DefaultBoost
 	}
 	if cfg.Accel == "" {
 		cfg.Accel = qemu.DetectAccel()
@@ -247,7 +249,7 @@ func (r *Runtime) ensureLocked(ctx context.Context, s *session, spec sandbox.Spe
 // from settings, raised by a boost, overridden by temporary limits; whole
 // vCPUs only.
 func (r *Runtime) effective(s *session, spec sandbox.Spec) sandbox.Limits {
-	eff := spec.Limits.Over(image.DefaultLimits)
+	eff := spec.Limits.Over(managed.DefaultLimits)
 	if s.boost != nil {
 		eff = s.boost.Over(eff)
 	}
