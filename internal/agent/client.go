@@ -23,6 +23,7 @@ import (
 
 	"github.com/hutchsandbox/hutch/internal/errdefs"
 	"github.com/hutchsandbox/hutch/internal/sandbox"
+	"github.com/hutchsandbox/hutch/internal/supervise"
 )
 
 // Health checks of an idle connection: a ping after this long without a
@@ -234,7 +235,7 @@ func (c *Client) Exec(ctx context.Context, req sandbox.ExecRequest) (sandbox.Exe
 		return sandbox.ExecResult{}, responseError(resp)
 	}
 
-	outLatch, errLatch := latch(req.Stdout), latch(req.Stderr)
+	outLatch, errLatch := supervise.NewLatch(req.Stdout), supervise.NewLatch(req.Stderr)
 	stdout := sandbox.NewLimitWriter(outLatch, req.OutputLimit)
 	stderr := sandbox.NewLimitWriter(errLatch, req.OutputLimit)
 	_, copyErr := stdcopy.StdCopy(stdout, stderr, resp.Body)
@@ -249,10 +250,10 @@ func (c *Client) Exec(ctx context.Context, req sandbox.ExecRequest) (sandbox.Exe
 	}
 	for _, l := range []struct {
 		name string
-		l    *latchWriter
+		l    *supervise.Latch
 	}{{"stdout", outLatch}, {"stderr", errLatch}} {
-		if l.l.err != nil {
-			c.log.Warn("agent exec: output writer failed; the rest of the stream was dropped", "stream", l.name, "err", l.l.err)
+		if err := l.l.Err(); err != nil {
+			c.log.Warn("agent exec: output writer failed; the rest of the stream was dropped", "stream", l.name, "err", err)
 		}
 	}
 	trailer := resp.Trailer.Get(trailerResult)
@@ -495,29 +496,6 @@ func (b *lazyBody) sourceErr() error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.srcErr
-}
-
-// latchWriter forwards to w until the first error, keeps it, and then
-// swallows everything, so the stream keeps draining and being counted.
-type latchWriter struct {
-	w   io.Writer
-	err error
-}
-
-func latch(w io.Writer) *latchWriter {
-	if w == nil {
-		w = io.Discard
-	}
-	return &latchWriter{w: w}
-}
-
-func (l *latchWriter) Write(p []byte) (int, error) {
-	if l.err == nil {
-		if _, err := l.w.Write(p); err != nil {
-			l.err = err
-		}
-	}
-	return len(p), nil
 }
 
 // GuestSetup asks a microVM's agent to apply setup (see GuestSetup). The

@@ -27,6 +27,7 @@ import (
 	"github.com/hutchsandbox/hutch/internal/bridge/protocol"
 	"github.com/hutchsandbox/hutch/internal/errdefs"
 	"github.com/hutchsandbox/hutch/internal/sandbox"
+	"github.com/hutchsandbox/hutch/internal/supervise"
 )
 
 // RemoteRoot is the remote runtime's workspace: commands start there, and
@@ -198,8 +199,8 @@ func (r *Runtime) Exec(ctx context.Context, spec sandbox.Spec, req sandbox.ExecR
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		return sandbox.ExecResult{}, r.execRefusal(resp, body.ExecID)
 	}
-	stdout := sandbox.NewLimitWriter(latch(req.Stdout), req.OutputLimit)
-	stderr := sandbox.NewLimitWriter(latch(req.Stderr), req.OutputLimit)
+	stdout := sandbox.NewLimitWriter(supervise.NewLatch(req.Stdout), req.OutputLimit)
+	stderr := sandbox.NewLimitWriter(supervise.NewLatch(req.Stderr), req.OutputLimit)
 	e.stdout, e.stderr = stdout, stderr
 	if mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); mt == protocol.ContentTypeNDJSON {
 		return e.stream(resp.Body)
@@ -266,7 +267,7 @@ func (e *execution) stream(body io.ReadCloser) (sandbox.ExecResult, error) {
 				return sandbox.ExecResult{}, errdefs.New(errdefs.ErrUnavailable, fmt.Sprintf(
 					"The bridge at %s sent a line that is not a frame of the protocol (%v); the command's end is unknown", e.r.display, jerr))
 			}
-			// The writers never fail (latch keeps their errors).
+			// The writers never fail (a Latch keeps their errors).
 			_, _ = e.stdout.Write(f.Stdout)
 			_, _ = e.stderr.Write(f.Stderr)
 			if x := f.Exit; x != nil {
@@ -518,28 +519,4 @@ func trimLine(b []byte) []byte {
 		b = b[:len(b)-1]
 	}
 	return b
-}
-
-// latchWriter forwards to w until the first error, keeps it, and then
-// swallows everything, so the stream keeps being read and counted.
-type latchWriter struct {
-	w   io.Writer
-	err error
-}
-
-// latch wraps w; a nil w stays nil (sandbox.NewLimitWriter discards it).
-func latch(w io.Writer) io.Writer {
-	if w == nil {
-		return nil
-	}
-	return &latchWriter{w: w}
-}
-
-func (l *latchWriter) Write(p []byte) (int, error) {
-	if l.err == nil && len(p) > 0 {
-		if _, err := l.w.Write(p); err != nil {
-			l.err = err
-		}
-	}
-	return len(p), nil
 }

@@ -7,44 +7,21 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
-	"golang.org/x/sys/unix"
 
 	"github.com/hutchsandbox/hutch/internal/errdefs"
 	"github.com/hutchsandbox/hutch/internal/sandbox"
+	"github.com/hutchsandbox/hutch/internal/supervise/supervisetest"
 )
 
-// escapeHelperArg makes the test binary act as a process that leaves the
-// command's process group (setsid) while holding its output pipes.
-const escapeHelperArg = "hutch-host-test-escape"
-
 func TestMain(m *testing.M) {
-	if len(os.Args) == 3 && os.Args[1] == escapeHelperArg {
-		escapeHelper(os.Args[2])
-		return
-	}
+	supervisetest.MaybeEscape()
 	os.Exit(m.Run())
-}
-
-func escapeHelper(pidfile string) {
-	if _, err := unix.Setsid(); err != nil {
-		os.Exit(2)
-	}
-	tmp := pidfile + ".tmp"
-	if err := os.WriteFile(tmp, []byte(strconv.Itoa(os.Getpid())+"\n"), 0o600); err != nil {
-		os.Exit(2)
-	}
-	if err := os.Rename(tmp, pidfile); err != nil {
-		os.Exit(2)
-	}
-	time.Sleep(5 * time.Minute)
-	os.Exit(0)
 }
 
 // ignoreDuration drops the wall time from result comparisons.
@@ -287,59 +264,6 @@ func spawnScript(tail string) string {
 		`sleep 300 & echo $! > child.tmp && mv child.tmp child; ` + tail
 }
 
-func readPid(t *testing.T, path string) int {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("pid file: %v", err)
-	}
-	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
-	if err != nil || pid <= 1 {
-		t.Fatalf("pid file %s holds %q", path, b)
-	}
-	return pid
-}
-
-// waitForFile polls until path exists (the command is slower than us).
-func waitForFile(t *testing.T, path string) {
-	t.Helper()
-	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
-		if _, err := os.Stat(path); err == nil {
-			return
-		}
-	}
-	t.Fatalf("%s never appeared", path)
-}
-
-// dead reports whether pid no longer runs: gone from the process table, or
-// a zombie whose parent is not this process (so not ours to reap).
-func dead(pid int) bool {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return errors.Is(err, os.ErrNotExist) || errors.Is(err, unix.ESRCH)
-	}
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	if i < 0 {
-		return false
-	}
-	f := strings.Fields(s[i+1:]) // state ppid ...
-	return len(f) >= 2 && f[0] == "Z" && f[1] != strconv.Itoa(os.Getpid())
-}
-
-// assertDead polls briefly for the kernel to finish the kill; a pid still
-// alive is killed so a failing test leaves nothing behind.
-func assertDead(t *testing.T, what string, pid int) {
-	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-		if dead(pid) {
-			return
-		}
-	}
-	_ = unix.Kill(pid, unix.SIGKILL)
-	t.Errorf("%s (pid %d) still runs after Exec returned", what, pid)
-}
-
 func TestExec_TimeoutKillsGroup(t *testing.T) {
 	t.Parallel()
 	spec := office(t)
@@ -354,8 +278,8 @@ func TestExec_TimeoutKillsGroup(t *testing.T) {
 	if got, want := res.Message(), "Command timed out after 1 seconds"; got != want {
 		t.Errorf("Message() = %q, want %q", got, want)
 	}
-	assertDead(t, "leader", readPid(t, filepath.Join(spec.OfficeDir, "leader")))
-	assertDead(t, "grandchild", readPid(t, filepath.Join(spec.OfficeDir, "child")))
+	supervisetest.AssertDead(t, "leader", supervisetest.ReadPid(t, filepath.Join(spec.OfficeDir, "leader")))
+	supervisetest.AssertDead(t, "grandchild", supervisetest.ReadPid(t, filepath.Join(spec.OfficeDir, "child")))
 }
 
 func TestExec_AbortKillsGroup(t *testing.T) {
@@ -375,7 +299,7 @@ func TestExec_AbortKillsGroup(t *testing.T) {
 		})
 		done <- outcome{res, err}
 	}()
-	waitForFile(t, filepath.Join(spec.OfficeDir, "child"))
+	supervisetest.WaitForFile(t, filepath.Join(spec.OfficeDir, "child"))
 	cancel()
 	o := <-done
 	if o.err != nil {
@@ -388,8 +312,8 @@ func TestExec_AbortKillsGroup(t *testing.T) {
 	if got, want := o.res.Message(), "Command aborted"; got != want {
 		t.Errorf("Message() = %q, want %q", got, want)
 	}
-	assertDead(t, "leader", readPid(t, filepath.Join(spec.OfficeDir, "leader")))
-	assertDead(t, "grandchild", readPid(t, filepath.Join(spec.OfficeDir, "child")))
+	supervisetest.AssertDead(t, "leader", supervisetest.ReadPid(t, filepath.Join(spec.OfficeDir, "leader")))
+	supervisetest.AssertDead(t, "grandchild", supervisetest.ReadPid(t, filepath.Join(spec.OfficeDir, "child")))
 }
 
 func TestExec_LeaderExitKillsBackground(t *testing.T) {
@@ -408,39 +332,18 @@ func TestExec_LeaderExitKillsBackground(t *testing.T) {
 	if out.String() != "done\n" {
 		t.Errorf("stdout = %q, want %q", out.String(), "done\n")
 	}
-	assertDead(t, "background child", readPid(t, filepath.Join(spec.OfficeDir, "child")))
+	supervisetest.AssertDead(t, "background child", supervisetest.ReadPid(t, filepath.Join(spec.OfficeDir, "child")))
 }
 
 func TestExec_EscapedProcessDoesNotHoldResult(t *testing.T) {
 	t.Parallel()
 	spec := office(t)
-	self, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	pidfile := filepath.Join(spec.OfficeDir, "escaped")
+	e := supervisetest.NewEscaper(t, spec.OfficeDir)
 	rt := New(nil)
 	rt.drainGrace = 100 * time.Millisecond
 	var out bytes.Buffer
-	// The helper calls setsid (leaving the group) and keeps stdout open;
-	// the leader waits until it has, then exits.
-	res := mustExec(t, rt, spec, sandbox.ExecRequest{
-		Argv: []string{"/bin/sh", "-c",
-			`echo before; "$0" ` + escapeHelperArg + ` "$1" & while [ ! -s "$1" ]; do sleep 0.01; done; exit 5`,
-			self, pidfile},
-		Stdout: &out,
-	})
-	pid := readPid(t, pidfile)
-	t.Cleanup(func() {
-		_ = unix.Kill(pid, unix.SIGKILL)
-		assertDead(t, "escaped helper", pid)
-	})
-	if res.ExitCode != 5 || out.String() != "before\n" {
-		t.Errorf("got exit %d, stdout %q; want exit 5, stdout %q", res.ExitCode, out.String(), "before\n")
-	}
-	if dead(pid) {
-		t.Errorf("escaped helper (pid %d) died; the test did not exercise an escaped pipe holder", pid)
-	}
+	res := mustExec(t, rt, spec, sandbox.ExecRequest{Argv: e.Argv, Stdout: &out})
+	e.Check(t, res.ExitCode, out.String())
 }
 
 func TestExec_OutputCap(t *testing.T) {
