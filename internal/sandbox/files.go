@@ -4,7 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
-	"os"
+	"io/fs"
 	"slices"
 	"time"
 	"unicode/utf8"
@@ -17,7 +17,7 @@ import (
 type FileInfo struct {
 	Name    string
 	Size    int64
-	Mode    os.FileMode
+	Mode    fs.FileMode
 	ModTime time.Time
 	IsDir   bool
 	// Link is the target of a symlink ("" otherwise).
@@ -29,7 +29,7 @@ type fileInfoJSON struct {
 	Name      string      `json:"name"`
 	NameBytes []byte      `json:"nameBytes,omitempty"`
 	Size      int64       `json:"size"`
-	Mode      os.FileMode `json:"mode"`
+	Mode      fs.FileMode `json:"mode"`
 	ModTime   time.Time   `json:"modTime"`
 	IsDir     bool        `json:"isDir"`
 	Link      string      `json:"link,omitempty"`
@@ -101,7 +101,7 @@ type Files interface {
 	// place. A failing r leaves the old content whole. Mode 0 keeps an
 	// existing file's mode (0644 for a new one). A symlink at path is
 	// replaced, not followed.
-	WriteFile(ctx context.Context, path string, r io.Reader, mode os.FileMode) error
+	WriteFile(ctx context.Context, path string, r io.Reader, mode fs.FileMode) error
 	// List returns a directory's entries sorted by name, symlinks not
 	// followed.
 	List(ctx context.Context, path string) ([]FileInfo, error)
@@ -122,7 +122,7 @@ func (s Spec) Roots() []string {
 // they confine nothing, which is why Files never calls them without.
 type Confined interface {
 	ReadFileWithin(ctx context.Context, path string, roots []string, w io.Writer) error
-	WriteFileWithin(ctx context.Context, path string, roots []string, r io.Reader, mode os.FileMode) error
+	WriteFileWithin(ctx context.Context, path string, roots []string, r io.Reader, mode fs.FileMode) error
 	Stat(ctx context.Context, path string, roots []string) (FileInfo, error)
 	List(ctx context.Context, path string, roots []string) ([]FileInfo, error)
 }
@@ -174,7 +174,7 @@ func (f *confinedFiles) ReadFile(ctx context.Context, p string, w io.Writer) err
 	return c.ReadFileWithin(ctx, p, f.roots, w)
 }
 
-func (f *confinedFiles) WriteFile(ctx context.Context, p string, r io.Reader, mode os.FileMode) error {
+func (f *confinedFiles) WriteFile(ctx context.Context, p string, r io.Reader, mode fs.FileMode) error {
 	c, err := f.ops(ctx, p)
 	if err != nil {
 		return err
