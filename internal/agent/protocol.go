@@ -2,7 +2,6 @@ package agent
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
 	"net/netip"
@@ -83,43 +82,14 @@ type errorBody struct {
 	Message string `json:"message"`
 }
 
-// classes maps errdefs classes to their wire names and HTTP statuses.
-var classes = []struct {
-	err    error
-	name   string
-	status int
-}{
-	{errdefs.ErrInvalid, "invalid", http.StatusBadRequest},
-	{errdefs.ErrNotFound, "not_found", http.StatusNotFound},
-	{errdefs.ErrConflict, "conflict", http.StatusConflict},
-	{errdefs.ErrFailedPrecondition, "failed_precondition", http.StatusPreconditionFailed},
-	{errdefs.ErrNotSupported, "not_supported", http.StatusNotImplemented},
-	{errdefs.ErrUnavailable, "unavailable", http.StatusServiceUnavailable},
-}
-
-// classInternal names an error of no class.
-const classInternal = "internal"
-
 // encodeError turns err into its wire form and status.
 func encodeError(err error) (errorBody, int) {
-	for _, c := range classes {
-		if errors.Is(err, c.err) {
-			return errorBody{Class: c.name, Message: err.Error()}, c.status
-		}
-	}
-	return errorBody{Class: classInternal, Message: err.Error()}, http.StatusInternalServerError
+	return errorBody{Class: errdefs.Code(err), Message: err.Error()}, errdefs.HTTPStatus(err)
 }
 
 // decodeError turns a wire error back into an error of the same class
 // with the same text.
-func (b errorBody) decodeError() error {
-	for _, c := range classes {
-		if b.Class == c.name {
-			return errdefs.New(c.err, b.Message)
-		}
-	}
-	return errors.New(b.Message)
-}
+func (b errorBody) decodeError() error { return errdefs.FromCode(b.Class, b.Message) }
 
 // writeError sends err as a JSON error response.
 func writeError(w http.ResponseWriter, err error) {

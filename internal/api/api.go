@@ -359,8 +359,7 @@ func (s *Server) exec(w http.ResponseWriter, r *http.Request) error {
 	mu.Lock()
 	defer mu.Unlock()
 	if err != nil {
-		_, code := classOf(err)
-		enc.Encode(Frame{Error: &ErrorBody{Error: err.Error(), Code: code}})
+		enc.Encode(Frame{Error: &ErrorBody{Error: err.Error(), Code: errdefs.Code(err)}})
 		flush()
 		return errAlreadyWritten
 	}

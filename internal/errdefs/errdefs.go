@@ -55,3 +55,56 @@ func IsUnavailable(err error) bool { return errors.Is(err, ErrUnavailable) }
 
 // IsFailedPrecondition reports whether err is of class ErrFailedPrecondition.
 func IsFailedPrecondition(err error) bool { return errors.Is(err, ErrFailedPrecondition) }
+
+// CodeInternal is the wire name of an error of no class: a failure hutch
+// did not foresee.
+const CodeInternal = "internal"
+
+// codes is the one table of the classes' wire names (the HTTP API's
+// "code", the agent's and the MCP servers' logs) and HTTP statuses. The
+// order decides for an error of several classes.
+var codes = []struct {
+	class  error
+	code   string
+	status int
+}{
+	{ErrNotFound, "not_found", 404},
+	{ErrInvalid, "invalid", 400},
+	{ErrConflict, "conflict", 409},
+	{ErrNotSupported, "not_supported", 501},
+	{ErrUnavailable, "unavailable", 503},
+	{ErrFailedPrecondition, "failed_precondition", 412},
+}
+
+// Code returns the wire name of err's class, or CodeInternal.
+func Code(err error) string {
+	for _, c := range codes {
+		if errors.Is(err, c.class) {
+			return c.code
+		}
+	}
+	return CodeInternal
+}
+
+// HTTPStatus returns the HTTP status that answers an error of err's
+// class: 404, 400, 409, 501, 503, 412, or 500 for none.
+func HTTPStatus(err error) int {
+	for _, c := range codes {
+		if errors.Is(err, c.class) {
+			return c.status
+		}
+	}
+	return 500
+}
+
+// FromCode returns an error with the text msg of the class code names
+// (what Code returned on the other side of a wire); an unknown code, or
+// CodeInternal, gives an error of no class.
+func FromCode(code, msg string) error {
+	for _, c := range codes {
+		if c.code == code {
+			return New(c.class, msg)
+		}
+	}
+	return errors.New(msg)
+}

@@ -2,14 +2,13 @@ package mcpserver
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/hutchsandbox/hutch/internal/errdefs"
 	"github.com/hutchsandbox/hutch/internal/keyedlock"
+	"github.com/hutchsandbox/hutch/internal/mcptools"
 	"github.com/hutchsandbox/hutch/internal/office"
 	"github.com/hutchsandbox/hutch/internal/sandbox"
 	"github.com/hutchsandbox/hutch/internal/service"
@@ -26,27 +25,23 @@ var schemas = mcp.NewSchemaCache()
 
 // The tools' descriptions: what the agent reads to choose and call them.
 var (
-	bashDescription = fmt.Sprintf(`Run a shell command (sh -c) in this conversation's sandbox. It starts in the office, the conversation's own directory. Returns standard output, then standard error.
+	bashDescription = `Run a shell command (sh -c) in this conversation's sandbox. It starts in the office, the conversation's own directory. Returns standard output, then standard error.
 
-When the output exceeds %d lines or %d KiB, the whole output is saved in the office as %s/<id>.log and only its tail is returned, followed by a line saying which lines are shown and where the full output is. An empty output is returned as "(no output)". A non-zero exit is a tool error ending with "Command exited with code N".
+` + mcptools.BashOutputParagraph("in the office") + fmt.Sprintf(`
 
-timeout is in seconds (default %d, at most %d); when it passes, the command and every process it started are killed.`,
-		tools.MaxLines, tools.MaxBytes>>10, tools.OutputDir, int(tools.DefaultBashTimeout.Seconds()), int(tools.MaxBashTimeout.Seconds()))
+timeout is in seconds (default %d, at most %d); when it passes, the command and every process it started are killed.`, int(tools.DefaultBashTimeout.Seconds()), int(tools.MaxBashTimeout.Seconds()))
 
-	readDescription = fmt.Sprintf(`Read a file in this conversation's sandbox. A relative path starts at the office; an absolute path is a path inside the sandbox. Nothing outside what the sandbox mounts can be reached, through symlinks neither.
+	readDescription = `Read a file in this conversation's sandbox. A relative path starts at the office; an absolute path is a path inside the sandbox. Nothing outside what the sandbox mounts can be reached, through symlinks neither.
 
-Text is returned from line offset (default 1), at most limit lines and never more than %d lines or %d KiB per call; when more remains, a last line says which lines are shown and the offset to continue from. A single line longer than %d KiB is returned in slices: the last line says the byteOffset to continue from. An offset past the end says how many lines the file has.
-
-PNG, JPEG, GIF and WebP images (at most %d MiB) are returned as image content. Other binary files are refused.`,
-		tools.MaxLines, tools.MaxBytes>>10, tools.MaxBytes>>10, tools.MaxImageBytes>>20)
+` + mcptools.ReadParagraphs
 
 	writeDescription = `Create or replace a file in this conversation's sandbox with the given content. A relative path starts at the office; an absolute path is a path inside the sandbox, and nothing outside what the sandbox mounts can be reached.
 
-Missing parent directories are created. The write is atomic: a reader sees the old content or the new, never a mix. An existing file keeps its permissions.`
+` + mcptools.WriteParagraph
 
 	editDescription = `Replace one exact occurrence of oldText with newText in a file of this conversation's sandbox, and return a unified diff of the change. Paths are as for read and write.
 
-oldText must match exactly, whitespace and line breaks included, and occur exactly once in the file. No match, several matches, or newText equal to oldText are errors that say what to do (for several matches: add surrounding lines to oldText).`
+` + mcptools.EditParagraph
 
 	sandboxDescription = `Show or change the resources of this conversation's sandbox.
 
@@ -75,30 +70,10 @@ func New(svc *service.Service, mode sandbox.Mode, conv office.Address, user stri
 		Logger:       log,
 		SchemaCache:  schemas,
 	})
-	mcp.AddTool(s, &mcp.Tool{
-		Name:        "bash",
-		Title:       "Run a command",
-		Description: bashDescription,
-		Annotations: &mcp.ToolAnnotations{Title: "Run a command"},
-	}, h.bash)
-	mcp.AddTool(s, &mcp.Tool{
-		Name:        "read",
-		Title:       "Read a file",
-		Description: readDescription,
-		Annotations: &mcp.ToolAnnotations{Title: "Read a file", ReadOnlyHint: true, IdempotentHint: true, OpenWorldHint: new(false)},
-	}, h.read)
-	mcp.AddTool(s, &mcp.Tool{
-		Name:        "write",
-		Title:       "Write a file",
-		Description: writeDescription,
-		Annotations: &mcp.ToolAnnotations{Title: "Write a file", IdempotentHint: true, OpenWorldHint: new(false)},
-	}, h.write)
-	mcp.AddTool(s, &mcp.Tool{
-		Name:        "edit",
-		Title:       "Edit a file",
-		Description: editDescription,
-		Annotations: &mcp.ToolAnnotations{Title: "Edit a file", OpenWorldHint: new(false)},
-	}, h.edit)
+	mcp.AddTool(s, mcptools.Bash(bashDescription), h.bash)
+	mcp.AddTool(s, mcptools.Read(readDescription), h.read)
+	mcp.AddTool(s, mcptools.Write(writeDescription), h.write)
+	mcp.AddTool(s, mcptools.Edit(editDescription), h.edit)
 	mcp.AddTool(s, &mcp.Tool{
 		Name:        "sandbox",
 		Title:       "Sandbox resources",
@@ -122,13 +97,6 @@ type handlers struct {
 	log  *slog.Logger
 }
 
-// ReadOutput is the read tool's structured result. An image's bytes are
-// in the result's image content only, not repeated here.
-type ReadOutput struct {
-	Text     string `json:"text" jsonschema:"The lines read, followed by a notice when more remains"`
-	MIMEType string `json:"mimeType,omitempty" jsonschema:"The image's media type, when the file is an image (its bytes are the result's image content)"`
-}
-
 func (h *handlers) bash(ctx context.Context, _ *mcp.CallToolRequest, in tools.BashInput) (*mcp.CallToolResult, tools.BashOutput, error) {
 	unlock, err := h.lock(ctx)
 	if err != nil {
@@ -140,31 +108,23 @@ func (h *handlers) bash(ctx context.Context, _ *mcp.CallToolRequest, in tools.Ba
 		return fail[tools.BashOutput](h, "bash", err)
 	}
 	out, err := tools.Bash(ctx, sb, in)
-	if te := (*tools.ToolError)(nil); errors.As(err, &te) {
-		// The command ran: its output and exit code are the result too.
-		return &mcp.CallToolResult{IsError: true, Content: text(te.Text)}, out, nil
+	if res, ok := mcptools.CommandResult(out.Text, err); ok {
+		return res, out, nil
 	}
-	if err != nil {
-		return fail[tools.BashOutput](h, "bash", err)
-	}
-	return &mcp.CallToolResult{Content: text(out.Text)}, out, nil
+	return fail[tools.BashOutput](h, "bash", err)
 }
 
-func (h *handlers) read(ctx context.Context, _ *mcp.CallToolRequest, in tools.ReadInput) (*mcp.CallToolResult, ReadOutput, error) {
+func (h *handlers) read(ctx context.Context, _ *mcp.CallToolRequest, in tools.ReadInput) (*mcp.CallToolResult, mcptools.ReadOutput, error) {
 	sb, err := h.sandboxOf(ctx)
 	if err != nil {
-		return fail[ReadOutput](h, "read", err)
+		return fail[mcptools.ReadOutput](h, "read", err)
 	}
 	out, err := tools.Read(ctx, sb, in)
 	if err != nil {
-		return fail[ReadOutput](h, "read", err)
+		return fail[mcptools.ReadOutput](h, "read", err)
 	}
-	res := &mcp.CallToolResult{Content: text(out.Text)}
-	ro := ReadOutput{Text: out.Text}
-	if out.Image != nil {
-		res.Content = append(res.Content, &mcp.ImageContent{MIMEType: out.Image.MIMEType, Data: out.Image.Data})
-		ro.MIMEType = out.Image.MIMEType
-	}
+	abs, _ := tools.Resolve(sb, in.Path)
+	res, ro := mcptools.ReadResult(abs, out)
 	return res, ro, nil
 }
 
@@ -182,7 +142,7 @@ func (h *handlers) write(ctx context.Context, _ *mcp.CallToolRequest, in tools.W
 	if err != nil {
 		return fail[tools.WriteOutput](h, "write", err)
 	}
-	return &mcp.CallToolResult{Content: text(out.Text)}, out, nil
+	return &mcp.CallToolResult{Content: mcptools.Text(out.Text)}, out, nil
 }
 
 func (h *handlers) edit(ctx context.Context, _ *mcp.CallToolRequest, in tools.EditInput) (*mcp.CallToolResult, tools.EditOutput, error) {
@@ -199,7 +159,7 @@ func (h *handlers) edit(ctx context.Context, _ *mcp.CallToolRequest, in tools.Ed
 	if err != nil {
 		return fail[tools.EditOutput](h, "edit", err)
 	}
-	return &mcp.CallToolResult{Content: text(out.Text)}, out, nil
+	return &mcp.CallToolResult{Content: mcptools.Text(out.Text)}, out, nil
 }
 
 func (h *handlers) sandbox(ctx context.Context, _ *mcp.CallToolRequest, in tools.SandboxInput) (*mcp.CallToolResult, tools.SandboxOutput, error) {
@@ -215,7 +175,7 @@ func (h *handlers) sandbox(ctx context.Context, _ *mcp.CallToolRequest, in tools
 	if err != nil {
 		return fail[tools.SandboxOutput](h, "sandbox", err)
 	}
-	return &mcp.CallToolResult{Content: text(out.Text)}, out, nil
+	return &mcp.CallToolResult{Content: mcptools.Text(out.Text)}, out, nil
 }
 
 // sandboxOf returns the conversation's sandbox: admitted, with its office
@@ -229,44 +189,7 @@ func (h *handlers) lock(ctx context.Context) (func(), error) {
 	return conversations.Lock(ctx, string(h.conv.Key()))
 }
 
-// fail is a call that could not be served, as a tool error with the
-// error's text (the SDK sets IsError and the text content). The class
-// goes to the log; an error of no class is logged as a warning, since
-// it is a failure hutch did not foresee.
+// fail is mcptools.Fail with this conversation's log.
 func fail[Out any](h *handlers, tool string, err error) (*mcp.CallToolResult, Out, error) {
-	var zero Out
-	if classOf(err) == "" {
-		h.log.Warn("tool failed", "tool", tool, "error", err)
-	} else {
-		h.log.Debug("tool refused", "tool", tool, "class", classOf(err), "error", err)
-	}
-	return nil, zero, toolError{err.Error()}
-}
-
-// toolError is the text of a failed call. It is a plain error, never a
-// *jsonrpc.Error, so the SDK always makes it a tool error.
-type toolError struct{ text string }
-
-func (e toolError) Error() string { return e.text }
-
-func text(s string) []mcp.Content { return []mcp.Content{&mcp.TextContent{Text: s}} }
-
-// classOf names an error's class as the HTTP API does ("" for none).
-func classOf(err error) string {
-	for _, c := range []struct {
-		class error
-		name  string
-	}{
-		{errdefs.ErrNotFound, "not_found"},
-		{errdefs.ErrInvalid, "invalid"},
-		{errdefs.ErrConflict, "conflict"},
-		{errdefs.ErrNotSupported, "not_supported"},
-		{errdefs.ErrUnavailable, "unavailable"},
-		{errdefs.ErrFailedPrecondition, "failed_precondition"},
-	} {
-		if errors.Is(err, c.class) {
-			return c.name
-		}
-	}
-	return ""
+	return mcptools.Fail[Out](h.log, tool, err)
 }

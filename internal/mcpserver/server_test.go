@@ -1,6 +1,7 @@
 package mcpserver_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"flag"
@@ -172,6 +173,7 @@ func TestTools_HostMode_Golden(t *testing.T) {
 		{name: "read_outside_absolute", tool: "read", args: map[string]any{"path": "/etc/passwd"}, isError: true, contains: "is outside the sandbox's workspace"},
 		{name: "write_outside", tool: "write", args: map[string]any{"path": "../../escape.txt", "content": "x"}, isError: true, contains: "is outside the sandbox's workspace"},
 		{name: "read_image", tool: "read", args: map[string]any{"path": "pixel.png"}, contains: "Read image file [image/png]"},
+		{name: "read_binary", tool: "read", args: map[string]any{"path": "data.bin"}, contains: "Read binary file [application/octet-stream, 260 B]"},
 		{name: "sandbox_status", tool: "sandbox", args: map[string]any{"action": "status"}, isError: true, contains: "Sandbox 'host' cannot set limits; use image:*"},
 		{name: "sandbox_set", tool: "sandbox", args: map[string]any{"action": "set", "cpus": "2"}, isError: true, contains: "Sandbox 'host' cannot set limits; use image:*"},
 		{name: "sandbox_unknown_action", tool: "sandbox", args: map[string]any{"action": "boost"}, isError: true, contains: `Unknown action "boost"`},
@@ -179,6 +181,11 @@ func TestTools_HostMode_Golden(t *testing.T) {
 	for _, st := range steps {
 		if st.name == "read_image" {
 			if err := os.WriteFile(filepath.Join(dir, "pixel.png"), pngPixel, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if st.name == "read_binary" {
+			if err := os.WriteFile(filepath.Join(dir, "data.bin"), binaryBytes, 0o644); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -206,6 +213,47 @@ func TestTools_HostMode_Golden(t *testing.T) {
 	}
 	if data, err := os.ReadFile(logs[0]); err != nil || !strings.HasPrefix(string(data), "1\n2\n") || !strings.HasSuffix(string(data), "2999\n3000\n") {
 		t.Errorf("saved output %s is not the whole output: %v", logs[0], err)
+	}
+}
+
+// binaryBytes is a binary file: every byte value, then a few bytes that
+// are no UTF-8.
+var binaryBytes = func() []byte {
+	b := make([]byte, 256, 260)
+	for i := range b {
+		b[i] = byte(i)
+	}
+	return append(b, 0xff, 0xfe, 0xc3, 0x28)
+}()
+
+// TestTools_ReadBinary: a binary file's bytes arrive whole, as an
+// embedded resource, never as text with replacement characters.
+func TestTools_ReadBinary(t *testing.T) {
+	e := newHostEnv(t)
+	cs := connect(t, mcpserver.New(e.svc, sandbox.DefaultMode, e.addr, "", nil))
+	dir := e.officeDir(e.addr)
+	call(t, cs, "bash", map[string]any{"command": "true"}) // the office is made by a first call
+	if err := os.WriteFile(filepath.Join(dir, "data.bin"), binaryBytes, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	res := call(t, cs, "read", map[string]any{"path": "data.bin"})
+	if res.IsError || len(res.Content) != 2 {
+		t.Fatalf("read of a binary file: %s", render(t, res))
+	}
+	er, ok := res.Content[1].(*mcp.EmbeddedResource)
+	if !ok || er.Resource == nil {
+		t.Fatalf("content[1] is %T, want an embedded resource", res.Content[1])
+	}
+	if !bytes.Equal(er.Resource.Blob, binaryBytes) || er.Resource.MIMEType != "application/octet-stream" || er.Resource.URI != "file://"+filepath.Join(dir, "data.bin") {
+		t.Errorf("resource %s %s, %d bytes; want the file's %d bytes whole", er.Resource.URI, er.Resource.MIMEType, len(er.Resource.Blob), len(binaryBytes))
+	}
+	var out struct {
+		MIMEType string
+		Size     int64
+	}
+	data, _ := json.Marshal(res.StructuredContent)
+	if err := json.Unmarshal(data, &out); err != nil || out.Size != int64(len(binaryBytes)) || out.MIMEType != "application/octet-stream" {
+		t.Errorf("structured content %s", data)
 	}
 }
 
@@ -301,6 +349,8 @@ func render(t *testing.T, res *mcp.CallToolResult) string {
 			fmt.Fprintf(&b, "--- text\n%s\n", elide(c.Text))
 		case *mcp.ImageContent:
 			fmt.Fprintf(&b, "--- image %s, %d bytes\n", c.MIMEType, len(c.Data))
+		case *mcp.EmbeddedResource:
+			fmt.Fprintf(&b, "--- resource %s %s, %d bytes\n", c.Resource.URI, c.Resource.MIMEType, len(c.Resource.Blob))
 		default:
 			fmt.Fprintf(&b, "--- %T\n", c)
 		}

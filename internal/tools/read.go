@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"path"
 	"strings"
 	"unicode/utf8"
@@ -16,6 +17,9 @@ import (
 const (
 	// MaxImageBytes is the largest image read returns.
 	MaxImageBytes = 5 << 20
+	// MaxBinaryBytes is the largest other binary file read returns (as
+	// its bytes, for a client to keep or hand on, not as text).
+	MaxBinaryBytes = 1 << 20
 	// sniffLen is how much of a file decides whether it is binary.
 	sniffLen = 8 << 10
 	// countBudget bounds how many bytes read scans past what it shows,
@@ -32,10 +36,19 @@ type ReadInput struct {
 	ByteOffset int64  `json:"byteOffset,omitempty" jsonschema:"For a line too long to show at once: the byte within the line (at offset) to start at, counting from 0"`
 }
 
-// ReadOutput is the read tool's result: text, and for an image its content.
+// ReadOutput is the read tool's result: text, and for an image or
+// another binary file its content.
 type ReadOutput struct {
-	Text  string `json:"text" jsonschema:"The lines read, followed by a notice when more remains"`
-	Image *Image `json:"image,omitempty" jsonschema:"The image, when the file is one"`
+	Text   string `json:"text" jsonschema:"The lines read, followed by a notice when more remains"`
+	Image  *Image `json:"image,omitempty" jsonschema:"The image, when the file is one"`
+	Binary *Blob  `json:"binary,omitempty" jsonschema:"The file's bytes, when it is binary and not an image"`
+}
+
+// Blob is a binary file's content. Data marshals to JSON as base64.
+type Blob struct {
+	MIMEType string `json:"mimeType" jsonschema:"The media type the file's first bytes suggest"`
+	Size     int64  `json:"size" jsonschema:"The file's size in bytes"`
+	Data     []byte `json:"data" jsonschema:"The file's bytes, base64-encoded"`
 }
 
 // Image is an image file's content. Data marshals to JSON as base64.
@@ -60,8 +73,13 @@ var imageExts = map[string]bool{".png": true, ".jpg": true, ".jpeg": true, ".gif
 //
 // A file whose name ends .png .jpg .jpeg .gif or .webp and whose first
 // bytes are one of those formats is returned as an Image (at most
-// MaxImageBytes) with a short text. Any other file with a NUL byte in its
-// first 8 KiB is refused as binary.
+// MaxImageBytes) with a short text. Any other file whose first 8 KiB hold
+// a byte no text has (NUL and the other control bytes that the MIME
+// sniffing standard calls binary) is binary: its bytes are returned as a
+// Blob (at most MaxBinaryBytes) with a short text naming its size and
+// media type, never as text. Text that is not valid UTF-8 (Latin-1, say)
+// is shown with each byte that is not as U+FFFD, and a notice says so:
+// a JSON string could not carry the bytes anyway.
 //
 // Read streams the file through Sandbox.ReadFile and stops it (its
 // writer returns an error) as soon as it has what it needs: the lines
@@ -98,7 +116,13 @@ func Read(ctx context.Context, sb Sandbox, in ReadInput) (ReadOutput, error) {
 
 	switch s.kind {
 	case kindBinary:
-		return ReadOutput{}, errdefs.New(errdefs.ErrNotSupported, fmt.Sprintf("File %s is binary (%s); read shows only text and images", showPath(in.Path), formatSize(fi.Size)))
+		if s.tooLarge {
+			return ReadOutput{}, errdefs.New(errdefs.ErrNotSupported, fmt.Sprintf("File %s is binary (%s, %s); read returns binary files of at most %s: look into it with bash (od -c, head -c), or copy it out with hutch files get", showPath(in.Path), formatSize(max(fi.Size, s.blobSize)), s.mime, formatSize(MaxBinaryBytes)))
+		}
+		return ReadOutput{
+			Text:   fmt.Sprintf("Read binary file [%s, %s]", s.mime, formatSize(int64(len(s.blob)))),
+			Binary: &Blob{MIMEType: s.mime, Size: int64(len(s.blob)), Data: s.blob},
+		}, nil
 	case kindImage:
 		if s.tooLarge {
 			return ReadOutput{}, errdefs.New(errdefs.ErrNotSupported, fmt.Sprintf("Image %s is %s; read returns images of at most %s", showPath(in.Path), formatSize(max(fi.Size, int64(len(s.image)))), formatSize(MaxImageBytes)))
@@ -108,8 +132,17 @@ func Read(ctx context.Context, sb Sandbox, in ReadInput) (ReadOutput, error) {
 			Image: &Image{MIMEType: s.mime, Data: s.image},
 		}, nil
 	}
-	return s.text()
+	out, err := s.text()
+	if err == nil && !utf8.ValidString(out.Text) {
+		// A JSON string carries UTF-8 only: replace explicitly and say so,
+		// rather than let the encoder replace in silence.
+		out.Text = strings.ToValidUTF8(out.Text, "\uFFFD") + "\n\n" + notUTF8Notice
+	}
+	return out, err
 }
+
+// notUTF8Notice ends a page of text that is not valid UTF-8.
+const notUTF8Notice = "[The file is not valid UTF-8: such bytes are shown as \uFFFD]"
 
 // sniffImage returns the media type the first bytes of a file announce,
 // or "" when they are none of the image formats read returns.
@@ -163,6 +196,8 @@ type scan struct {
 	head     []byte // the first bytes, until the kind is decided
 	mime     string
 	image    []byte
+	blob     []byte // a binary file's bytes
+	blobSize int64  // how many of them streamed, kept or not
 	tooLarge bool
 	stopped  bool
 
@@ -219,6 +254,8 @@ func (s *scan) Write(p []byte) (int, error) {
 	switch s.kind {
 	case kindImage:
 		s.addImage(p)
+	case kindBinary:
+		s.addBlob(p)
 	case kindText:
 		s.scanText(p)
 	}
@@ -243,12 +280,40 @@ func (s *scan) decide() {
 			return
 		}
 	}
-	if bytes.IndexByte(head, 0) >= 0 {
-		s.kind, s.stopped = kindBinary, true
+	if binaryHead(head) {
+		s.kind, s.mime = kindBinary, http.DetectContentType(head)
+		if s.size > MaxBinaryBytes {
+			s.tooLarge, s.stopped = true, true
+			return
+		}
+		s.addBlob(head)
 		return
 	}
 	s.kind = kindText
 	s.scanText(head)
+}
+
+// binaryHead reports whether the first bytes of a file hold a byte that
+// no text holds: the binary data bytes of the MIME sniffing standard
+// (0x00-0x08, 0x0B, 0x0E-0x1A, 0x1C-0x1F; tab, newlines, form feed and
+// escape are text).
+func binaryHead(b []byte) bool {
+	for _, c := range b {
+		if c <= 0x08 || c == 0x0B || c >= 0x0E && c <= 0x1A || c >= 0x1C && c <= 0x1F {
+			return true
+		}
+	}
+	return false
+}
+
+func (s *scan) addBlob(p []byte) {
+	s.blobSize += int64(len(p))
+	if len(s.blob)+len(p) > MaxBinaryBytes {
+		s.tooLarge, s.stopped = true, true
+		s.blob = nil
+		return
+	}
+	s.blob = append(s.blob, p...)
 }
 
 func (s *scan) addImage(p []byte) {

@@ -110,8 +110,8 @@ func TestReadImage(t *testing.T) {
 		t.Errorf("text named .png: got %+v", out)
 	}
 	sb.put(t, "image.bin", data.Bytes())
-	if _, err := tools.Read(context.Background(), sb, tools.ReadInput{Path: "image.bin"}); !errdefs.IsNotSupported(err) {
-		t.Errorf("a PNG named .bin: got %v, want binary", err)
+	if out := read(t, sb, tools.ReadInput{Path: "image.bin"}); out.Image != nil || out.Binary == nil || out.Binary.MIMEType != "image/png" {
+		t.Errorf("a PNG named .bin: got %+v, want it as binary bytes", out)
 	}
 }
 
@@ -163,12 +163,38 @@ func TestReadLongLine(t *testing.T) {
 
 func TestReadBinary(t *testing.T) {
 	sb := newSandbox(t)
-	sb.put(t, "prog", append([]byte("\x7fELF\x02\x01\x01\x00"), make([]byte, 3000)...))
-	_, err := tools.Read(context.Background(), sb, tools.ReadInput{Path: "prog"})
+	prog := append([]byte("\x7fELF\x02\x01\x01\x00"), make([]byte, 3000)...)
+	sb.put(t, "prog", prog)
+	out := read(t, sb, tools.ReadInput{Path: "prog"})
+	if out.Binary == nil || !bytes.Equal(out.Binary.Data, prog) || out.Binary.Size != int64(len(prog)) || out.Image != nil {
+		t.Fatalf("got %+v; want the bytes whole", out)
+	}
+	// No NUL, but a control byte no text has: binary all the same, and
+	// the bytes come back unchanged (a JSON string would mangle them).
+	noNUL := append([]byte("\x01\x02\xff\xfe"), bytes.Repeat([]byte{0xc3}, 100)...)
+	sb.put(t, "data.bin", noNUL)
+	if out := read(t, sb, tools.ReadInput{Path: "data.bin"}); out.Binary == nil || !bytes.Equal(out.Binary.Data, noNUL) {
+		t.Errorf("a binary file without NUL: got %+v", out)
+	}
+	// Past the limit it is refused, with its size and type.
+	sb.put(t, "big.bin", append([]byte{0}, make([]byte, tools.MaxBinaryBytes)...))
+	_, err := tools.Read(context.Background(), sb, tools.ReadInput{Path: "big.bin"})
 	if !errdefs.IsNotSupported(err) {
 		t.Fatalf("got %v, want class not supported", err)
 	}
-	golden(t, "read_binary", err.Error())
+	golden(t, "read_binary", out.Text+"\n"+err.Error())
+}
+
+// TestReadNotUTF8: text in another encoding is text, its bytes that are
+// not UTF-8 shown as U+FFFD, and a notice says so.
+func TestReadNotUTF8(t *testing.T) {
+	sb := newSandbox(t)
+	sb.put(t, "latin1.txt", []byte("caf\xe9\nna\xefve\n"))
+	out := read(t, sb, tools.ReadInput{Path: "latin1.txt"})
+	if out.Binary != nil || !utf8.ValidString(out.Text) {
+		t.Fatalf("got %+v; want valid UTF-8 text", out)
+	}
+	golden(t, "read_not_utf8", out.Text)
 }
 
 func TestReadErrors(t *testing.T) {

@@ -2,15 +2,14 @@ package teammcp
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"path"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/hutchsandbox/hutch/internal/errdefs"
 	"github.com/hutchsandbox/hutch/internal/keyedlock"
+	"github.com/hutchsandbox/hutch/internal/mcptools"
 	"github.com/hutchsandbox/hutch/internal/project/box"
 	"github.com/hutchsandbox/hutch/internal/tools"
 )
@@ -79,13 +78,6 @@ type BashOutput struct {
 	FullOutput string `json:"fullOutput,omitempty" jsonschema:"Path, relative to where the command ran, of the file holding the whole output, when it was truncated"`
 }
 
-// ReadOutput is the read tool's structured result. An image's bytes are
-// in the result's image content only, not repeated here.
-type ReadOutput struct {
-	Text     string `json:"text" jsonschema:"The lines read, followed by a notice when more remains"`
-	MIMEType string `json:"mimeType,omitempty" jsonschema:"The image's media type, when the file is an image (its bytes are the result's image content)"`
-}
-
 // New returns a server whose tools run in opts.Target, the container of
 // opts.Box's project. Servers of one project made by New share the
 // per-member turns (they are this process's), so a handler may make one
@@ -100,30 +92,10 @@ func New(opts Options) *mcp.Server {
 	h := &handlers{Options: opts, project: opts.Target.Workdir}
 	s := mcp.NewServer(&mcp.Implementation{Name: "hutch-project", Title: "hutch project team", Version: opts.Version},
 		&mcp.ServerOptions{Logger: opts.Log, SchemaCache: schemas, Instructions: instructions(h.project)})
-	mcp.AddTool(s, &mcp.Tool{
-		Name:        "bash",
-		Title:       "Run a command",
-		Description: bashDescription(h.project),
-		Annotations: &mcp.ToolAnnotations{Title: "Run a command"},
-	}, h.bash)
-	mcp.AddTool(s, &mcp.Tool{
-		Name:        "read",
-		Title:       "Read a file",
-		Description: readDescription(h.project),
-		Annotations: &mcp.ToolAnnotations{Title: "Read a file", ReadOnlyHint: true, IdempotentHint: true, OpenWorldHint: new(false)},
-	}, h.read)
-	mcp.AddTool(s, &mcp.Tool{
-		Name:        "write",
-		Title:       "Write a file",
-		Description: writeDescription(h.project),
-		Annotations: &mcp.ToolAnnotations{Title: "Write a file", IdempotentHint: true, OpenWorldHint: new(false)},
-	}, h.write)
-	mcp.AddTool(s, &mcp.Tool{
-		Name:        "edit",
-		Title:       "Edit a file",
-		Description: editDescription(h.project),
-		Annotations: &mcp.ToolAnnotations{Title: "Edit a file", OpenWorldHint: new(false)},
-	}, h.edit)
+	mcp.AddTool(s, mcptools.Bash(bashDescription(h.project)), h.bash)
+	mcp.AddTool(s, mcptools.Read(readDescription(h.project)), h.read)
+	mcp.AddTool(s, mcptools.Write(writeDescription(h.project)), h.write)
+	mcp.AddTool(s, mcptools.Edit(editDescription(h.project)), h.edit)
 	mcp.AddTool(s, &mcp.Tool{
 		Name:        "members",
 		Title:       "List the team's members",
@@ -148,31 +120,23 @@ func (h *handlers) bash(ctx context.Context, _ *mcp.CallToolRequest, in BashInpu
 	defer unlock()
 	out, err := tools.Bash(ctx, sb, tools.BashInput{Command: in.Command, Timeout: in.Timeout})
 	bo := BashOutput{Text: out.Text, ExitCode: out.ExitCode, FullOutput: out.FullOutput}
-	if te := (*tools.ToolError)(nil); errors.As(err, &te) {
-		// The command ran: its output and exit code are the result too.
-		return &mcp.CallToolResult{IsError: true, Content: text(te.Text)}, bo, nil
+	if res, ok := mcptools.CommandResult(out.Text, err); ok {
+		return res, bo, nil
 	}
-	if err != nil {
-		return fail[BashOutput](h, "bash", err)
-	}
-	return &mcp.CallToolResult{Content: text(out.Text)}, bo, nil
+	return fail[BashOutput](h, "bash", err)
 }
 
-func (h *handlers) read(ctx context.Context, _ *mcp.CallToolRequest, in ReadInput) (*mcp.CallToolResult, ReadOutput, error) {
+func (h *handlers) read(ctx context.Context, _ *mcp.CallToolRequest, in ReadInput) (*mcp.CallToolResult, mcptools.ReadOutput, error) {
 	sb, err := h.sandboxOf(ctx, in.Member)
 	if err != nil {
-		return fail[ReadOutput](h, "read", err)
+		return fail[mcptools.ReadOutput](h, "read", err)
 	}
 	out, err := tools.Read(ctx, sb, tools.ReadInput{Path: in.Path, Offset: in.Offset, Limit: in.Limit, ByteOffset: in.ByteOffset})
 	if err != nil {
-		return fail[ReadOutput](h, "read", err)
+		return fail[mcptools.ReadOutput](h, "read", err)
 	}
-	res := &mcp.CallToolResult{Content: text(out.Text)}
-	ro := ReadOutput{Text: out.Text}
-	if out.Image != nil {
-		res.Content = append(res.Content, &mcp.ImageContent{MIMEType: out.Image.MIMEType, Data: out.Image.Data})
-		ro.MIMEType = out.Image.MIMEType
-	}
+	abs, _ := tools.Resolve(sb, in.Path)
+	res, ro := mcptools.ReadResult(abs, out)
 	return res, ro, nil
 }
 
@@ -186,7 +150,7 @@ func (h *handlers) write(ctx context.Context, _ *mcp.CallToolRequest, in WriteIn
 	if err != nil {
 		return fail[tools.WriteOutput](h, "write", err)
 	}
-	return &mcp.CallToolResult{Content: text(out.Text)}, out, nil
+	return &mcp.CallToolResult{Content: mcptools.Text(out.Text)}, out, nil
 }
 
 func (h *handlers) edit(ctx context.Context, _ *mcp.CallToolRequest, in EditInput) (*mcp.CallToolResult, tools.EditOutput, error) {
@@ -199,15 +163,15 @@ func (h *handlers) edit(ctx context.Context, _ *mcp.CallToolRequest, in EditInpu
 	if err != nil {
 		return fail[tools.EditOutput](h, "edit", err)
 	}
-	return &mcp.CallToolResult{Content: text(out.Text)}, out, nil
+	return &mcp.CallToolResult{Content: mcptools.Text(out.Text)}, out, nil
 }
 
 func (h *handlers) members(ctx context.Context, _ *mcp.CallToolRequest, _ MembersInput) (*mcp.CallToolResult, MembersOutput, error) {
-	out, err := listMembers(ctx, &memberSandbox{t: h.Target, dir: h.project, project: h.project})
+	out, err := listMembers(ctx, newMemberSandbox(h.Target, h.project, h.project))
 	if err != nil {
 		return fail[MembersOutput](h, "members", err)
 	}
-	return &mcp.CallToolResult{Content: text(out.Text)}, out, nil
+	return &mcp.CallToolResult{Content: mcptools.Text(out.Text)}, out, nil
 }
 
 // lockedSandbox waits for member's turn at the file-changing tools, then
@@ -260,35 +224,9 @@ func (h *handlers) checkMember(member string) error {
 	return err
 }
 
-// fail is a call that could not be served, as a tool error with the
-// error's text (the SDK sets IsError and the text content). An error of
-// no class is logged as a warning: a failure hutch did not foresee.
+// fail is mcptools.Fail with the server's log.
 func fail[Out any](h *handlers, tool string, err error) (*mcp.CallToolResult, Out, error) {
-	var zero Out
-	if classed(err) {
-		h.Log.Debug("tool refused", "tool", tool, "error", err)
-	} else {
-		h.Log.Warn("tool failed", "tool", tool, "error", err)
-	}
-	return nil, zero, toolError{err.Error()}
-}
-
-// toolError is the text of a failed call. It is a plain error, never a
-// *jsonrpc.Error, so the SDK always makes it a tool error.
-type toolError struct{ text string }
-
-func (e toolError) Error() string { return e.text }
-
-func text(s string) []mcp.Content { return []mcp.Content{&mcp.TextContent{Text: s}} }
-
-// classed reports whether err is of an errdefs class.
-func classed(err error) bool {
-	for _, c := range []error{errdefs.ErrNotFound, errdefs.ErrInvalid, errdefs.ErrConflict, errdefs.ErrNotSupported, errdefs.ErrUnavailable, errdefs.ErrFailedPrecondition} {
-		if errors.Is(err, c) {
-			return true
-		}
-	}
-	return false
+	return mcptools.Fail[Out](h.Log, tool, err)
 }
 
 // instructions is what the server tells a client about itself.
