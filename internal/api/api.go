@@ -34,8 +34,10 @@ type Server struct {
 	Token string
 	// Version is reported by /v1/health.
 	Version string
-	// MaxBody bounds request bodies (default DefaultMaxBody).
-	MaxBody int64
+	// MaxBody bounds request bodies (default DefaultMaxBody), but for
+	// /v1/files/write's, which MaxFileBody bounds (default
+	// DefaultMaxFileBody).
+	MaxBody, MaxFileBody int64
 	// Log receives one line per request; nil discards.
 	Log *slog.Logger
 	// Metrics, when set, is served at GET /metrics.
@@ -87,10 +89,14 @@ func (s *Server) Handler() http.Handler {
 		"POST /v1/tools/{name}":    s.tool,
 		"POST /v1/chat":            s.chat,
 		"POST /v1/files/list":      s.listFiles,
+		"POST /v1/files/stat":      s.statFile,
+		"POST /v1/files/read":      s.readFile,
 	}
 	for pattern, h := range routes {
-		mux.HandleFunc(pattern, s.wrap(h))
+		mux.HandleFunc(pattern, s.wrap(s.maxBody(), h))
 	}
+	// A file's bytes are the body: a limit of their own.
+	mux.HandleFunc("POST /v1/files/write", s.wrap(s.maxFileBody(), s.writeFile))
 	if s.Metrics != nil {
 		mux.Handle("GET /metrics", s.Metrics)
 	}
@@ -135,13 +141,23 @@ func constantTimeEqual(a, b string) bool {
 	return v == 0
 }
 
-// wrap limits the body, recovers from panics and maps errors.
-func (s *Server) wrap(h func(http.ResponseWriter, *http.Request) error) http.HandlerFunc {
+func (s *Server) maxBody() int64 {
+	if s.MaxBody <= 0 {
+		return DefaultMaxBody
+	}
+	return s.MaxBody
+}
+
+func (s *Server) maxFileBody() int64 {
+	if s.MaxFileBody <= 0 {
+		return DefaultMaxFileBody
+	}
+	return s.MaxFileBody
+}
+
+// wrap limits the body to max bytes, recovers from panics and maps errors.
+func (s *Server) wrap(max int64, h func(http.ResponseWriter, *http.Request) error) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		max := s.MaxBody
-		if max <= 0 {
-			max = DefaultMaxBody
-		}
 		r.Body = http.MaxBytesReader(w, r.Body, max)
 		start := time.Now()
 		var err error
@@ -407,14 +423,20 @@ func (l LimitsRequest) limits() (sandbox.Limits, error) {
 	return out, nil
 }
 
-// Status is a runtime's state as the API reports it.
+// Status is a runtime's state as the API reports it: every field of
+// sandbox.Status (StatusOf and Sandbox convert, and a test checks that
+// nothing is lost on the way).
 type Status struct {
-	OfficeKey      string    `json:"officeKey"`
-	Platform       string    `json:"platform,omitempty"`
-	ConversationID string    `json:"conversationId,omitempty"`
-	Name           string    `json:"name"`
-	State          string    `json:"state"`
+	OfficeKey      string `json:"officeKey"`
+	Platform       string `json:"platform,omitempty"`
+	ConversationID string `json:"conversationId,omitempty"`
+	Name           string `json:"name"`
+	// ID is the runtime's id in its engine (a container id, a pod uid).
+	ID    string `json:"id,omitempty"`
+	State string `json:"state"`
+	// Image is the reference the runtime was made from; ImageID its id.
 	Image          string    `json:"image,omitempty"`
+	ImageID        string    `json:"imageId,omitempty"`
 	CPUs           float64   `json:"cpus,omitempty"`
 	MemoryBytes    int64     `json:"memoryBytes,omitempty"`
 	Pids           int64     `json:"pids,omitempty"`
@@ -424,18 +446,32 @@ type Status struct {
 	StartedAt      time.Time `json:"startedAt,omitzero"`
 	Fingerprint    string    `json:"fingerprint,omitempty"`
 	ActiveCommands int       `json:"activeCommands"`
+	// LastActivity is when the last command started or ended, when known.
+	LastActivity time.Time `json:"lastActivity,omitzero"`
 	// Recreated and RecreatedBecause: when and why the runtime was last
 	// re-created, when known.
 	Recreated        time.Time `json:"recreated,omitzero"`
 	RecreatedBecause string    `json:"recreatedBecause,omitempty"`
 }
 
-func statusOf(st sandbox.Status) Status {
+// StatusOf is st as the API reports it.
+func StatusOf(st sandbox.Status) Status {
 	return Status{
-		OfficeKey: st.OfficeKey, Platform: st.Platform, ConversationID: st.ConversationID, Name: st.Name, State: string(st.State),
-		Image: st.Image, CPUs: st.Limits.CPUs, MemoryBytes: st.Limits.MemoryBytes, Pids: st.Limits.Pids,
-		Boosted: st.Boosted, TempLimits: st.TempLimits, LimitsApplied: st.LimitsApplied, StartedAt: st.StartedAt, Fingerprint: st.Fingerprint, ActiveCommands: st.ActiveCommands,
-		Recreated: st.Recreated, RecreatedBecause: st.RecreatedBecause,
+		OfficeKey: st.OfficeKey, Platform: st.Platform, ConversationID: st.ConversationID, Name: st.Name, ID: st.ID, State: string(st.State),
+		Image: st.Image, ImageID: st.ImageID, CPUs: st.Limits.CPUs, MemoryBytes: st.Limits.MemoryBytes, Pids: st.Limits.Pids,
+		Boosted: st.Boosted, TempLimits: st.TempLimits, LimitsApplied: st.LimitsApplied, StartedAt: st.StartedAt, Fingerprint: st.Fingerprint,
+		ActiveCommands: st.ActiveCommands, LastActivity: st.LastActivity, Recreated: st.Recreated, RecreatedBecause: st.RecreatedBecause,
+	}
+}
+
+// Sandbox is the status the API reported, as the daemon had it.
+func (st Status) Sandbox() sandbox.Status {
+	return sandbox.Status{
+		OfficeKey: st.OfficeKey, Platform: st.Platform, ConversationID: st.ConversationID, Name: st.Name, ID: st.ID,
+		State: sandbox.RuntimeState(st.State), Image: st.Image, ImageID: st.ImageID,
+		Limits:  sandbox.Limits{CPUs: st.CPUs, MemoryBytes: st.MemoryBytes, Pids: st.Pids},
+		Boosted: st.Boosted, TempLimits: st.TempLimits, LimitsApplied: st.LimitsApplied, StartedAt: st.StartedAt, Fingerprint: st.Fingerprint,
+		ActiveCommands: st.ActiveCommands, LastActivity: st.LastActivity, Recreated: st.Recreated, RecreatedBecause: st.RecreatedBecause,
 	}
 }
 
@@ -469,7 +505,7 @@ func (s *Server) lifecycleCall(w http.ResponseWriter, r *http.Request, call func
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, statusOf(st))
+	writeJSON(w, http.StatusOK, StatusOf(st))
 	return nil
 }
 
@@ -528,7 +564,7 @@ func (s *Server) runtimes(w http.ResponseWriter, r *http.Request) error {
 	}
 	out := []Status{}
 	for _, st := range list {
-		out = append(out, statusOf(st))
+		out = append(out, StatusOf(st))
 	}
 	writeJSON(w, http.StatusOK, out)
 	return nil

@@ -7,7 +7,6 @@ import (
 	"net/http"
 
 	"github.com/hutchsandbox/hutch/internal/errdefs"
-	"github.com/hutchsandbox/hutch/internal/sandbox"
 	"github.com/hutchsandbox/hutch/internal/tools"
 )
 
@@ -84,43 +83,4 @@ var toolTable = map[string]toolFunc{
 	"read":  typed(tools.Read),
 	"write": typed(tools.Write),
 	"edit":  typed(tools.Edit),
-}
-
-// ListRequest is /v1/files/list's body.
-type ListRequest struct {
-	Conversation Conversation `json:"conversation"`
-	// Path is relative to the office, or absolute in the runtime.
-	Path string `json:"path"`
-}
-
-func (s *Server) listFiles(w http.ResponseWriter, r *http.Request) error {
-	var req ListRequest
-	if err := decode(r, &req); err != nil {
-		return err
-	}
-	addr, err := req.Conversation.address()
-	if err != nil {
-		return err
-	}
-	sb, err := s.Service.ToolSandbox(r.Context(), addr, s.Mode, req.Conversation.User)
-	if err != nil {
-		return err
-	}
-	p := req.Path
-	if p == "" {
-		p = "."
-	}
-	abs, err := tools.Resolve(sb, p)
-	if err != nil {
-		return err
-	}
-	list, err := sb.List(r.Context(), abs)
-	if err != nil {
-		return err
-	}
-	if list == nil {
-		list = []sandbox.FileInfo{}
-	}
-	writeJSON(w, http.StatusOK, list)
-	return nil
 }

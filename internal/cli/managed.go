@@ -70,7 +70,7 @@ func (d *daemonLifecycle) call(ctx context.Context, op string, l sandbox.Limits)
 	if err := d.c.Call(ctx, "/v1/sandbox/"+op, d.req(l), &st); err != nil {
 		return sandbox.Status{}, err
 	}
-	return fromAPI(st), nil
+	return st.Sandbox(), nil
 }
 
 func (d *daemonLifecycle) List(ctx context.Context) ([]sandbox.Status, error) {
@@ -80,7 +80,7 @@ func (d *daemonLifecycle) List(ctx context.Context) ([]sandbox.Status, error) {
 	}
 	out := make([]sandbox.Status, len(list))
 	for i, st := range list {
-		out[i] = fromAPI(st)
+		out[i] = st.Sandbox()
 	}
 	return out, nil
 }
@@ -105,16 +105,6 @@ func (d *daemonLifecycle) Boost(ctx context.Context, _ string, l sandbox.Limits)
 
 func (d *daemonLifecycle) SetLimits(ctx context.Context, _ string, l sandbox.Limits) (sandbox.Status, error) {
 	return d.call(ctx, "limits", l)
-}
-
-func fromAPI(st api.Status) sandbox.Status {
-	return sandbox.Status{
-		OfficeKey: st.OfficeKey, Platform: st.Platform, ConversationID: st.ConversationID, Name: st.Name,
-		State: sandbox.RuntimeState(st.State), Image: st.Image,
-		Limits:  sandbox.Limits{CPUs: st.CPUs, MemoryBytes: st.MemoryBytes, Pids: st.Pids},
-		Boosted: st.Boosted, TempLimits: st.TempLimits, LimitsApplied: st.LimitsApplied, StartedAt: st.StartedAt, Fingerprint: st.Fingerprint,
-		ActiveCommands: st.ActiveCommands, Recreated: st.Recreated, RecreatedBecause: st.RecreatedBecause,
-	}
 }
 
 func formatFloat(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) }
