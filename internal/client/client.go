@@ -13,12 +13,16 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
+	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/hutchsandbox/hutch/internal/api"
 	"github.com/hutchsandbox/hutch/internal/errdefs"
+	"github.com/hutchsandbox/hutch/internal/sandbox"
 )
 
 // Client talks to one daemon.
@@ -110,6 +114,12 @@ func (c *Client) send(ctx context.Context, method, path string, in any) (*http.R
 	if in != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
+	return c.do(ctx, req)
+}
+
+// do sends req with the token and turns an error answer into an error of
+// its class with the daemon's text.
+func (c *Client) do(ctx context.Context, req *http.Request) (*http.Response, error) {
 	if c.Token != "" {
 		req.Header.Set("Authorization", "Bearer "+c.Token)
 	}
@@ -170,4 +180,72 @@ func (c *Client) Exec(ctx context.Context, req api.ExecRequest, stdout, stderr i
 // Get sends a GET and decodes a JSON answer.
 func (c *Client) Get(ctx context.Context, path string, out any) error {
 	return c.call(ctx, "GET", path, nil, out)
+}
+
+// StatFile describes path (relative to the conversation's office, or
+// absolute in its runtime).
+func (c *Client) StatFile(ctx context.Context, conv api.Conversation, path string) (sandbox.FileInfo, error) {
+	var fi sandbox.FileInfo
+	err := c.Call(ctx, "/v1/files/stat", api.FileRequest{Conversation: conv, Path: path}, &fi)
+	return fi, err
+}
+
+// ListFiles lists the directory path (the office when "").
+func (c *Client) ListFiles(ctx context.Context, conv api.Conversation, path string) ([]sandbox.FileInfo, error) {
+	var list []sandbox.FileInfo
+	err := c.Call(ctx, "/v1/files/list", api.FileRequest{Conversation: conv, Path: path}, &list)
+	return list, err
+}
+
+// ReadFile copies the file path of the conversation's runtime into w,
+// its bytes unchanged. A read the daemon could not finish is an error
+// even when part of the file already reached w.
+func (c *Client) ReadFile(ctx context.Context, conv api.Conversation, path string, w io.Writer) error {
+	resp, err := c.send(ctx, "POST", "/v1/files/read", api.FileRequest{Conversation: conv, Path: path})
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if _, err := io.Copy(w, resp.Body); err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return fmt.Errorf("read %s: %w", path, err)
+	}
+	if t := resp.Trailer.Get(api.TrailerError); t != "" {
+		var eb api.ErrorBody
+		if err := json.Unmarshal([]byte(t), &eb); err != nil || eb.Error == "" {
+			return errdefs.New(errdefs.ErrUnavailable, "The hutch daemon cut the file short: "+t)
+		}
+		return api.ClassError(eb)
+	}
+	return nil
+}
+
+// WriteFile replaces the file path of the conversation's runtime with
+// what r yields, streamed (missing parents are made; mode 0 keeps an
+// existing file's mode).
+func (c *Client) WriteFile(ctx context.Context, conv api.Conversation, path string, r io.Reader, mode os.FileMode) (api.WriteAnswer, error) {
+	q := url.Values{"platform": {conv.Platform}, "conversationId": {conv.ConversationID}, "path": {path}}
+	if conv.User != "" {
+		q.Set("user", conv.User)
+	}
+	if mode != 0 {
+		q.Set("mode", "0"+strconv.FormatUint(uint64(mode.Perm()), 8))
+	}
+	req, err := http.NewRequestWithContext(ctx, "POST", c.url("/v1/files/write?"+q.Encode()), r)
+	if err != nil {
+		return api.WriteAnswer{}, err
+	}
+	req.Header.Set("Content-Type", "application/octet-stream")
+	var wa api.WriteAnswer
+	resp, err := c.do(ctx, req)
+	if err != nil {
+		return wa, err
+	}
+	defer resp.Body.Close()
+	if err := json.NewDecoder(resp.Body).Decode(&wa); err != nil {
+		return wa, fmt.Errorf("decode /v1/files/write answer: %w", err)
+	}
+	return wa, nil
 }

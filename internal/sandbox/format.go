@@ -14,8 +14,8 @@ func formatSeconds(d time.Duration) string {
 	return strconv.FormatFloat(d.Seconds(), 'f', -1, 64)
 }
 
-// byteCount renders n in the largest binary unit that keeps it readable.
-func byteCount(n int64) string {
+// ByteCount renders n in the largest binary unit that keeps it readable.
+func ByteCount(n int64) string {
 	const unit = 1024
 	if n < unit {
 		return strconv.FormatInt(n, 10) + " B"

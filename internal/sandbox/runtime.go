@@ -150,11 +150,11 @@ func (r ExecResult) Message() string {
 func (r ExecResult) TruncationNotice(limit int64) string {
 	switch {
 	case r.StdoutTruncated && r.StderrTruncated:
-		return "[output truncated: stdout " + byteCount(r.StdoutBytes) + " and stderr " + byteCount(r.StderrBytes) + ", only the first " + byteCount(limit) + " of each kept]"
+		return "[output truncated: stdout " + ByteCount(r.StdoutBytes) + " and stderr " + ByteCount(r.StderrBytes) + ", only the first " + ByteCount(limit) + " of each kept]"
 	case r.StdoutTruncated:
-		return "[output truncated: stdout " + byteCount(r.StdoutBytes) + ", only the first " + byteCount(limit) + " kept]"
+		return "[output truncated: stdout " + ByteCount(r.StdoutBytes) + ", only the first " + ByteCount(limit) + " kept]"
 	case r.StderrTruncated:
-		return "[output truncated: stderr " + byteCount(r.StderrBytes) + ", only the first " + byteCount(limit) + " kept]"
+		return "[output truncated: stderr " + ByteCount(r.StderrBytes) + ", only the first " + ByteCount(limit) + " kept]"
 	}
 	return ""
 }

@@ -225,11 +225,11 @@ func tail(s string, maxLines, maxBytes int) tailed {
 // notice is the line that follows a tail; where says where the rest is.
 func (t tailed) notice(where string) string {
 	if t.partial {
-		return fmt.Sprintf("[Showing the last %s of line %d (the line is %s). %s]", formatSize(int64(len(t.text))), t.last, formatSize(t.lineSize), where)
+		return fmt.Sprintf("[Showing the last %s of line %d (the line is %s). %s]", sandbox.ByteCount(int64(len(t.text))), t.last, sandbox.ByteCount(t.lineSize), where)
 	}
 	limit := ""
 	if t.byteLimited {
-		limit = " (" + formatSize(MaxBytes) + " limit)"
+		limit = " (" + sandbox.ByteCount(MaxBytes) + " limit)"
 	}
 	return fmt.Sprintf("[Showing lines %d-%d of %d%s. %s]", t.first, t.last, t.of, limit, where)
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/hutchsandbox/hutch/internal/errdefs"
+	"github.com/hutchsandbox/hutch/internal/sandbox"
 )
 
 // Limits of the edit tool.
@@ -95,7 +96,7 @@ func Edit(ctx context.Context, sb Sandbox, in EditInput) (EditOutput, error) {
 }
 
 func tooLargeToEdit(p string, size int64) string {
-	return fmt.Sprintf("File %s is %s; edit works on files of at most %s (use write to replace it)", p, formatSize(size), formatSize(MaxEditBytes))
+	return fmt.Sprintf("File %s is %s; edit works on files of at most %s (use write to replace it)", p, sandbox.ByteCount(size), sandbox.ByteCount(MaxEditBytes))
 }
 
 // capBuffer keeps at most limit bytes; past it, Write fails and over is set.
@@ -161,7 +162,7 @@ func unifiedDiff(name, a, b string) (string, int) {
 	out := strings.TrimSuffix(d.String(), "\n")
 	if len(out) > maxDiffBytes {
 		cut := strings.LastIndexByte(out[:maxDiffBytes], '\n')
-		out = out[:max(cut, 0)] + "\n[diff truncated at " + formatSize(maxDiffBytes) + "]"
+		out = out[:max(cut, 0)] + "\n[diff truncated at " + sandbox.ByteCount(maxDiffBytes) + "]"
 	}
 	return out, pre + 1
 }

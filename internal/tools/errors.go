@@ -16,21 +16,6 @@ type ToolError struct {
 
 func (e *ToolError) Error() string { return e.Text }
 
-// formatSize renders n bytes in the largest binary unit that keeps it
-// readable: "512 B", "50.0 KiB", "1.5 MiB".
-func formatSize(n int64) string {
-	const unit = 1024
-	if n < unit {
-		return strconv.FormatInt(n, 10) + " B"
-	}
-	div, exp := int64(unit), 0
-	for m := n / unit; m >= unit; m /= unit {
-		div *= unit
-		exp++
-	}
-	return strconv.FormatFloat(float64(n)/float64(div), 'f', 1, 64) + " " + string("KMGTPE"[exp]) + "iB"
-}
-
 // showPath renders a path given by the agent for a message: as is, or
 // quoted when it holds characters a message should not carry raw (NUL,
 // newlines, other control characters).

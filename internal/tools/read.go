@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/hutchsandbox/hutch/internal/errdefs"
+	"github.com/hutchsandbox/hutch/internal/sandbox"
 )
 
 // Limits of the read tool.
@@ -117,15 +118,15 @@ func Read(ctx context.Context, sb Sandbox, in ReadInput) (ReadOutput, error) {
 	switch s.kind {
 	case kindBinary:
 		if s.tooLarge {
-			return ReadOutput{}, errdefs.New(errdefs.ErrNotSupported, fmt.Sprintf("File %s is binary (%s, %s); read returns binary files of at most %s: look into it with bash (od -c, head -c), or copy it out with hutch files get", showPath(in.Path), formatSize(max(fi.Size, s.blobSize)), s.mime, formatSize(MaxBinaryBytes)))
+			return ReadOutput{}, errdefs.New(errdefs.ErrNotSupported, fmt.Sprintf("File %s is binary (%s, %s); read returns binary files of at most %s: look into it with bash (od -c, head -c), or copy it out with hutch files get", showPath(in.Path), sandbox.ByteCount(max(fi.Size, s.blobSize)), s.mime, sandbox.ByteCount(MaxBinaryBytes)))
 		}
 		return ReadOutput{
-			Text:   fmt.Sprintf("Read binary file [%s, %s]", s.mime, formatSize(int64(len(s.blob)))),
+			Text:   fmt.Sprintf("Read binary file [%s, %s]", s.mime, sandbox.ByteCount(int64(len(s.blob)))),
 			Binary: &Blob{MIMEType: s.mime, Size: int64(len(s.blob)), Data: s.blob},
 		}, nil
 	case kindImage:
 		if s.tooLarge {
-			return ReadOutput{}, errdefs.New(errdefs.ErrNotSupported, fmt.Sprintf("Image %s is %s; read returns images of at most %s", showPath(in.Path), formatSize(max(fi.Size, int64(len(s.image)))), formatSize(MaxImageBytes)))
+			return ReadOutput{}, errdefs.New(errdefs.ErrNotSupported, fmt.Sprintf("Image %s is %s; read returns images of at most %s", showPath(in.Path), sandbox.ByteCount(max(fi.Size, int64(len(s.image)))), sandbox.ByteCount(MaxImageBytes)))
 		}
 		return ReadOutput{
 			Text:  "Read image file [" + s.mime + "]",
@@ -459,7 +460,7 @@ func (s *scan) text() (ReadOutput, error) {
 	}
 	limit := ""
 	if s.byteLimited {
-		limit = " (" + formatSize(MaxBytes) + " limit)"
+		limit = " (" + sandbox.ByteCount(MaxBytes) + " limit)"
 	}
 	return ReadOutput{Text: fmt.Sprintf("%s\n\n[Showing lines %d-%d of %s%s. Use offset=%d to continue]", text, first, last, total, limit, last+1)}, nil
 }
@@ -467,11 +468,11 @@ func (s *scan) text() (ReadOutput, error) {
 // sliceText builds the result of serving one long line by bytes.
 func (s *scan) sliceText(seen int) (ReadOutput, error) {
 	size := s.sliceSize
-	sizeText := formatSize(size)
+	sizeText := sandbox.ByteCount(size)
 	if !s.sliceEnded {
 		// Stopped before the line's end: only a lower bound is known.
 		size = s.pos
-		sizeText = "more than " + formatSize(size)
+		sizeText = "more than " + sandbox.ByteCount(size)
 	}
 	if s.sliceFrom >= size {
 		return ReadOutput{}, errdefs.New(errdefs.ErrInvalid, fmt.Sprintf("Byte offset %d is beyond end of line %d (%d bytes)", s.sliceFrom, s.sliceLine, size))
