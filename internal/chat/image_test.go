@@ -2,38 +2,27 @@ package chat
 
 import (
 	"context"
-	"os"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/hutchsandbox/hutch/internal/engine"
 	"github.com/hutchsandbox/hutch/internal/projection"
 	"github.com/hutchsandbox/hutch/internal/sandbox"
+	"github.com/hutchsandbox/hutch/internal/sandbox/mock"
 	"github.com/hutchsandbox/hutch/internal/service"
 	"github.com/hutchsandbox/hutch/internal/testenv"
 )
 
-// imageService is a service whose managed runtimes run on the real
-// engine, with a static agent and a run dir short enough for sockets.
+// imageService is a service in image mode whose runtimes are a mock of
+// it: chat's texts are under test here, not the engine (the image
+// package tests the lifecycle against real engines). The image's name is
+// the busybox test image's, as an operator would see it.
 func imageService(t *testing.T) (*service.Service, sandbox.Mode) {
 	t.Helper()
-	cli := testenv.Docker(t)
-	img := testenv.BusyboxImage(t, cli)
-	run, err := os.MkdirTemp("", "hr-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(run) })
-	svc := newService(t, func(k string) string {
-		if k == "HUTCH_RUN_DIR" {
-			return run
-		}
-		return ""
-	})
-	testenv.CleanupContainers(t, cli, engine.LabelStateDir+"="+svc.Layout().StateDir)
-	svc.SetAgentBinary(testenv.HutchBinary(t))
-	return svc, sandbox.Mode{Kind: sandbox.KindImage, Target: img}
+	svc := newService(t, nil)
+	mode := sandbox.Mode{Kind: sandbox.KindImage, Target: "hutch-test-busybox:1"}
+	svc.SetRuntime(mode, mock.New(mock.Config{Mode: mode}))
+	return svc, mode
 }
 
 func TestImageMode(t *testing.T) {
@@ -80,7 +69,7 @@ func TestImageMode_BusyDoor(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A door change while a command runs is refused.
-	m, err := svc.Managed(ctx)
+	m, err := svc.ManagedFor(ctx, mode)
 	if err != nil {
 		t.Fatal(err)
 	}

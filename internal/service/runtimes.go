@@ -11,9 +11,6 @@ import (
 	"github.com/hutchsandbox/hutch/internal/kubeagent"
 	"github.com/hutchsandbox/hutch/internal/microvm/qemu"
 	"github.com/hutchsandbox/hutch/internal/sandbox"
-	"github.com/hutchsandbox/hutch/internal/sandbox/cloudflare"
-	"github.com/hutchsandbox/hutch/internal/sandbox/container"
-	"github.com/hutchsandbox/hutch/internal/sandbox/host"
 	"github.com/hutchsandbox/hutch/internal/sandbox/image"
 	"github.com/hutchsandbox/hutch/internal/sandbox/kube"
 	"github.com/hutchsandbox/hutch/internal/sandbox/managed"
@@ -32,6 +29,8 @@ type runtimes struct {
 	image  *image.Runtime // the lifecycle view of image mode
 	vm     *microvm.Runtime
 	kube   *kube.Runtime // the lifecycle view of kube mode
+	// injected are the lifecycles SetRuntime put in place, by kind.
+	injected map[sandbox.Kind]ManagedRuntime
 }
 
 // SetGetenv replaces how the service reads its environment
@@ -70,68 +69,6 @@ func (s *Service) agentLocked() (agentbin.Binary, error) {
 		s.rt.agent = &b
 	}
 	return *s.rt.agent, nil
-}
-
-// runtime returns the Runtime of a mode, or the refusal for a mode this
-// build cannot run yet.
-func (s *Service) runtime(ctx context.Context, m sandbox.Mode) (sandbox.Runtime, error) {
-	s.rt.mu.Lock()
-	defer s.rt.mu.Unlock()
-	if rt, ok := s.rt.byMode[m]; ok {
-		return rt, nil
-	}
-	var rt sandbox.Runtime
-	switch m.Kind {
-	case sandbox.KindHost:
-		rt = host.New(s.log.With("mode", "host"))
-	case sandbox.KindContainer:
-		e, err := s.engineLocked(ctx)
-		if err != nil {
-			return nil, err
-		}
-		bin, err := s.agentLocked()
-		if err != nil {
-			return nil, err
-		}
-		rt, err = container.New(container.Config{Engine: e, Name: m.Target, Agent: bin, Workspace: s.layout.Workspace, Log: s.log})
-		if err != nil {
-			return nil, err
-		}
-	case sandbox.KindImage:
-		base, err := s.managedLocked(ctx)
-		if err != nil {
-			return nil, err
-		}
-		rt = base.WithImage(m.Target)
-	case sandbox.KindCloudflare:
-		cfg, err := cloudflare.ConfigFromEnv(m.Target, s.getenv)
-		if err != nil {
-			return nil, err
-		}
-		cfg.Log = s.log
-		if rt, err = cloudflare.New(cfg); err != nil {
-			return nil, err
-		}
-	case sandbox.KindGondolin:
-		vm, err := s.microvmLocked()
-		if err != nil {
-			return nil, err
-		}
-		rt = vm
-	case sandbox.KindKube:
-		base, err := s.kubeLocked()
-		if err != nil {
-			return nil, err
-		}
-		rt = base.WithImage(m.Target)
-	default:
-		return nil, sandbox.NotImplemented(m)
-	}
-	if s.rt.byMode == nil {
-		s.rt.byMode = map[sandbox.Mode]sandbox.Runtime{}
-	}
-	s.rt.byMode[m] = rt
-	return rt, nil
 }
 
 func (s *Service) imageLocked(ctx context.Context, ref string) (*image.Runtime, error) {
@@ -264,6 +201,9 @@ type ManagedRuntime interface {
 // ManagedFor returns the lifecycle of the managed mode m (image,
 // gondolin or kube).
 func (s *Service) ManagedFor(ctx context.Context, m sandbox.Mode) (ManagedRuntime, error) {
+	if rt, ok := s.injectedManaged(m); ok {
+		return rt, nil
+	}
 	switch m.Kind {
 	case sandbox.KindGondolin:
 		s.rt.mu.Lock()

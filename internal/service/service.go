@@ -463,15 +463,6 @@ func (s *Service) prepare(ctx context.Context, addr office.Address, mode sandbox
 	return p, nil
 }
 
-// Runnable reports whether this build can run commands in mode m.
-func Runnable(m sandbox.Mode) bool {
-	switch m.Kind {
-	case sandbox.KindHost, sandbox.KindContainer, sandbox.KindImage, sandbox.KindCloudflare, sandbox.KindGondolin, sandbox.KindKube:
-		return true
-	}
-	return false
-}
-
 func sortedKeys(m map[string]string) []string {
 	keys := make([]string, 0, len(m))
 	for k := range m {

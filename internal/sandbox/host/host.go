@@ -10,6 +10,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -25,6 +26,8 @@ import (
 type Runtime struct {
 	log        *slog.Logger
 	drainGrace time.Duration // zero: supervise.DefaultDrainGrace
+	// injectEnv: run requests that carry Env with it (NewInjecting).
+	injectEnv bool
 }
 
 var _ sandbox.Runtime = (*Runtime)(nil)
@@ -35,6 +38,17 @@ func New(log *slog.Logger) *Runtime {
 		log = slog.New(slog.DiscardHandler)
 	}
 	return &Runtime{log: log}
+}
+
+// NewInjecting returns a host runtime that also injects each request's
+// Env, as the modes with vault env do. Host mode itself never does (a
+// request with Env is refused there, since it injects no vault env);
+// sandbox/mock, which stands in for those modes in tests, runs its
+// commands with this one.
+func NewInjecting(log *slog.Logger) *Runtime {
+	r := New(log)
+	r.injectEnv = true
+	return r
 }
 
 // Mode returns the host mode.
@@ -70,7 +84,7 @@ func (r *Runtime) Capabilities() sandbox.Capabilities {
 // req.Stdin still blocked when the command ends; that Read's bytes are
 // dropped.
 func (r *Runtime) Exec(ctx context.Context, spec sandbox.Spec, req sandbox.ExecRequest) (sandbox.ExecResult, error) {
-	if len(req.Env) > 0 {
+	if len(req.Env) > 0 && !r.injectEnv {
 		return sandbox.ExecResult{}, errdefs.New(errdefs.ErrInvalid, "Sandbox 'host' does not inject vault env")
 	}
 	if len(req.Argv) == 0 || (len(req.Argv) == 1 && strings.TrimSpace(req.Argv[0]) == "") {
@@ -112,7 +126,7 @@ func workDir(office, dir string) (string, error) {
 // directory (as a shell started there would set it) and the request's
 // time zone.
 func commandEnv(dir string, req sandbox.ExecRequest) []string {
-	overlay := req.EnvWithTimeZone() // host mode refuses Env: at most TZ
+	overlay := maps.Clone(req.EnvWithTimeZone()) // host mode refuses Env: at most TZ (NewInjecting's has Env)
 	if overlay == nil {
 		overlay = map[string]string{}
 	}
