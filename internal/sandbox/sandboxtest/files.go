@@ -269,6 +269,10 @@ func testFilesSymlinks(t *testing.T, rt sandbox.Runtime, spec sandbox.Spec) {
 	ctx := t.Context()
 	dir := workDir(t, f)
 	target := "/tmp/hutch-files-target-" + unique()
+	t.Cleanup(func() {
+		// In the modes that run on this machine, /tmp is this machine's.
+		_, _ = rt.Exec(context.Background(), spec, sandbox.ExecRequest{Argv: []string{"rm", "-f", target}, Timeout: time.Minute})
+	})
 	sh(t, rt, spec, "printf secret > "+quote(target)+" && cd "+quote(dir)+
 		" && mkdir in && printf inside > in/f && ln -s in/f inlink && ln -s in indir"+
 		" && ln -s "+quote(target)+" out && ln -s /tmp outdir && ln -s "+quote(dir)+"/in/f abslink")
