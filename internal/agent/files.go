@@ -279,7 +279,7 @@ func writeInPlace(dfd int, p, name, stage string) error {
 		return fileError("write", p, err)
 	}
 	dst := os.NewFile(uintptr(tfd), p)
-	defer dst.Close()
+	defer func() { _ = dst.Close() }() // on the way out of an error; the end closes it and checks
 	var st unix.Stat_t
 	if err := unix.Fstat(tfd, &st); err != nil {
 		return fileError("write", p, err)
@@ -297,6 +297,9 @@ func writeInPlace(dfd int, p, name, stage string) error {
 		return fileError("write", p, err)
 	}
 	if err := dst.Sync(); err != nil {
+		return fileError("write", p, err)
+	}
+	if err := dst.Close(); err != nil {
 		return fileError("write", p, err)
 	}
 	return nil

@@ -79,7 +79,10 @@ func (p *Proxy) Serve(ctx context.Context, l net.Listener) error {
 	// Close does not touch hijacked connections; shutdown closes those.
 	hs.Close()
 	if err == nil {
-		<-served
+		// Serve returns http.ErrServerClosed once Close ended it.
+		if serr := <-served; !errors.Is(serr, http.ErrServerClosed) {
+			err = serr
+		}
 	}
 	s.shutdown()
 	s.transport.CloseIdleConnections()

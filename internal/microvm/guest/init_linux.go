@@ -95,8 +95,9 @@ func boot(ctx context.Context, log *slog.Logger, version string) error {
 	// The kernel hands init HOME=/ and TERM=linux and any word of its
 	// command line it did not know; commands get a clean env instead.
 	os.Clearenv()
-	os.Setenv("PATH", commandPath)
-	os.Setenv("HOME", commandHome)
+	if err := errors.Join(os.Setenv("PATH", commandPath), os.Setenv("HOME", commandHome)); err != nil {
+		return fmt.Errorf("guest: set the environment: %w", err)
+	}
 	commands, err := setupCgroups(cgroupRoot, os.Getpid())
 	if err != nil {
 		return err
