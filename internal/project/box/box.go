@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -708,5 +707,3 @@ func limitsText(s project.Spec) string {
 	}
 	return fmt.Sprintf("memory %s, CPUs %s, processes %d", mem, cpus, s.PidsLimit)
 }
-
-var errNotUp = errors.New("sandbox not up")

@@ -95,7 +95,7 @@ func TestBox_RecipeBuild(t *testing.T) {
 	f.progress = syncBuffer{}
 	start = time.Now()
 	b = f.box(t)
-	tg = up(t, b)
+	up(t, b)
 	t.Logf("second Up (same recipe): %s", time.Since(start).Round(time.Millisecond))
 	if again := strings.TrimPrefix(f.inspect(t, f.name).Container.Config.Image, "docker.io/library/"); again != built || imageID(t, f, again) != id {
 		t.Errorf("the second Up runs %s (%s), want %s (%s)", again, imageID(t, f, again), built, id)

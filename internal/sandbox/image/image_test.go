@@ -35,14 +35,12 @@ import (
 // fixture is one hutch installation against the real engine: its own
 // state dir (which labels everything it makes), run dir and workspace.
 type fixture struct {
-	cli                 *client.Client
-	eng                 *engine.Engine
-	img                 string
-	agent               agentbin.Binary
-	state, run, ws      string
-	rt                  *image.Runtime
-	networkPool         string
-	defaultVaultContent string
+	cli            *client.Client
+	eng            *engine.Engine
+	img            string
+	agent          agentbin.Binary
+	state, run, ws string
+	rt             *image.Runtime
 }
 
 func newFixture(t *testing.T) *fixture {
