@@ -96,7 +96,7 @@ func (s *Server) init() {
 func (s *Server) ServeConn(ctx context.Context, c net.Conn) {
 	s.init()
 	var reqs requests
-	stop := context.AfterFunc(ctx, func() { c.Close() })
+	stop := context.AfterFunc(ctx, func() { _ = c.Close() })
 	defer stop()
 	s.h2.ServeConn(c, &http2.ServeConnOpts{
 		Context: ctx,
@@ -112,7 +112,7 @@ func (s *Server) ServeConn(ctx context.Context, c net.Conn) {
 			s.mux.ServeHTTP(w, r)
 		}),
 	})
-	c.Close()
+	_ = c.Close()
 	reqs.closeAndWait()
 }
 
@@ -121,7 +121,7 @@ func (s *Server) ServeConn(ctx context.Context, c net.Conn) {
 // returns nil. Any other accept error is returned.
 func (s *Server) Serve(ctx context.Context, l net.Listener) error {
 	s.init()
-	stop := context.AfterFunc(ctx, func() { l.Close() })
+	stop := context.AfterFunc(ctx, func() { _ = l.Close() })
 	defer stop()
 	var conns sync.WaitGroup
 	defer conns.Wait()

@@ -24,7 +24,7 @@ func imageService(t *testing.T) (*service.Service, sandbox.Mode) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { os.RemoveAll(run) })
+	t.Cleanup(func() { _ = os.RemoveAll(run) })
 	svc := newService(t, func(k string) string {
 		if k == "HUTCH_RUN_DIR" {
 			return run

@@ -89,7 +89,7 @@ func (c *Client) call(ctx context.Context, method, path string, in, out any) err
 	if err != nil {
 		return err
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }()
 	if out == nil {
 		return nil
 	}
@@ -132,7 +132,7 @@ func (c *Client) do(ctx context.Context, req *http.Request) (*http.Response, err
 		return nil, errdefs.New(errdefs.ErrUnavailable, fmt.Sprintf("The hutch daemon did not answer: %v", err))
 	}
 	if resp.StatusCode >= 300 {
-		defer resp.Body.Close()
+		defer func() { _ = resp.Body.Close() }()
 		var eb api.ErrorBody
 		if json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&eb) != nil || eb.Error == "" {
 			return nil, fmt.Errorf("hutch daemon answered %s", resp.Status)
@@ -221,7 +221,7 @@ func (c *Client) ReadFile(ctx context.Context, conv api.Conversation, path strin
 	if err != nil {
 		return err
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }()
 	if _, err := io.Copy(w, resp.Body); err != nil {
 		if ctx.Err() != nil {
 			return ctx.Err()
@@ -259,7 +259,7 @@ func (c *Client) WriteFile(ctx context.Context, conv api.Conversation, path stri
 	if err != nil {
 		return wa, err
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }()
 	if err := json.NewDecoder(resp.Body).Decode(&wa); err != nil {
 		return wa, fmt.Errorf("decode /v1/files/write answer: %w", err)
 	}

@@ -177,7 +177,7 @@ func consoleStdio() {
 		}
 	}
 	if fd > 2 {
-		unix.Close(fd)
+		_ = unix.Close(fd)
 	}
 }
 
@@ -201,7 +201,7 @@ func loadModules(list string) (int, error) {
 		return 0, fmt.Errorf("guest: open the module list: %w", err)
 	}
 	mods, err := parseModules(f)
-	f.Close()
+	_ = f.Close()
 	if err != nil {
 		return 0, fmt.Errorf("guest: %s: %w", list, err)
 	}
@@ -212,7 +212,7 @@ func loadModules(list string) (int, error) {
 			return n, fmt.Errorf("guest: open the module %s: %w", m, err)
 		}
 		err = unix.FinitModule(fd, "", 0)
-		unix.Close(fd)
+		_ = unix.Close(fd)
 		switch {
 		case errors.Is(err, unix.EEXIST):
 		case err != nil:
@@ -293,7 +293,7 @@ func loopbackUp() error {
 	if err != nil {
 		return fmt.Errorf("guest: bring lo up: %w", err)
 	}
-	defer unix.Close(fd)
+	defer func() { _ = unix.Close(fd) }()
 	if err := ifUp(fd, "lo"); err != nil {
 		return fmt.Errorf("guest: bring lo up: %w", err)
 	}

@@ -85,7 +85,7 @@ func HashTree(root string) (string, error) {
 			}
 			h := sha256.New()
 			_, err = io.Copy(h, f)
-			f.Close()
+			_ = f.Close()
 			if err != nil {
 				return err
 			}

@@ -242,7 +242,9 @@ func (b *Box) created(ctx context.Context) (containerState, error) {
 	}
 }
 
-func (b *Box) stage(s string) { fmt.Fprintln(b.opts.Progress, s) }
+// stage writes a line of progress, best-effort: bringing the sandbox up
+// does not fail because its progress could not be shown.
+func (b *Box) stage(s string) { _, _ = fmt.Fprintln(b.opts.Progress, s) }
 
 // env is the environment of every command: the spec's, with HOME.
 func (b *Box) env() []string {
@@ -524,7 +526,7 @@ func (b *Box) Attach(ctx context.Context) *Target {
 	pctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
 	if _, err := t.agent.Ping(pctx); err != nil {
-		t.agent.Close()
+		_ = t.agent.Close()
 		return nil
 	}
 	return t

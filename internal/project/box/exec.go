@@ -98,7 +98,7 @@ func (b *Box) ExecTTY(ctx context.Context, t *Target, argv []string, dir string,
 	if err != nil {
 		return -1, fmt.Errorf("terminal raw mode: %w", err)
 	}
-	defer term.Restore(fd, old)
+	defer func() { _ = term.Restore(fd, old) }()
 
 	// Follow window size changes until the session ends (no signal is
 	// sent on winch once Stop returned, so closing it ends the loop).

@@ -126,7 +126,7 @@ func TestBox_RecipeBuild(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { tg.Agent().Close() })
+	t.Cleanup(func() { _ = tg.Agent().Close() })
 	t.Logf("rebuild with other packages: %s", time.Since(start).Round(time.Millisecond))
 	rebuilt := strings.TrimPrefix(f.inspect(t, f.name).Container.Config.Image, "docker.io/library/")
 	tags = append(tags, rebuilt)

@@ -50,14 +50,14 @@ func (r *Runtime) dial(ctx context.Context, key string) (net.Conn, error) {
 	case <-c.started:
 		return c, nil
 	case <-c.done:
-		c.Close()
+		_ = c.Close()
 		select {
 		case <-c.started:
 		default:
 		}
 		return nil, fmt.Errorf("pod %s: the agent exec ended before it answered: %s", PodName(key), c.failure())
 	case <-ctx.Done():
-		c.Close()
+		_ = c.Close()
 		return nil, ctx.Err()
 	}
 }
@@ -158,7 +158,7 @@ func (c *streamConn) Write(p []byte) (int, error) { return c.inW.Write(p) }
 // Close ends the stream: the agent sees its stdin close (and the stream
 // go), and kills its commands.
 func (c *streamConn) Close() error {
-	c.inW.Close()
+	_ = c.inW.Close()
 	c.cancel()
 	c.outR.CloseWithError(net.ErrClosed)
 	return nil

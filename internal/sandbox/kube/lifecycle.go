@@ -312,7 +312,7 @@ func (r *Runtime) stopIdleLocked(ctx context.Context, s *session, pod *corev1.Po
 func (r *Runtime) stopped(ctx context.Context, s *session, pod *corev1.Pod) {
 	r.deleteSecret(ctx, s.Key)
 	if s.client != nil {
-		s.client.Close()
+		_ = s.client.Close()
 		s.client = nil
 	}
 	s.verified = ""

@@ -68,7 +68,7 @@ func DigestTree(root string) (string, error) {
 				return err
 			}
 			_, err = io.Copy(h, f)
-			f.Close()
+			_ = f.Close()
 			if err != nil {
 				return err
 			}

@@ -473,9 +473,9 @@ func testFilesMounts(t *testing.T, rt sandbox.Runtime, spec sandbox.Spec) {
 		}
 	}
 	t.Cleanup(func() {
-		os.RemoveAll(roDirHost)
-		os.Remove(rwFileHost)
-		os.Remove(roFileHost)
+		_ = os.RemoveAll(roDirHost)
+		_ = os.Remove(rwFileHost)
+		_ = os.Remove(roFileHost)
 	})
 	f := rt.Files(spec)
 	ctx := t.Context()
