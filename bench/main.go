@@ -160,11 +160,11 @@ func run() int {
 		progress("phase: %s", p.name)
 		if err := p.f(ctx); err != nil {
 			if ctx.Err() != nil {
-				fmt.Fprintf(b.out, "\n%s: interrupted\n", p.name)
+				benchkit.Printf(b.out, "\n%s: interrupted\n", p.name)
 				break
 			}
 			fmt.Fprintf(os.Stderr, "bench: %s: %v\n", p.name, err)
-			fmt.Fprintf(b.out, "\n%s: FAILED: %v\n", p.name, err)
+			benchkit.Printf(b.out, "\n%s: FAILED: %v\n", p.name, err)
 			failed = true
 		}
 	}
@@ -236,7 +236,7 @@ func setup(ctx context.Context, c config) (*bench, error) {
 	// Unix socket paths are short: the run dir gets a short name of its own.
 	runDir, err := os.MkdirTemp("", "hb-")
 	if err != nil {
-		os.RemoveAll(tmp)
+		_ = os.RemoveAll(tmp)
 		return nil, err
 	}
 	b := &bench{c: c, out: os.Stdout, eng: eng, raw: raw, tmp: tmp, runDir: runDir,
@@ -280,10 +280,10 @@ func (b *bench) cleanup() {
 			b.cleanupState(ctx, state)
 		}
 	}
-	os.RemoveAll(b.runDir)
-	os.RemoveAll(b.tmp)
-	b.raw.Close()
-	b.eng.Close()
+	_ = os.RemoveAll(b.runDir)
+	_ = os.RemoveAll(b.tmp)
+	_ = b.raw.Close()
+	_ = b.eng.Close()
 }
 
 // cleanupState removes the containers, networks and snapshot images
@@ -343,7 +343,7 @@ func parallel(n, k int, f func(i int)) {
 
 func (b *bench) header() {
 	benchkit.Header{Bench: "bench", Engine: b.eng, Detail: true}.Print(b.out)
-	fmt.Fprintf(b.out, "image %s · agent %s (sha256 %s…) · percentiles nearest-rank · ratios are of medians unless named\n",
+	benchkit.Printf(b.out, "image %s · agent %s (sha256 %s…) · percentiles nearest-rank · ratios are of medians unless named\n",
 		b.c.image, b.agent.Path, b.agent.SHA256[:12])
 }
 
@@ -492,20 +492,20 @@ func (b *bench) warmExec(ctx context.Context) error {
 		return err
 	}
 	raw := ops[1]
-	fmt.Fprintf(b.out, "\n1. Warm exec, %d runs per path, interleaved round-robin, all in the same warm hutch container\n", b.c.warm)
+	benchkit.Printf(b.out, "\n1. Warm exec, %d runs per path, interleaved round-robin, all in the same warm hutch container\n", b.c.warm)
 	tw := benchkit.Table(b.out)
-	fmt.Fprintln(tw, "path\tok\tfail\tp50\tp90\tp99\t÷raw p50\t÷raw p90")
+	benchkit.Println(tw, "path\tok\tfail\tp50\tp90\tp99\t÷raw p50\t÷raw p90")
 	for _, s := range ops {
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s\t%s\t%.3f\t%.3f\n", s.Name, len(s.Times), s.Fail, benchkit.Ms(s.P50()), benchkit.Ms(s.Pct(90)), benchkit.Ms(s.Pct(99)),
+		benchkit.Printf(tw, "%s\t%d\t%d\t%s\t%s\t%s\t%.3f\t%.3f\n", s.Name, len(s.Times), s.Fail, benchkit.Ms(s.P50()), benchkit.Ms(s.Pct(90)), benchkit.Ms(s.Pct(99)),
 			benchkit.Ratio(s.P50(), raw.P50()), benchkit.Ratio(s.Pct(90), raw.Pct(90)))
 	}
-	tw.Flush()
+	_ = tw.Flush()
 	h := ops[0]
-	fmt.Fprintf(b.out, "hutch/raw API = %.3f (target ≤ 0.10)", benchkit.Ratio(h.P50(), raw.P50()))
+	benchkit.Printf(b.out, "hutch/raw API = %.3f (target ≤ 0.10)", benchkit.Ratio(h.P50(), raw.P50()))
 	if b.docker != "" {
-		fmt.Fprintf(b.out, " · hutch/docker CLI = %.3f", benchkit.Ratio(h.P50(), ops[2].P50()))
+		benchkit.Printf(b.out, " · hutch/docker CLI = %.3f", benchkit.Ratio(h.P50(), ops[2].P50()))
 	}
-	fmt.Fprintln(b.out)
+	benchkit.Println(b.out)
 	b.reportFailures(ops)
 	b.addTarget("warm exec: hutch p50 / raw API p50", benchkit.Ratio(h.P50(), raw.P50()), 0.10)
 	return nil
@@ -530,7 +530,7 @@ func ensureGets(ctx context.Context, cli *client.Client, ref, key string) error 
 func (b *bench) reportFailures(rows []*benchkit.Series) {
 	for _, s := range rows {
 		if s.Fail > 0 {
-			fmt.Fprintf(b.out, "  %s: %d failures, first: %v\n", s.Name, s.Fail, s.Err)
+			benchkit.Printf(b.out, "  %s: %d failures, first: %v\n", s.Name, s.Fail, s.Err)
 		}
 	}
 }
@@ -545,7 +545,7 @@ func (b *bench) profileWarm(ctx context.Context, path string) error {
 	if err != nil {
 		return err
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }() // on the way out of an error; the end closes it and checks
 	n := max(b.c.warm, 200)
 	progress("profile: %d hutch warm execs into %s", n, path)
 	if err := pprof.StartCPUProfile(f); err != nil {
@@ -560,7 +560,10 @@ func (b *bench) profileWarm(ctx context.Context, path string) error {
 	}
 	el := time.Since(t0)
 	pprof.StopCPUProfile()
-	fmt.Fprintf(b.out, "\nprofile: %d hutch warm execs, mean %s each, CPU profile in %s\n", n, benchkit.Ms(el/time.Duration(n)), path)
+	if err := f.Close(); err != nil {
+		return err
+	}
+	benchkit.Printf(b.out, "\nprofile: %d hutch warm execs, mean %s each, CPU profile in %s\n", n, benchkit.Ms(el/time.Duration(n)), path)
 	return nil
 }
 
@@ -594,14 +597,14 @@ func (b *bench) coldStart(ctx context.Context) error {
 		return err
 	}
 	raw := ops[1]
-	fmt.Fprintf(b.out, "\n2. Cold start, %d per path, alternating; each container and network removed after its run, untimed\n", b.c.cold)
+	benchkit.Printf(b.out, "\n2. Cold start, %d per path, alternating; each container and network removed after its run, untimed\n", b.c.cold)
 	tw := benchkit.Table(b.out)
-	fmt.Fprintln(tw, "path\tok\tfail\tp50\tp90\tmax\t÷raw p50")
+	benchkit.Println(tw, "path\tok\tfail\tp50\tp90\tmax\t÷raw p50")
 	for _, s := range ops {
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s\t%s\t%.3f\n", s.Name, len(s.Times), s.Fail, benchkit.Ms(s.P50()), benchkit.Ms(s.Pct(90)), benchkit.Ms(s.Pct(100)), benchkit.Ratio(s.P50(), raw.P50()))
+		benchkit.Printf(tw, "%s\t%d\t%d\t%s\t%s\t%s\t%.3f\n", s.Name, len(s.Times), s.Fail, benchkit.Ms(s.P50()), benchkit.Ms(s.Pct(90)), benchkit.Ms(s.Pct(100)), benchkit.Ratio(s.P50(), raw.P50()))
 	}
-	tw.Flush()
-	fmt.Fprintf(b.out, "hutch/raw API = %.3f (target ≤ 1.2) · hutch/raw API with its own network = %.3f\n",
+	_ = tw.Flush()
+	benchkit.Printf(b.out, "hutch/raw API = %.3f (target ≤ 1.2) · hutch/raw API with its own network = %.3f\n",
 		benchkit.Ratio(ops[0].P50(), raw.P50()), benchkit.Ratio(ops[0].P50(), ops[2].P50()))
 	b.reportFailures(ops)
 	b.addTarget("cold start: hutch p50 / raw API p50", benchkit.Ratio(ops[0].P50(), raw.P50()), 1.2)
@@ -756,14 +759,14 @@ func (b *bench) tracedRuntime(ctx context.Context) (*image.Runtime, *engineTrace
 		return nil, nil, err
 	}
 	if _, err := cli.Ping(ctx, client.PingOptions{NegotiateAPIVersion: true}); err != nil {
-		cli.Close()
+		_ = cli.Close()
 		return nil, nil, err
 	}
 	eng := *b.eng
 	eng.Client = cli
 	rt, err := image.New(image.Config{Engine: &eng, Image: b.c.image, StateDir: b.state, RunDir: b.runDir, Agent: b.agent, Log: b.log})
 	if err != nil {
-		cli.Close()
+		_ = cli.Close()
 	}
 	return rt, tr, err
 }
@@ -785,7 +788,7 @@ func (b *bench) trace(ctx context.Context) error {
 			progress("remove %s: %v", spec.OfficeKey, err)
 		}
 	}()
-	fmt.Fprintf(b.out, "\n2b. Where one traced hutch cold start and one warm exec go (Engine API calls until response headers; office key shown as <key>)\n")
+	benchkit.Printf(b.out, "\n2b. Where one traced hutch cold start and one warm exec go (Engine API calls until response headers; office key shown as <key>)\n")
 	show := func(title string, f func() error) error {
 		tr.begin()
 		t0 := time.Now()
@@ -796,15 +799,15 @@ func (b *bench) trace(ctx context.Context) error {
 			return err
 		}
 		tw := benchkit.Table(b.out)
-		fmt.Fprintf(tw, "%s: %s total\tat\ttook\tstatus\n", title, benchkit.Ms(total))
+		benchkit.Printf(tw, "%s: %s total\tat\ttook\tstatus\n", title, benchkit.Ms(total))
 		var last, inCalls time.Duration
 		for _, c := range calls {
-			fmt.Fprintf(tw, "  %s\t+%s\t%s\t%d\n", strings.ReplaceAll(c.what, spec.OfficeKey, "<key>"), benchkit.Ms(c.start), benchkit.Ms(c.dur), c.status)
+			benchkit.Printf(tw, "  %s\t+%s\t%s\t%d\n", strings.ReplaceAll(c.what, spec.OfficeKey, "<key>"), benchkit.Ms(c.start), benchkit.Ms(c.dur), c.status)
 			last = max(last, c.start+c.dur)
 			inCalls += c.dur
 		}
-		fmt.Fprintf(tw, "  engine calls, summed\t\t%s\t\n", benchkit.Ms(inCalls))
-		fmt.Fprintf(tw, "  after the last engine call (agent start, ping, exec)\t+%s\t%s\t\n", benchkit.Ms(last), benchkit.Ms(total-last))
+		benchkit.Printf(tw, "  engine calls, summed\t\t%s\t\n", benchkit.Ms(inCalls))
+		benchkit.Printf(tw, "  after the last engine call (agent start, ping, exec)\t+%s\t%s\t\n", benchkit.Ms(last), benchkit.Ms(total-last))
 		return tw.Flush()
 	}
 	if err := show("cold start", func() error { return hutchRun(ctx, rt, spec, "true", nil, nil) }); err != nil {
@@ -842,7 +845,7 @@ func (b *bench) files(ctx context.Context) error {
 	}
 	var buf bytes.Buffer
 	tw := benchkit.Table(&buf)
-	fmt.Fprintln(tw, "size\top\tpath\tok\tfail\tp50\tp90\tp99\t÷raw p50")
+	benchkit.Println(tw, "size\top\tpath\tok\tfail\tp50\tp90\tp99\t÷raw p50")
 	var notes []string
 	for _, sz := range []struct {
 		label, tag string
@@ -861,12 +864,13 @@ func (b *bench) files(ctx context.Context) error {
 			if err != nil {
 				return err
 			}
-			defer res.Content.Close()
+			defer func() { _ = res.Content.Close() }()
 			tr := tar.NewReader(res.Content)
 			if _, err := tr.Next(); err != nil {
 				return err
 			}
 			cw := &countWriter{}
+			//nolint:gosec // G110: the archive holds the one file this bench wrote, of a size it chose
 			if _, err := io.Copy(io.MultiWriter(cw, into), tr); err != nil {
 				return err
 			}
@@ -933,7 +937,7 @@ func (b *bench) files(ctx context.Context) error {
 			if i >= 3 {
 				base, opName = ops[5], "read"
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%s\t%s\t%s\t%.3f\n", sz.label, opName, s.Name, len(s.Times), s.Fail,
+			benchkit.Printf(tw, "%s\t%s\t%s\t%d\t%d\t%s\t%s\t%s\t%.3f\n", sz.label, opName, s.Name, len(s.Times), s.Fail,
 				benchkit.Ms(s.P50()), benchkit.Ms(s.Pct(90)), benchkit.Ms(s.Pct(99)), benchkit.Ratio(s.P50(), base.P50()))
 		}
 		b.reportFailures(ops)
@@ -948,11 +952,11 @@ func (b *bench) files(ctx context.Context) error {
 		notes = append(notes, fmt.Sprintf("%s: hutch/raw write = %.3f, read = %.3f%s", sz.label,
 			benchkit.Ratio(ops[0].P50(), ops[2].P50()), benchkit.Ratio(ops[3].P50(), ops[5].P50()), note))
 	}
-	tw.Flush()
-	fmt.Fprintf(b.out, "\n3. Files, interleaved round-robin per size, in the warm hutch container (/tmp); \"hutch\" = image.Runtime.Agent + the call\n")
-	b.out.Write(buf.Bytes())
+	_ = tw.Flush()
+	benchkit.Printf(b.out, "\n3. Files, interleaved round-robin per size, in the warm hutch container (/tmp); \"hutch\" = image.Runtime.Agent + the call\n")
+	_, _ = b.out.Write(buf.Bytes())
 	for _, n := range notes {
-		fmt.Fprintln(b.out, n)
+		benchkit.Println(b.out, n)
 	}
 	return nil
 }
@@ -1046,14 +1050,14 @@ func (b *bench) concurrency(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	fmt.Fprintf(b.out, "\n4. Concurrency: %d conversations at once × %d commands (`echo $i`, i per command in env), one image.Runtime, containers created on demand\n", b.c.convs, b.c.cmds)
+	benchkit.Printf(b.out, "\n4. Concurrency: %d conversations at once × %d commands (`echo $i`, i per command in env), one image.Runtime, containers created on demand\n", b.c.convs, b.c.cmds)
 	tw := benchkit.Table(b.out)
-	fmt.Fprintln(tw, "commands\tok\tfail\tp50\tp90\tp99\tmax")
+	benchkit.Println(tw, "commands\tok\tfail\tp50\tp90\tp99\tmax")
 	for _, s := range []*benchkit.Series{cold, warm, all} {
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s\t%s\t%s\n", s.Name, len(s.Times), s.Fail, benchkit.Ms(s.P50()), benchkit.Ms(s.Pct(90)), benchkit.Ms(s.Pct(99)), benchkit.Ms(s.Pct(100)))
+		benchkit.Printf(tw, "%s\t%d\t%d\t%s\t%s\t%s\t%s\n", s.Name, len(s.Times), s.Fail, benchkit.Ms(s.P50()), benchkit.Ms(s.Pct(90)), benchkit.Ms(s.Pct(99)), benchkit.Ms(s.Pct(100)))
 	}
-	tw.Flush()
-	fmt.Fprintf(b.out, "failures %d of %d (target 0) · wall time %s · %.1f commands/s\n", all.Fail, total, benchkit.Ms(wall), float64(total)/wall.Seconds())
+	_ = tw.Flush()
+	benchkit.Printf(b.out, "failures %d of %d (target 0) · wall time %s · %.1f commands/s\n", all.Fail, total, benchkit.Ms(wall), float64(total)/wall.Seconds())
 	b.reportFailures([]*benchkit.Series{all})
 	b.targets = append(b.targets, target{what: "concurrency: failed commands", value: float64(all.Fail), limit: 0, less: false})
 	return nil
@@ -1173,20 +1177,20 @@ func (b *bench) memory(ctx context.Context) error {
 	mib := func(v int64) string { return fmt.Sprintf("%.1f MiB", float64(v)/(1<<20)) }
 	kib := func(v int64) string { return fmt.Sprintf("%.0f KiB", float64(v)/(1<<10)) }
 
-	fmt.Fprintf(b.out, "\n5. Memory with %d idle managed containers made through one image.Runtime (each ran `true`, then idle)\n", len(specs))
+	benchkit.Printf(b.out, "\n5. Memory with %d idle managed containers made through one image.Runtime (each ran `true`, then idle)\n", len(specs))
 	tw := benchkit.Table(b.out)
-	fmt.Fprintln(tw, "agent (pid 1 in each container, /proc/1/status via exec)\tp50\tmax")
-	fmt.Fprintf(tw, "VmRSS\t%s\t%s\n", kib(med(vmRSS)<<10), kib(mx(vmRSS)<<10))
-	fmt.Fprintf(tw, "RssAnon (private to the container)\t%s\t%s\n", kib(med(anon)<<10), kib(mx(anon)<<10))
-	fmt.Fprintf(tw, "RssFile (the shared, bind-mounted binary)\t%s\t%s\n", kib(med(file)<<10), kib(mx(file)<<10))
-	tw.Flush()
+	benchkit.Println(tw, "agent (pid 1 in each container, /proc/1/status via exec)\tp50\tmax")
+	benchkit.Printf(tw, "VmRSS\t%s\t%s\n", kib(med(vmRSS)<<10), kib(mx(vmRSS)<<10))
+	benchkit.Printf(tw, "RssAnon (private to the container)\t%s\t%s\n", kib(med(anon)<<10), kib(mx(anon)<<10))
+	benchkit.Printf(tw, "RssFile (the shared, bind-mounted binary)\t%s\t%s\n", kib(med(file)<<10), kib(mx(file)<<10))
+	_ = tw.Flush()
 	tw = benchkit.Table(b.out)
-	fmt.Fprintln(tw, "this process (hutch in-process)\tbefore\tafter\tper container")
-	fmt.Fprintf(tw, "VmRSS\t%s\t%s\t%s\n", mib(before.rss), mib(after.rss), kib((after.rss-before.rss)/n))
-	fmt.Fprintf(tw, "RssAnon\t%s\t%s\t%s\n", mib(before.rssAnon), mib(after.rssAnon), kib((after.rssAnon-before.rssAnon)/n))
-	fmt.Fprintf(tw, "Go heap in use (after GC)\t%s\t%s\t%s\n", mib(int64(before.heap)), mib(int64(after.heap)), kib((int64(after.heap)-int64(before.heap))/n))
-	fmt.Fprintf(tw, "goroutines\t%d\t%d\t%.1f\n", before.goroutines, after.goroutines, float64(after.goroutines-before.goroutines)/float64(n))
-	tw.Flush()
+	benchkit.Println(tw, "this process (hutch in-process)\tbefore\tafter\tper container")
+	benchkit.Printf(tw, "VmRSS\t%s\t%s\t%s\n", mib(before.rss), mib(after.rss), kib((after.rss-before.rss)/n))
+	benchkit.Printf(tw, "RssAnon\t%s\t%s\t%s\n", mib(before.rssAnon), mib(after.rssAnon), kib((after.rssAnon-before.rssAnon)/n))
+	benchkit.Printf(tw, "Go heap in use (after GC)\t%s\t%s\t%s\n", mib(int64(before.heap)), mib(int64(after.heap)), kib((int64(after.heap)-int64(before.heap))/n))
+	benchkit.Printf(tw, "goroutines\t%d\t%d\t%.1f\n", before.goroutines, after.goroutines, float64(after.goroutines-before.goroutines)/float64(n))
+	_ = tw.Flush()
 	return nil
 }
 
@@ -1204,7 +1208,7 @@ func (b *bench) apiOverhead(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(runDir)
+	defer func() { _ = os.RemoveAll(runDir) }()
 	layout, err := service.ResolveLayout(service.LayoutOptions{StateDir: b.apiState, Workspace: filepath.Join(b.tmp, "api-ws"),
 		Getenv: func(k string) string {
 			if k == "HUTCH_RUN_DIR" {
@@ -1244,7 +1248,11 @@ func (b *bench) apiOverhead(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	defer cl.Call(context.Background(), "/v1/sandbox/remove", api.LimitsRequest{Conversation: conv}, nil)
+	defer func() {
+		if err := cl.Call(context.Background(), "/v1/sandbox/remove", api.LimitsRequest{Conversation: conv}, nil); err != nil {
+			progress("API overhead: remove %s: %v", conv.ConversationID, err)
+		}
+	}()
 	apiRun := func() error {
 		res, err := cl.Exec(ctx, api.ExecRequest{Conversation: conv, Command: "true"}, nil, nil)
 		if err == nil && res.ExitCode != 0 {
@@ -1283,15 +1291,15 @@ func (b *bench) apiOverhead(ctx context.Context) error {
 		return err
 	}
 	base := ops[1]
-	fmt.Fprintf(b.out, "\n6. API overhead: warm exec, %d runs per path, interleaved round-robin, daemon in this process (image mode)\n", b.c.api)
+	benchkit.Printf(b.out, "\n6. API overhead: warm exec, %d runs per path, interleaved round-robin, daemon in this process (image mode)\n", b.c.api)
 	tw := benchkit.Table(b.out)
-	fmt.Fprintln(tw, "path\tok\tfail\tp50\tp90\tp99\t÷in-process p50\t÷in-process p90")
+	benchkit.Println(tw, "path\tok\tfail\tp50\tp90\tp99\t÷in-process p50\t÷in-process p90")
 	for _, s := range ops {
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s\t%s\t%.3f\t%.3f\n", s.Name, len(s.Times), s.Fail, benchkit.Ms(s.P50()), benchkit.Ms(s.Pct(90)), benchkit.Ms(s.Pct(99)),
+		benchkit.Printf(tw, "%s\t%d\t%d\t%s\t%s\t%s\t%.3f\t%.3f\n", s.Name, len(s.Times), s.Fail, benchkit.Ms(s.P50()), benchkit.Ms(s.Pct(90)), benchkit.Ms(s.Pct(99)),
 			benchkit.Ratio(s.P50(), base.P50()), benchkit.Ratio(s.Pct(90), base.Pct(90)))
 	}
-	tw.Flush()
-	fmt.Fprintf(b.out, "API/in-process = %.3f p50, %.3f p90 (target ≤ 1.3) · API − in-process p50 = %s\n",
+	_ = tw.Flush()
+	benchkit.Printf(b.out, "API/in-process = %.3f p50, %.3f p90 (target ≤ 1.3) · API − in-process p50 = %s\n",
 		benchkit.Ratio(ops[0].P50(), base.P50()), benchkit.Ratio(ops[0].Pct(90), base.Pct(90)), benchkit.Ms(ops[0].P50()-base.P50()))
 	b.reportFailures(ops)
 	b.addTarget("API overhead: API p50 / in-process p50", benchkit.Ratio(ops[0].P50(), base.P50()), 1.3)
@@ -1302,7 +1310,7 @@ func (b *bench) summary() {
 	if len(b.targets) == 0 {
 		return
 	}
-	fmt.Fprintf(b.out, "\nTargets\n")
+	benchkit.Printf(b.out, "\nTargets\n")
 	tw := benchkit.Table(b.out)
 	for _, t := range b.targets {
 		ok := t.value <= t.limit
@@ -1314,7 +1322,7 @@ func (b *bench) summary() {
 		if ok {
 			verdict = "ok"
 		}
-		fmt.Fprintf(tw, "%s\t%.3g\t%s %g\t%s\n", t.what, t.value, op, t.limit, verdict)
+		benchkit.Printf(tw, "%s\t%.3g\t%s %g\t%s\n", t.what, t.value, op, t.limit, verdict)
 	}
-	tw.Flush()
+	_ = tw.Flush()
 }

@@ -62,7 +62,7 @@ func run(ctx context.Context, o opts) error {
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(root)
+	defer func() { _ = os.RemoveAll(root) }()
 	layout := service.Layout{StateDir: filepath.Join(root, "state"), Workspace: filepath.Join(root, "ws"), RunDir: filepath.Join(root, "run")}
 	for _, d := range []string{layout.StateDir, layout.Workspace} {
 		if err := os.MkdirAll(d, 0o700); err != nil {
@@ -113,7 +113,7 @@ func run(ctx context.Context, o opts) error {
 		if err != nil {
 			return err
 		}
-		defer resp.Body.Close()
+		defer func() { _ = resp.Body.Close() }()
 		n, err := io.Copy(io.Discard, resp.Body)
 		if err != nil {
 			return err
@@ -165,11 +165,11 @@ func run(ctx context.Context, o opts) error {
 	fmt.Println("latency from send to last byte; percentiles nearest-rank; ratio = page / API")
 	fmt.Println()
 	tw := benchkit.Table(os.Stdout)
-	fmt.Fprintln(tw, "operation\tp50\tp90\truns\tfailed")
+	benchkit.Println(tw, "operation\tp50\tp90\truns\tfailed")
 	for _, s := range []*benchkit.Series{page, list} {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\n", s.Name, benchkit.Ms(s.P50()), benchkit.Ms(s.Pct(90)), len(s.Times), s.Fail)
+		benchkit.Printf(tw, "%s\t%s\t%s\t%d\t%d\n", s.Name, benchkit.Ms(s.P50()), benchkit.Ms(s.Pct(90)), len(s.Times), s.Fail)
 	}
-	fmt.Fprintf(tw, "ratio page/API\t%.2f\t%.2f\t\t\n", benchkit.Ratio(page.P50(), list.P50()), benchkit.Ratio(page.Pct(90), list.Pct(90)))
+	benchkit.Printf(tw, "ratio page/API\t%.2f\t%.2f\t\t\n", benchkit.Ratio(page.P50(), list.P50()), benchkit.Ratio(page.Pct(90), list.Pct(90)))
 	if err := tw.Flush(); err != nil {
 		return err
 	}
@@ -205,7 +205,7 @@ func signIn(ctx context.Context, hc *http.Client, portal *admin.Server, base str
 		return err
 	}
 	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
+	_ = resp.Body.Close()
 	if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), "Offices and runtimes") {
 		return fmt.Errorf("sign in: status %d", resp.StatusCode)
 	}

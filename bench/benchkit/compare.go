@@ -118,7 +118,7 @@ func BusyboxEngine(ctx context.Context, progress Logf) (*engine.Engine, error) {
 		return nil, fmt.Errorf("no container engine answers (hack/docker-up starts Docker): %w", err)
 	}
 	if err := EnsureImage(ctx, eng.Client, BusyboxRef, progress); err != nil {
-		eng.Close()
+		_ = eng.Close()
 		return nil, err
 	}
 	return eng, nil
@@ -177,10 +177,10 @@ func NewScratch(ctx context.Context, name string, progress Logf) (_ *Scratch, er
 // Close removes the temp dirs.
 func (s *Scratch) Close() {
 	if s.RunDir != "" {
-		os.RemoveAll(s.RunDir)
+		_ = os.RemoveAll(s.RunDir)
 	}
 	if s.Dir != "" {
-		os.RemoveAll(s.Dir)
+		_ = os.RemoveAll(s.Dir)
 	}
 }
 
@@ -283,13 +283,13 @@ func (c *Comparison) Print(w io.Writer) {
 	if c.WarmUp > 0 {
 		title += fmt.Sprintf(" after %d warm-up rounds", c.WarmUp)
 	}
-	fmt.Fprintf(w, "\n%s\n", title)
+	Printf(w, "\n%s\n", title)
 	tw := Table(w)
 	s, b := c.Subject, c.Base
-	fmt.Fprintf(tw, "operation\t%s p50\t%s p90\t%s p50\t%s p90\tratio p50\tratio p90\truns %.1s+%.1s\tfailed %.1s+%.1s\n", s, s, b, b, s, b, s, b)
+	Printf(tw, "operation\t%s p50\t%s p90\t%s p50\t%s p90\tratio p50\tratio p90\truns %.1s+%.1s\tfailed %.1s+%.1s\n", s, s, b, b, s, b, s, b)
 	var errs []string
 	for _, r := range c.Rows {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%.2f\t%.2f\t%d+%d\t%d+%d\n", r.Name,
+		Printf(tw, "%s\t%s\t%s\t%s\t%s\t%.2f\t%.2f\t%d+%d\t%d+%d\n", r.Name,
 			Ms(r.Subject.P50()), Ms(r.Subject.Pct(90)), Ms(r.Base.P50()), Ms(r.Base.Pct(90)),
 			Ratio(r.Subject.P50(), r.Base.P50()), Ratio(r.Subject.Pct(90), r.Base.Pct(90)),
 			len(r.Subject.Times), len(r.Base.Times), r.Subject.Fail, r.Base.Fail)
@@ -299,12 +299,12 @@ func (c *Comparison) Print(w io.Writer) {
 			}
 		}
 	}
-	tw.Flush()
+	_ = tw.Flush()
 	for _, l := range c.Legend {
-		fmt.Fprintln(w, "  "+l)
+		Println(w, "  "+l)
 	}
 	for _, e := range errs {
-		fmt.Fprintln(w, e)
+		Println(w, e)
 	}
 }
 
@@ -439,12 +439,12 @@ func writeSeries(ctx context.Context, m *Mode, data []byte) (api, byCmd *Series,
 			}
 			return cl.WriteFile(ctx, path.Join(m.Spec.OfficeRuntimePath, writeAPIFile), bytes.NewReader(data), 0o644)
 		},
-		After: func() { os.Remove(apiHost) },
+		After: func() { _ = os.Remove(apiHost) },
 	}
 	byCmd = &Series{
 		Name:  m.Name + " head -c",
 		Run:   func() error { return check(m.Runtime.Exec(ctx, m.Spec, cmd)) },
-		After: func() { os.Remove(cmdHost) },
+		After: func() { _ = os.Remove(cmdHost) },
 	}
 	if err := api.Run(); err != nil {
 		return nil, nil, fmt.Errorf("%s: WriteFile: %w", m.Name, err)

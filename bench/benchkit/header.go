@@ -43,8 +43,8 @@ func (h Header) Print(w io.Writer) {
 		parts = append(parts, fmt.Sprintf("engine %s %s, API %s", h.Engine.Flavor, h.Engine.ServerVersion, h.Engine.APIVersion))
 	}
 	parts = append(parts, goVersion, time.Now().UTC().Format("2006-01-02 15:04 UTC"))
-	fmt.Fprintln(w, strings.Join(parts, " · "))
-	fmt.Fprintf(w, "command: go run ./%s %s\n", h.Bench, strings.Join(os.Args[1:], " "))
+	Println(w, strings.Join(parts, " · "))
+	Printf(w, "command: go run ./%s %s\n", h.Bench, strings.Join(os.Args[1:], " "))
 }
 
 // cpuModel is the first "model name" of /proc/cpuinfo, "?" without one.
@@ -53,7 +53,7 @@ func cpuModel() string {
 	if err != nil {
 		return "?"
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }()
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
 		if k, v, ok := strings.Cut(sc.Text(), ":"); ok && strings.TrimSpace(k) == "model name" {

@@ -162,3 +162,11 @@ func Ratio(a, b time.Duration) float64 {
 // Table is the tabwriter every report's tables use (two spaces between
 // columns), so that all benches' tables look alike.
 func Table(w io.Writer) *tabwriter.Writer { return tabwriter.NewWriter(w, 0, 0, 2, ' ', 0) }
+
+// Printf and Println write a piece of a report (to stdout or a table over
+// it) and drop the error: a bench whose standard output is gone (| head)
+// goes on to its cleanup, and has nowhere else to say so.
+func Printf(w io.Writer, format string, a ...any) { _, _ = fmt.Fprintf(w, format, a...) }
+
+// Println is Printf's fmt.Fprintln.
+func Println(w io.Writer, a ...any) { _, _ = fmt.Fprintln(w, a...) }

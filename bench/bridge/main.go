@@ -65,7 +65,7 @@ func run(ctx context.Context, n int) error {
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(tmp)
+	defer func(dir string) { _ = os.RemoveAll(dir) }(tmp)
 	if tmp, err = filepath.EvalSymlinks(tmp); err != nil {
 		return err
 	}
@@ -84,7 +84,7 @@ func run(ctx context.Context, n int) error {
 		return err
 	}
 	svc := service.New(layout, nil)
-	defer svc.Close()
+	defer func() { _ = svc.Close() }()
 	// Host mode runs only conversations trusted with the workspace.
 	if err := svc.SetGlobalDoor(&projection.Setting{DoorPolicy: string(projection.DoorTrusted), Layout: string(projection.LayoutFull)}); err != nil {
 		return err
@@ -212,11 +212,11 @@ func report(n int, h cloudflare.Health, paths []*benchkit.Series) {
 	fmt.Printf("bridge: %s %s, extensions %s\n", h.Bridge, h.Version, strings.Join(h.Extensions, " "))
 	fmt.Printf("\nWarm `true`, %d runs per path, interleaved; percentiles nearest-rank\n", n)
 	tw := benchkit.Table(os.Stdout)
-	fmt.Fprintln(tw, "path\tp50\tp90\tp99\t÷host p50")
+	benchkit.Println(tw, "path\tp50\tp90\tp99\t÷host p50")
 	local := paths[1]
 	for _, p := range paths {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%.2f\n", p.Name, benchkit.Ms(p.P50()), benchkit.Ms(p.Pct(90)), benchkit.Ms(p.Pct(99)), benchkit.Ratio(p.P50(), local.P50()))
+		benchkit.Printf(tw, "%s\t%s\t%s\t%s\t%.2f\n", p.Name, benchkit.Ms(p.P50()), benchkit.Ms(p.Pct(90)), benchkit.Ms(p.Pct(99)), benchkit.Ratio(p.P50(), local.P50()))
 	}
-	tw.Flush()
+	_ = tw.Flush()
 	fmt.Printf("bridge p50 / local p50 = %.2f · p90 ratio %.2f\n", benchkit.Ratio(paths[0].P50(), local.P50()), benchkit.Ratio(paths[0].Pct(90), local.Pct(90)))
 }

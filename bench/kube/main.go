@@ -146,7 +146,7 @@ func run(ctx context.Context, o opts) error {
 	if err != nil {
 		return err
 	}
-	defer eng.Close()
+	defer func() { _ = eng.Close() }()
 
 	// Connect only reads the kubeconfig; the version is the first
 	// request, bounded so that a cluster that is down fails the bench
@@ -306,7 +306,7 @@ func loadDockerImage(ctx context.Context, eng *engine.Engine, ref string) error 
 	if err != nil {
 		return fmt.Errorf("docker save %s: %w", ref, err)
 	}
-	defer rc.Close()
+	defer func() { _ = rc.Close() }()
 	return kubeLoad(ctx, rc)
 }
 
@@ -315,7 +315,7 @@ func loadDockerImage(ctx context.Context, eng *engine.Engine, ref string) error 
 func loadAgentImage(ctx context.Context, bin agentbin.Binary, ref string) error {
 	pr, pw := io.Pipe()
 	go func() { pw.CloseWithError(kubeagent.Write(pw, bin, ref)) }()
-	defer pr.Close()
+	defer func() { _ = pr.Close() }()
 	return kubeLoad(ctx, pr)
 }
 

@@ -117,7 +117,7 @@ func run(ctx context.Context, o opts) error {
 	if err != nil {
 		return err
 	}
-	defer eng.Close()
+	defer func() { _ = eng.Close() }()
 	assetDir := o.assets
 	if assetDir == "" {
 		if assetDir, err = ensureAssets(ctx, eng); err != nil {
@@ -282,15 +282,15 @@ func lockFile(ctx context.Context, path string) (func(), error) {
 	for {
 		err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB)
 		if err == nil {
-			return func() { _ = unix.Flock(int(f.Fd()), unix.LOCK_UN); f.Close() }, nil
+			return func() { _ = unix.Flock(int(f.Fd()), unix.LOCK_UN); _ = f.Close() }, nil
 		}
 		if !errors.Is(err, unix.EWOULDBLOCK) && !errors.Is(err, unix.EINTR) {
-			f.Close()
+			_ = f.Close()
 			return nil, fmt.Errorf("lock %s: %w", path, err)
 		}
 		select {
 		case <-ctx.Done():
-			f.Close()
+			_ = f.Close()
 			return nil, fmt.Errorf("waiting for the build lock %s: %w", path, ctx.Err())
 		case <-time.After(50 * time.Millisecond):
 		}

@@ -40,7 +40,7 @@ func run(n, rounds int) error {
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(tmp)
+	defer func() { _ = os.RemoveAll(tmp) }()
 	convs := make([]legacytest.Conversation, n)
 	for i := range convs {
 		convs[i] = legacytest.Conversation{RawID: fmt.Sprintf("C%06d", i), Vault: i%10 == 0, State: i%10 == 0}

@@ -74,7 +74,7 @@ func run(ctx context.Context, n int, image string) error {
 	if err != nil {
 		return err
 	}
-	defer eng.Close()
+	defer func() { _ = eng.Close() }()
 	if err := benchkit.EnsureImage(ctx, eng.Client, image, progress); err != nil {
 		return err
 	}
@@ -176,20 +176,20 @@ func (b *bench) cleanup() {
 			progress("cleanup: hutch project down --volumes: %v: %s", err, out)
 		}
 	}
-	os.RemoveAll(b.run)
-	os.RemoveAll(b.tmp)
+	_ = os.RemoveAll(b.run)
+	_ = os.RemoveAll(b.tmp)
 }
 
 func report(eng *engine.Engine, image string, n int, paths []*benchkit.Series) {
 	benchkit.Header{Bench: "bench/project", Engine: eng}.Print(os.Stdout)
 	fmt.Printf("\nWarm command in the project sandbox (image %s), %d runs per path, interleaved; percentiles nearest-rank\n", image, n)
 	tw := benchkit.Table(os.Stdout)
-	fmt.Fprintln(tw, "path\tp50\tp90\tp99\t÷docker p50")
+	benchkit.Println(tw, "path\tp50\tp90\tp99\t÷docker p50")
 	docker := paths[1]
 	for _, p := range paths {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%.3f\n", p.Name, benchkit.Ms(p.P50()), benchkit.Ms(p.Pct(90)), benchkit.Ms(p.Pct(99)), benchkit.Ratio(p.P50(), docker.P50()))
+		benchkit.Printf(tw, "%s\t%s\t%s\t%s\t%.3f\n", p.Name, benchkit.Ms(p.P50()), benchkit.Ms(p.Pct(90)), benchkit.Ms(p.Pct(99)), benchkit.Ratio(p.P50(), docker.P50()))
 	}
-	tw.Flush()
+	_ = tw.Flush()
 	hutch := paths[0]
 	r := benchkit.Ratio(hutch.P50(), docker.P50())
 	verdict := "met"

@@ -105,7 +105,7 @@ func (b *browser) do(method, target string, form url.Values) (int, string) {
 	if err != nil {
 		b.t.Fatal(err)
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }()
 	data, _ := io.ReadAll(resp.Body)
 	return resp.StatusCode, string(data)
 }
@@ -220,7 +220,7 @@ func TestCookieAttributes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	resp.Body.Close()
+	_ = resp.Body.Close()
 	// The redirect was followed; the cookie came with the first answer.
 	var set string
 	for r := resp; r != nil; r = r.Request.Response {
@@ -325,7 +325,7 @@ func TestHeaders(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	resp.Body.Close()
+	_ = resp.Body.Close()
 	for k, want := range map[string]string{
 		"Cache-Control":   "no-store",
 		"Referrer-Policy": "no-referrer",

@@ -240,7 +240,7 @@ func newImagePortal(t *testing.T, mode sandbox.Mode, agent string) *portal {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { os.RemoveAll(run) })
+	t.Cleanup(func() { _ = os.RemoveAll(run) })
 	layout := service.Layout{StateDir: filepath.Join(root, "state"), Workspace: filepath.Join(root, "ws"), RunDir: run}
 	for _, d := range []string{layout.StateDir, layout.Workspace} {
 		if err := os.MkdirAll(d, 0o700); err != nil {
@@ -249,7 +249,7 @@ func newImagePortal(t *testing.T, mode sandbox.Mode, agent string) *portal {
 	}
 	svc := service.New(layout, nil)
 	svc.SetAgentBinary(agent)
-	t.Cleanup(func() { svc.Close() })
+	t.Cleanup(func() { _ = svc.Close() })
 	p := &portal{svc: svc}
 	p.ts = httptest.NewServer(nil)
 	t.Cleanup(p.ts.Close)

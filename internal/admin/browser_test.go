@@ -321,7 +321,7 @@ func TestBrowser_Refusals(t *testing.T) {
 		csrf := eval[string](b, `document.querySelector("input[name=csrf]").value`)
 		evil := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Content-Type", "text/html; charset=utf-8")
-			fmt.Fprintf(w, `<!doctype html><title>Win a prize</title>
+			_, _ = fmt.Fprintf(w, `<!doctype html><title>Win a prize</title>
 <form method="post" action="%s/admin/door">
 <input type="hidden" name="csrf" value="%s">
 <input type="hidden" name="platform" value="web">

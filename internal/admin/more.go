@@ -114,7 +114,7 @@ func listProjects(ctx context.Context) ([]projectRow, string, error) {
 	if err != nil {
 		return nil, "", err
 	}
-	defer eng.Close()
+	defer func() { _ = eng.Close() }()
 	res, err := eng.Client.ContainerList(ctx, client.ContainerListOptions{All: true,
 		Filters: make(client.Filters).Add("label", project.LabelSandbox+"="+project.SandboxProject)})
 	if err != nil {

@@ -215,7 +215,9 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 		refuse(w, http.StatusForbidden, "This link is not valid: it was already used, it expired, or it is wrong. Ask for a new one: hutch admin link (or /admin in a chat).")
 		return
 	}
-	http.SetCookie(w, &http.Cookie{
+	// Secure follows whether the portal is served over HTTPS (s.secure): a
+	// browser does not send a Secure cookie to a plain-HTTP loopback portal.
+	http.SetCookie(w, &http.Cookie{ //nolint:gosec // G124: Secure is s.secure, see above
 		Name: cookieName, Value: id, Path: "/admin/",
 		HttpOnly: true, Secure: s.secure, SameSite: http.SameSiteStrictMode,
 	})
@@ -225,7 +227,7 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) logout(w http.ResponseWriter, r *request) error {
 	s.store.end(r.id)
-	http.SetCookie(w, &http.Cookie{Name: cookieName, Value: "", Path: "/admin/", MaxAge: -1, HttpOnly: true, Secure: s.secure, SameSite: http.SameSiteStrictMode})
+	http.SetCookie(w, &http.Cookie{Name: cookieName, Value: "", Path: "/admin/", MaxAge: -1, HttpOnly: true, Secure: s.secure, SameSite: http.SameSiteStrictMode}) //nolint:gosec // G124: Secure is s.secure, as at login
 	s.record(r.sess.who, "signed out", "")
 	refuse(w, http.StatusOK, "You are signed out.")
 	return nil

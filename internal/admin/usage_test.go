@@ -441,7 +441,7 @@ func TestVendoredHTMX(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }()
 	served, _ := io.ReadAll(resp.Body)
 	if resp.StatusCode != http.StatusOK || !bytes.Equal(served, js) || !strings.Contains(resp.Header.Get("Content-Type"), "javascript") {
 		t.Errorf("GET htmx.min.js: %d %s, %d bytes", resp.StatusCode, resp.Header.Get("Content-Type"), len(served))

@@ -200,7 +200,7 @@ func listenUnix(path string) (net.Listener, error) {
 		return nil, errdefs.New(errdefs.ErrConflict, "Agent socket path exists and is not a socket: "+path)
 	default:
 		if c, err := net.DialTimeout("unix", path, time.Second); err == nil {
-			c.Close()
+			_ = c.Close()
 			return nil, errdefs.New(errdefs.ErrConflict, "Another agent is already listening on "+path)
 		}
 		if err := os.Remove(path); err != nil {
@@ -214,7 +214,7 @@ func listenUnix(path string) (net.Listener, error) {
 		return nil, fmt.Errorf("agent: %w", err)
 	}
 	if err := os.Chmod(path, 0o600); err != nil {
-		l.Close()
+		_ = l.Close()
 		return nil, fmt.Errorf("agent: %w", err)
 	}
 	return l, nil
@@ -283,7 +283,7 @@ func pollable(f *os.File) *os.File {
 			return
 		}
 		if err := unix.SetNonblock(nfd, true); err != nil {
-			unix.Close(nfd)
+			_ = unix.Close(nfd)
 			return
 		}
 		dup = os.NewFile(uintptr(nfd), f.Name())

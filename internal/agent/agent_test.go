@@ -57,7 +57,7 @@ func socketPath(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
 	return filepath.Join(dir, "agent.sock")
 }
 
@@ -120,7 +120,7 @@ func newFixture(t *testing.T, srv *Server) *fixture {
 	go func() { served <- srv.Serve(ctx, recordingListener{l, f}) }()
 	f.client = NewClient(f.dial, testLogger(t))
 	t.Cleanup(func() {
-		f.client.Close()
+		_ = f.client.Close()
 		cancel()
 		if err := <-served; err != nil {
 			t.Errorf("Serve: %v", err)

@@ -96,7 +96,7 @@ func (c *Client) conn(ctx context.Context) (*http2.ClientConn, error) {
 	}
 	if cc != nil {
 		c.log.Debug("agent client: connection broke; dialling again")
-		cc.Close()
+		_ = cc.Close()
 	}
 	nc, err := c.dial(ctx)
 	if err != nil {
@@ -107,13 +107,13 @@ func (c *Client) conn(ctx context.Context) (*http2.ClientConn, error) {
 	}
 	cc, err = c.tr.NewClientConn(nc)
 	if err != nil {
-		nc.Close()
+		_ = nc.Close()
 		return nil, errdefs.New(errdefs.ErrUnavailable, "agent unreachable: "+err.Error())
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closed {
-		cc.Close()
+		_ = cc.Close()
 		return nil, errClientClosed
 	}
 	c.cc = cc
@@ -167,7 +167,7 @@ func (c *Client) roundTrip(ctx context.Context, method, target string, body func
 			return resp, lb, nil
 		}
 		if lb != nil {
-			lb.Close()
+			_ = lb.Close()
 		}
 		if ctx.Err() != nil {
 			return nil, lb, ctx.Err()
@@ -221,7 +221,7 @@ func (c *Client) Exec(ctx context.Context, req sandbox.ExecRequest) (sandbox.Exe
 	start := time.Now()
 	resp, body, err := c.roundTrip(ctx, http.MethodPost, pathExec, func() *lazyBody { return newLazyBody(head, req.Stdin) })
 	if body != nil {
-		defer body.Close()
+		defer func() { _ = body.Close() }()
 	}
 	if err != nil {
 		if ctx.Err() != nil {
@@ -230,7 +230,7 @@ func (c *Client) Exec(ctx context.Context, req sandbox.ExecRequest) (sandbox.Exe
 		}
 		return sandbox.ExecResult{}, err
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }()
 	if resp.StatusCode != http.StatusOK {
 		return sandbox.ExecResult{}, responseError(resp)
 	}
@@ -291,7 +291,7 @@ func (c *Client) Ping(ctx context.Context) (Info, error) {
 	if err != nil {
 		return Info{}, err
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }()
 	if resp.StatusCode != http.StatusOK {
 		return Info{}, responseError(resp)
 	}
@@ -332,7 +332,7 @@ func (c *Client) ReadFileWithin(ctx context.Context, path string, roots []string
 	if err != nil {
 		return err
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }()
 	if resp.StatusCode != http.StatusOK {
 		return responseError(resp)
 	}
@@ -377,10 +377,10 @@ func (c *Client) WriteFileWithin(ctx context.Context, path string, roots []strin
 	}
 	resp, body, err := c.roundTrip(ctx, http.MethodPut, pathFile+"?"+q.Encode(), func() *lazyBody { return newLazyBody(nil, r) })
 	if body != nil {
-		defer body.Close()
+		defer func() { _ = body.Close() }()
 		if srcErr := body.sourceErr(); srcErr != nil {
 			if resp != nil {
-				resp.Body.Close()
+				_ = resp.Body.Close()
 			}
 			return fmt.Errorf("agent: write %s: reading the content failed: %w", path, srcErr)
 		}
@@ -388,7 +388,7 @@ func (c *Client) WriteFileWithin(ctx context.Context, path string, roots []strin
 	if err != nil {
 		return err
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }()
 	if resp.StatusCode/100 != 2 {
 		return responseError(resp)
 	}
@@ -419,7 +419,7 @@ func (c *Client) getJSON(ctx context.Context, target string, q url.Values, limit
 	if err != nil {
 		return err
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }()
 	if resp.StatusCode != http.StatusOK {
 		return responseError(resp)
 	}
@@ -483,7 +483,7 @@ func (b *lazyBody) copy() {
 // Close ends the body: a pending Read returns, and the copy from src stops
 // at its next write.
 func (b *lazyBody) Close() error {
-	b.pr.Close()
+	_ = b.pr.Close()
 	return nil
 }
 
@@ -514,7 +514,7 @@ func (c *Client) GuestSetup(ctx context.Context, setup GuestSetup) error {
 	if err != nil {
 		return err
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }()
 	if resp.StatusCode/100 != 2 {
 		return responseError(resp)
 	}
@@ -543,7 +543,7 @@ func (c *Client) GuestPowerOff(ctx context.Context) error {
 		c.log.Debug("agent guest poweroff: the connection dropped before the answer; taking it as done", "err", err)
 		return nil
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }()
 	if resp.StatusCode/100 != 2 {
 		return responseError(resp)
 	}

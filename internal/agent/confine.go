@@ -80,7 +80,7 @@ func ReadFileWithin(path string, roots []string, w io.Writer) error {
 	if err != nil {
 		return err
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }()
 	src := &errReader{r: f}
 	if _, err := io.Copy(w, src); err != nil {
 		if src.err != nil {
@@ -120,7 +120,7 @@ func StatWithin(path string, roots []string) (sandbox.FileInfo, error) {
 	if err != nil {
 		return sandbox.FileInfo{}, err
 	}
-	unix.Close(fd)
+	_ = unix.Close(fd)
 	fi := fileInfo(filepath.Base(path), &st)
 	if lfi, err := os.Lstat(path); err == nil && lfi.Mode()&os.ModeSymlink != 0 {
 		fi.Link, _ = os.Readlink(path)
@@ -143,7 +143,7 @@ func ListWithin(path string, roots []string) ([]sandbox.FileInfo, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer unix.Close(fd)
+	defer func() { _ = unix.Close(fd) }()
 	if st.Mode&unix.S_IFMT != unix.S_IFDIR {
 		return nil, errdefs.New(errdefs.ErrInvalid, "Path is not a directory: "+path)
 	}
@@ -152,7 +152,7 @@ func ListWithin(path string, roots []string) ([]sandbox.FileInfo, error) {
 		return nil, fileError("list", path, err)
 	}
 	d := os.NewFile(uintptr(dfd), path)
-	defer d.Close()
+	defer func() { _ = d.Close() }()
 	names, err := d.Readdirnames(-1)
 	if err != nil {
 		return nil, fileError("list", path, err)
@@ -196,7 +196,7 @@ func openForRead(path string, roots []string) (*os.File, error) {
 		if err != nil {
 			return nil, err
 		}
-		defer unix.Close(fd)
+		defer func() { _ = unix.Close(fd) }()
 		if err := regularFile(path, st.Mode); err != nil {
 			return nil, err
 		}
@@ -207,11 +207,11 @@ func openForRead(path string, roots []string) (*os.File, error) {
 	}
 	var st unix.Stat_t
 	if err := unix.Fstat(int(f.Fd()), &st); err != nil {
-		f.Close()
+		_ = f.Close()
 		return nil, fileError("read", path, err)
 	}
 	if err := regularFile(path, st.Mode); err != nil {
-		f.Close()
+		_ = f.Close()
 		return nil, err
 	}
 	return f, nil
@@ -251,7 +251,7 @@ func writeWithin(path string, roots []string, r io.Reader, mode *os.FileMode) (i
 	if err != nil {
 		return 0, err
 	}
-	defer unix.Close(dfd)
+	defer func() { _ = unix.Close(dfd) }()
 	real, err := c.fdRealPath(dfd, path)
 	if err != nil {
 		return 0, err
@@ -365,12 +365,12 @@ func (c *confinement) openPath(verb, path string) (int, unix.Stat_t, error) {
 			err = outside(path)
 		}
 		if err != nil {
-			unix.Close(fd)
+			_ = unix.Close(fd)
 			return -1, st, err
 		}
 	}
 	if err := unix.Fstat(fd, &st); err != nil {
-		unix.Close(fd)
+		_ = unix.Close(fd)
 		return -1, st, fileError(verb, path, err)
 	}
 	return fd, st, nil
@@ -406,17 +406,17 @@ func (c *confinement) walkDir(dir, path string) (int, error) {
 		if errors.Is(err, unix.ENOENT) && c.under(cur) {
 			made := unix.Mkdirat(fd, comp, 0o755)
 			if made != nil && !errors.Is(made, unix.EEXIST) {
-				unix.Close(fd)
+				_ = unix.Close(fd)
 				return -1, fileError("write", path, made)
 			}
 			next, err = unix.Openat(fd, comp, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 			if err == nil && made == nil {
 				if err = unix.Fchmod(next, 0o755); err != nil { // whatever the umask
-					unix.Close(next)
+					_ = unix.Close(next)
 				}
 			}
 		}
-		unix.Close(fd)
+		_ = unix.Close(fd)
 		if err != nil {
 			if errors.Is(err, unix.ELOOP) {
 				err = unix.ENOTDIR // a component is a symlink (swapped in meanwhile)

@@ -120,7 +120,7 @@ func TestExec_Stdin(t *testing.T) {
 		// The command ignores its stdin; a reader that never ends must
 		// not keep Exec waiting.
 		pr, pw := io.Pipe()
-		defer pw.Close()
+		defer func() { _ = pw.Close() }()
 		go func() {
 			chunk := make([]byte, 32<<10)
 			for {
@@ -240,7 +240,7 @@ func TestExec_ErrorsKeepClassAndText(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer resp.Body.Close()
+		defer func() { _ = resp.Body.Close() }()
 		if resp.StatusCode != http.StatusBadRequest {
 			t.Errorf("status got %d, want 400", resp.StatusCode)
 		}
@@ -353,7 +353,7 @@ func TestExec_DaemonGoneKillsTheGroup(t *testing.T) {
 	conns := f.clientConns
 	f.mu.Unlock()
 	for _, c := range conns {
-		c.Close()
+		_ = c.Close()
 	}
 	if err := <-done; !errdefs.IsUnavailable(err) || !strings.HasPrefix(err.Error(), "agent connection lost: ") {
 		t.Errorf("Exec error got %v, want unavailable 'agent connection lost: ...'", err)
@@ -367,7 +367,7 @@ func TestClient_ReconnectsAfterBrokenConnection(t *testing.T) {
 	mustExec(t, f.client, sandbox.ExecRequest{Argv: []string{"true"}})
 	f.mu.Lock()
 	for _, c := range f.serverConns {
-		c.Close()
+		_ = c.Close()
 	}
 	f.mu.Unlock()
 	var out bytes.Buffer
@@ -551,6 +551,6 @@ func TestServeConn_NetPipe(t *testing.T) {
 	if diff := cmp.Diff(Info{PID: os.Getpid()}, info); diff != "" {
 		t.Errorf("Ping mismatch (-want +got):\n%s", diff)
 	}
-	c.Close()
+	_ = c.Close()
 	<-served
 }

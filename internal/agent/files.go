@@ -88,7 +88,7 @@ func (s *Server) handleReadFile(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }()
 	w.Header().Set("Content-Type", "application/octet-stream")
 	w.Header().Set("Trailer", trailerError)
 	w.WriteHeader(http.StatusOK)
@@ -172,7 +172,7 @@ func writeAtomic(p string, r io.Reader, mode *os.FileMode) (int64, error) {
 	if err != nil {
 		return 0, fileError("write", p, err)
 	}
-	defer unix.Close(dfd)
+	defer func() { _ = unix.Close(dfd) }()
 	return writeInDir(dfd, p, filepath.Base(p), r, mode)
 }
 
@@ -215,7 +215,7 @@ func writeInDir(dfd int, p, name string, r io.Reader, mode *os.FileMode) (n int6
 	f := os.NewFile(uintptr(fd), filepath.Join(filepath.Dir(p), stage))
 	defer func() {
 		if err != nil {
-			f.Close()
+			_ = f.Close()
 			_ = unix.Unlinkat(dfd, stage, 0)
 		}
 	}()
@@ -254,7 +254,7 @@ func writeInDir(dfd int, p, name string, r io.Reader, mode *os.FileMode) (n int6
 	// Make the rename durable; the content is in place whatever this says.
 	if d, err := unix.Openat(dfd, ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0); err == nil {
 		_ = unix.Fsync(d)
-		unix.Close(d)
+		_ = unix.Close(d)
 	}
 	return n, nil
 }
@@ -273,13 +273,13 @@ func writeInPlace(dfd int, p, name, stage string) error {
 		return fileError("write", p, err)
 	}
 	src := os.NewFile(uintptr(sfd), stage)
-	defer src.Close()
+	defer func() { _ = src.Close() }()
 	tfd, err := unix.Openat(dfd, name, unix.O_WRONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return fileError("write", p, err)
 	}
 	dst := os.NewFile(uintptr(tfd), p)
-	defer dst.Close()
+	defer func() { _ = dst.Close() }() // on the way out of an error; the end closes it and checks
 	var st unix.Stat_t
 	if err := unix.Fstat(tfd, &st); err != nil {
 		return fileError("write", p, err)
@@ -297,6 +297,9 @@ func writeInPlace(dfd int, p, name, stage string) error {
 		return fileError("write", p, err)
 	}
 	if err := dst.Sync(); err != nil {
+		return fileError("write", p, err)
+	}
+	if err := dst.Close(); err != nil {
 		return fileError("write", p, err)
 	}
 	return nil

@@ -144,7 +144,7 @@ func rawPost(t *testing.T, c *Client, target string, body []byte) error {
 	if err != nil {
 		return err
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }()
 	if resp.StatusCode/100 != 2 {
 		return responseError(resp)
 	}
@@ -233,7 +233,7 @@ func TestGuestPowerOff_ConnectionDrops(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer l.Close()
+	defer func() { _ = l.Close() }()
 	go func() {
 		for {
 			c, err := l.Accept()
@@ -243,13 +243,13 @@ func TestGuestPowerOff_ConnectionDrops(t *testing.T) {
 			// Read the preface and the request's first frames, then go.
 			buf := make([]byte, 4096)
 			_, _ = c.Read(buf)
-			c.Close()
+			_ = c.Close()
 		}
 	}()
 	if err := unixClient(t, path).GuestPowerOff(context.Background()); err != nil {
 		t.Errorf("GuestPowerOff over a dropped connection: %v, want nil", err)
 	}
-	l.Close()
+	_ = l.Close()
 	if err := unixClient(t, path).GuestPowerOff(context.Background()); !errdefs.IsUnavailable(err) {
 		t.Errorf("GuestPowerOff with nobody there: %v, want unavailable", err)
 	}
@@ -414,13 +414,15 @@ func TestServeConns_OneAfterTheOther(t *testing.T) {
 
 	first := session()
 	pidfile := filepath.Join(t.TempDir(), "pid")
-	go first.Exec(context.Background(), sandbox.ExecRequest{Argv: []string{backgroundCommand(pidfile)}})
+	go func() {
+		_, _ = first.Exec(context.Background(), sandbox.ExecRequest{Argv: []string{backgroundCommand(pidfile)}})
+	}()
 	pid := readPid(t, pidfile)
-	first.Close() // the host goes: its command dies with its session
+	_ = first.Close() // the host goes: its command dies with its session
 	waitDead(t, pid)
 
 	second := session()
-	defer second.Close()
+	defer func() { _ = second.Close() }()
 	var out bytes.Buffer
 	mustExec(t, second, sandbox.ExecRequest{Argv: []string{"echo again"}, Stdout: &out})
 	if out.String() != "again\n" {
@@ -448,7 +450,7 @@ func TestStdioConn_OneFileBothWays(t *testing.T) {
 	}
 	f := os.NewFile(uintptr(fds[0]), "port")
 	peer := os.NewFile(uintptr(fds[1]), "host")
-	defer peer.Close()
+	defer func() { _ = peer.Close() }()
 	c := NewStdioConn(f, f)
 	if _, err := c.Write([]byte("ping")); err != nil {
 		t.Fatal(err)

@@ -29,7 +29,7 @@ func unixClient(t *testing.T, path string) *Client {
 		var d net.Dialer
 		return d.DialContext(ctx, "unix", path)
 	}, testLogger(t))
-	t.Cleanup(func() { c.Close() })
+	t.Cleanup(func() { _ = c.Close() })
 	return c
 }
 
@@ -102,7 +102,7 @@ func TestRun_Listen(t *testing.T) {
 			t.Fatal(err)
 		}
 		l.(*net.UnixListener).SetUnlinkOnClose(false)
-		l.Close()
+		_ = l.Close()
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan error, 1)
 		go func() { done <- Run(ctx, Options{Listen: path, Log: testLogger(t)}) }()
@@ -119,7 +119,7 @@ func TestRun_Listen(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer l.Close()
+		defer func() { _ = l.Close() }()
 		err = Run(context.Background(), Options{Listen: path})
 		if !errdefs.IsConflict(err) || err.Error() != "Another agent is already listening on "+path {
 			t.Errorf("Run error got %v", err)
@@ -165,7 +165,7 @@ func TestRun_Stdio(t *testing.T) {
 	if res.ExitCode != 0 || out.String() != "over stdio\n" || errOut.String() != "done\n" {
 		t.Errorf("got exit %d stdout %q stderr %q", res.ExitCode, out.String(), errOut.String())
 	}
-	c.Close() // the daemon goes: the agent's stdin ends
+	_ = c.Close() // the daemon goes: the agent's stdin ends
 	if err := <-done; err != nil {
 		t.Errorf("Run: %v", err)
 	}
@@ -198,8 +198,8 @@ func startAgent(t *testing.T, init bool, sys *syscall.SysProcAttr) (*agentProces
 	a := &agentProcess{cmd: cmd, client: unixClient(t, path), stderr: stderr}
 	t.Cleanup(func() {
 		if cmd.ProcessState == nil {
-			cmd.Process.Kill()
-			cmd.Wait()
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
 		}
 		if t.Failed() {
 			t.Logf("agent stderr:\n%s", a.stderr)
@@ -331,7 +331,7 @@ func TestRun_StdioReaderGone(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer stdin.Close()
+	defer func() { _ = stdin.Close() }()
 	agentOut, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -350,8 +350,8 @@ func TestRun_StdioReaderGone(t *testing.T) {
 	// agent's stdout can break while the client's side stays quietly open
 	// (a client that saw an error would cancel the command itself).
 	clientR, clientW := io.Pipe()
-	defer clientW.Close()
-	go io.Copy(clientW, agentOut)
+	defer func() { _ = clientW.Close() }()
+	go func() { _, _ = io.Copy(clientW, agentOut) }()
 	var once sync.Once
 	c := NewClient(func(context.Context) (net.Conn, error) {
 		err := errors.New("the stdio connection was already used")
@@ -360,11 +360,13 @@ func TestRun_StdioReaderGone(t *testing.T) {
 		return conn, err
 	}, testLogger(t))
 	pidfile := filepath.Join(t.TempDir(), "pid")
-	go c.Exec(context.Background(), sandbox.ExecRequest{
-		Argv: []string{fmt.Sprintf("sleep 300 & echo $! > %[1]s.tmp && mv %[1]s.tmp %[1]s; while :; do echo tick; sleep 0.01; done", pidfile)},
-	})
+	go func() {
+		_, _ = c.Exec(context.Background(), sandbox.ExecRequest{
+			Argv: []string{fmt.Sprintf("sleep 300 & echo $! > %[1]s.tmp && mv %[1]s.tmp %[1]s; while :; do echo tick; sleep 0.01; done", pidfile)},
+		})
+	}()
 	pid := readPid(t, pidfile)
-	agentOut.Close() // the agent's stdout has no reader any more; its stdin stays open
+	_ = agentOut.Close() // the agent's stdout has no reader any more; its stdin stays open
 	if err := cmd.Wait(); err != nil {
 		t.Errorf("agent ended with %v, want exit 0", err)
 	}

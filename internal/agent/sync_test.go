@@ -18,7 +18,7 @@ import (
 func fakePort(t *testing.T, stale string, after string) net.Conn {
 	t.Helper()
 	host, guest := net.Pipe()
-	t.Cleanup(func() { host.Close(); guest.Close() })
+	t.Cleanup(func() { _ = host.Close(); _ = guest.Close() })
 	go func() {
 		r := bufio.NewReader(guest)
 		line, err := r.ReadString('\n')
@@ -26,7 +26,7 @@ func fakePort(t *testing.T, stale string, after string) net.Conn {
 			t.Errorf("sync line %q, %v", line, err)
 			return
 		}
-		guest.Write([]byte(stale + line + after))
+		_, _ = guest.Write([]byte(stale + line + after))
 	}()
 	return host
 }
@@ -46,9 +46,9 @@ func TestSyncSession(t *testing.T) {
 func TestSyncSession_Fails(t *testing.T) {
 	t.Run("guest_silent", func(t *testing.T) {
 		host, guest := net.Pipe()
-		defer host.Close()
-		defer guest.Close()
-		go io.Copy(io.Discard, guest)
+		defer func() { _ = host.Close() }()
+		defer func() { _ = guest.Close() }()
+		go func() { _, _ = io.Copy(io.Discard, guest) }()
 		ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 		defer cancel()
 		if _, err := SyncSession(ctx, host); !errors.Is(err, context.DeadlineExceeded) {
@@ -57,10 +57,10 @@ func TestSyncSession_Fails(t *testing.T) {
 	})
 	t.Run("guest_gone", func(t *testing.T) {
 		host, guest := net.Pipe()
-		defer host.Close()
+		defer func() { _ = host.Close() }()
 		go func() {
-			bufio.NewReader(guest).ReadString('\n')
-			guest.Close()
+			_, _ = bufio.NewReader(guest).ReadString('\n')
+			_ = guest.Close()
 		}()
 		_, err := SyncSession(context.Background(), host)
 		if !errdefs.IsUnavailable(err) || !strings.HasPrefix(err.Error(), "agent session sync failed: ") {

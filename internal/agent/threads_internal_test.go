@@ -18,7 +18,7 @@ func threadsHelper(warm bool) {
 	if err != nil {
 		os.Exit(2)
 	}
-	os.Stdout.WriteString(strconv.Itoa(len(tasks)) + "\n")
+	_, _ = os.Stdout.WriteString(strconv.Itoa(len(tasks)) + "\n")
 	os.Exit(0)
 }
 

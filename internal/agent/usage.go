@@ -178,7 +178,7 @@ func keyedValue(path, key string) (n uint64, found bool, err error) {
 	if err != nil {
 		return 0, false, err
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }()
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
 		k, v, ok := strings.Cut(strings.TrimSpace(sc.Text()), " ")

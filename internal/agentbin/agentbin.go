@@ -47,7 +47,7 @@ func Locate(override string) (Binary, error) {
 	if err != nil {
 		return Binary{}, fmt.Errorf("agent binary: %w", err)
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }()
 	h := sha256.New()
 	if _, err := io.Copy(h, f); err != nil {
 		return Binary{}, fmt.Errorf("agent binary %s: %w", path, err)
@@ -61,7 +61,7 @@ func checkStatic(path string) error {
 	if err != nil {
 		return errdefs.New(errdefs.ErrFailedPrecondition, fmt.Sprintf("Agent binary %s is not a Linux executable (%v); set HUTCH_AGENT_BINARY to a hutch built with CGO_ENABLED=0", path, err))
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }()
 	for _, p := range f.Progs {
 		if p.Type == elf.PT_INTERP {
 			return errdefs.New(errdefs.ErrFailedPrecondition, fmt.Sprintf(
@@ -86,7 +86,7 @@ func (b Binary) Stage(dir string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("stage agent binary: %w", err)
 	}
-	defer src.Close()
+	defer func() { _ = src.Close() }()
 	tmp, err := os.CreateTemp(dir, ".hutch-stage-*")
 	if err != nil {
 		return "", fmt.Errorf("stage agent binary: %w", err)
@@ -97,7 +97,7 @@ func (b Binary) Stage(dir string) (string, error) {
 		err = os.Rename(tmp.Name(), dst)
 	}
 	if err != nil {
-		os.Remove(tmp.Name())
+		_ = os.Remove(tmp.Name())
 		return "", fmt.Errorf("stage agent binary: %w", err)
 	}
 	return dst, nil

@@ -31,7 +31,7 @@ func InstallSelf(dest, wantSHA256 string) error {
 	if err != nil {
 		return fmt.Errorf("install the agent: %w", err)
 	}
-	defer src.Close()
+	defer func() { _ = src.Close() }()
 	dir := filepath.Dir(dest)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("install the agent: %w", err)
@@ -48,13 +48,13 @@ func InstallSelf(dest, wantSHA256 string) error {
 			err = errdefs.New(errdefs.ErrFailedPrecondition, fmt.Sprintf(
 				"This agent image holds hutch %s, but the daemon runs %s: build the matching image with `hutch kube agent-image` and load or push it",
 				short(got), short(wantSHA256)))
-			os.Remove(tmp.Name())
+			_ = os.Remove(tmp.Name())
 			return err
 		}
 		err = os.Rename(tmp.Name(), dest)
 	}
 	if err != nil {
-		os.Remove(tmp.Name())
+		_ = os.Remove(tmp.Name())
 		return fmt.Errorf("install the agent to %s: %w", dest, err)
 	}
 	if err := atomicfile.SyncDir(dir); err != nil {

@@ -374,18 +374,23 @@ func (s *Server) exec(w http.ResponseWriter, r *http.Request) error {
 	})
 	mu.Lock()
 	defer mu.Unlock()
+	// A last frame that cannot be sent (the client went away) has nowhere
+	// else to go: its error is only logged, with the request.
 	if err != nil {
-		enc.Encode(Frame{Error: &ErrorBody{Error: err.Error(), Code: errdefs.Code(err)}})
+		sendErr := enc.Encode(Frame{Error: &ErrorBody{Error: err.Error(), Code: errdefs.Code(err)}})
 		flush()
-		return errAlreadyWritten
+		return errors.Join(errAlreadyWritten, sendErr)
 	}
-	enc.Encode(Frame{Result: &ExecResult{
+	sendErr := enc.Encode(Frame{Result: &ExecResult{
 		ExitCode: res.ExitCode, Signal: res.Signal, TimedOut: res.TimedOut, Aborted: res.Aborted, OOMKilled: res.OOMKilled,
 		StdoutTruncated: res.StdoutTruncated, StderrTruncated: res.StderrTruncated,
 		StdoutBytes: res.StdoutBytes, StderrBytes: res.StderrBytes,
 		DurationSeconds: res.Duration.Seconds(), Message: res.Message(),
 	}})
 	flush()
+	if sendErr != nil {
+		return errors.Join(errAlreadyWritten, sendErr)
+	}
 	return nil
 }
 

@@ -42,7 +42,7 @@ func post(t *testing.T, ts *httptest.Server, path, body string, header ...string
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }()
 	data, _ := io.ReadAll(resp.Body)
 	return resp.StatusCode, string(data)
 }
@@ -114,7 +114,7 @@ func TestErrors_MapToStatusAndStayUp(t *testing.T) {
 	if err != nil || resp.StatusCode != 200 {
 		t.Fatalf("daemon not serving after bad requests: %v", err)
 	}
-	resp.Body.Close()
+	_ = resp.Body.Close()
 }
 
 func TestToken(t *testing.T) {

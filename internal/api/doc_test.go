@@ -121,7 +121,7 @@ func TestDocExamples(t *testing.T) {
 		for sc.Scan() {
 			sb.WriteString(sc.Text() + "\n")
 		}
-		resp.Body.Close()
+		_ = resp.Body.Close()
 		if resp.StatusCode != ex.status {
 			t.Errorf("example %d (%s %s): status %d, want %d; body %s", i+1, ex.method, ex.path, resp.StatusCode, ex.status, sb.String())
 			continue

@@ -45,7 +45,7 @@ func putFile(t *testing.T, ts *httptest.Server, path string, body io.Reader, ext
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }()
 	data, _ := io.ReadAll(resp.Body)
 	return resp.StatusCode, string(data)
 }
@@ -58,7 +58,7 @@ func getFile(t *testing.T, ts *httptest.Server, path string) (int, []byte, http.
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }()
 	data, err := io.ReadAll(resp.Body)
 	if err != nil {
 		t.Fatal(err)

@@ -56,7 +56,7 @@ func SyncDir(dir string) error {
 	if err != nil {
 		return fmt.Errorf("sync %s: %w", dir, err)
 	}
-	defer d.Close()
+	defer func() { _ = d.Close() }()
 	if err := d.Sync(); err != nil {
 		return fmt.Errorf("sync %s: %w", dir, err)
 	}

@@ -77,7 +77,7 @@ func newService(t *testing.T, logs *logBuffer, getenv func(string) string) *serv
 	}
 	svc := service.New(layout, debugLogger(logs))
 	svc.SetGetenv(getenv)
-	t.Cleanup(func() { svc.Close() })
+	t.Cleanup(func() { _ = svc.Close() })
 	return svc
 }
 
@@ -143,7 +143,7 @@ func (f *fixture) do(method, path, body, auth string) (int, string) {
 	if err != nil {
 		f.t.Fatalf("%s %s: %v", method, path, err)
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }()
 	data, err := io.ReadAll(resp.Body)
 	if err != nil {
 		f.t.Fatalf("%s %s: reading the body: %v", method, path, err)
@@ -239,7 +239,7 @@ func (f *fixture) openStream(req protocol.ExecRequest) *stream {
 // close closes the connection (which cancels a running command).
 func (s *stream) close() {
 	s.cancel()
-	s.resp.Body.Close()
+	_ = s.resp.Body.Close()
 }
 
 // next reads one frame; ok is false at the end of the stream. Every line

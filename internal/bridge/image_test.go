@@ -24,7 +24,7 @@ func TestImageMode(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { os.RemoveAll(run) })
+	t.Cleanup(func() { _ = os.RemoveAll(run) })
 	logs := &logBuffer{}
 	svc := newService(t, logs, func(k string) string {
 		if k == "HUTCH_RUN_DIR" {

@@ -119,9 +119,11 @@ func Serve(ctx context.Context, o ServeOptions) error {
 		go func() { errc <- hs.Serve(l) }()
 	}
 	url := scheme + "://" + l.Addr().String()
-	fmt.Fprintf(o.Out, "hutch bridge: serving %s on %s (token in %s)\n", o.Mode, url, o.TokenFrom)
+	// The banner's writes are best-effort: the server is up, and it does
+	// not stop because its standard output went away.
+	_, _ = fmt.Fprintf(o.Out, "hutch bridge: serving %s on %s (token in %s)\n", o.Mode, url, o.TokenFrom)
 	if strings.HasPrefix(o.TokenFrom, "/") {
-		fmt.Fprintf(o.Out, "Read the token with: cat %s\n", o.TokenFrom)
+		_, _ = fmt.Fprintf(o.Out, "Read the token with: cat %s\n", o.TokenFrom)
 	}
 	if o.Ready != nil {
 		o.Ready(url)

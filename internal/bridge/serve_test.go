@@ -53,7 +53,10 @@ func serve(t *testing.T, o bridge.ServeOptions) *served {
 	t.Cleanup(func() {
 		stop()
 		select {
-		case <-s.result:
+		case err := <-s.result:
+			if err != nil {
+				t.Logf("Serve returned %v", err)
+			}
 		case <-time.After(hangGuard):
 			t.Error("Serve did not return")
 		}
@@ -100,7 +103,7 @@ func TestServe_GraceLetsCommandsFinish(t *testing.T) {
 	waitFor(t, "the listener is closed at shutdown", func() bool {
 		c, err := net.Dial("tcp", addr)
 		if err == nil {
-			c.Close()
+			_ = c.Close()
 		}
 		return err != nil
 	})
@@ -143,7 +146,7 @@ func TestServe_TLS(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }()
 	var res protocol.ExecResponse
 	if err := json.NewDecoder(resp.Body).Decode(&res); err != nil || res.Stdout != "over tls\n" {
 		t.Errorf("exec over TLS: %+v, %v", res, err)

@@ -53,7 +53,7 @@ func newService(t *testing.T, getenv func(string) string) *service.Service {
 	// The microVM mode stages the agent (a static hutch) even to answer
 	// that no runtime runs.
 	svc.SetAgentBinary(testenv.HutchBinary(t))
-	t.Cleanup(func() { svc.Close() })
+	t.Cleanup(func() { _ = svc.Close() })
 	return svc
 }
 

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"fmt"
 	"os/user"
 	"time"
 
@@ -41,7 +40,7 @@ channel you trust.`,
 			if err != nil {
 				return err
 			}
-			defer svc.Close()
+			defer func() { _ = svc.Close() }()
 			c, ok := g.daemon(cmd.Context(), svc, "")
 			if !ok {
 				return errdefs.New(errdefs.ErrUnavailable, "No hutch serve answers for this state dir: the admin portal is part of the daemon, start it first")
@@ -51,8 +50,10 @@ channel you trust.`,
 			if err := c.Call(cmd.Context(), "/v1/admin/link", req, &res); err != nil {
 				return err
 			}
-			fmt.Fprintln(g.stdout, res.URL)
-			fmt.Fprintf(g.stderr, "Good once, until %s.\n", res.Expires.Local().Format("15:04 MST"))
+			if err := printf(g.stdout, "%s\n", res.URL); err != nil {
+				return err
+			}
+			note(g.stderr, "Good once, until %s.\n", res.Expires.Local().Format("15:04 MST"))
 			return nil
 		},
 	}

@@ -25,7 +25,7 @@ func TestAdminLink(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	resp.Body.Close()
+	_ = resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		t.Errorf("the link's page: %d", resp.StatusCode)
 	}

@@ -70,10 +70,9 @@ the pod with the fix instead of speaking another protocol.`,
 				return &exitError{code: 2, msg: err.Error()}
 			}
 			if asGuest {
-				if err := guest.Run(cmd.Context(), guest.Options{Version: Version, Log: log}); err != nil {
-					return &exitError{code: 1, msg: err.Error()}
-				}
-				return nil
+				// Run returns only when the VM failed to power off, saying why.
+				err := guest.Run(cmd.Context(), guest.Options{Version: Version, Log: log})
+				return &exitError{code: 1, msg: err.Error()}
 			}
 			opts.Log = log
 			opts.Version = Version

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"fmt"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -85,7 +84,7 @@ left, and exits 0.`,
 			if err != nil {
 				return err
 			}
-			defer svc.Close()
+			defer func() { _ = svc.Close() }()
 			log, err := g.logger()
 			if err != nil {
 				return err
@@ -111,8 +110,7 @@ left, and exits 0.`,
 			if err != nil {
 				return err
 			}
-			fmt.Fprintln(g.stdout, "hutch bridge: stopped")
-			return nil
+			return printf(g.stdout, "hutch bridge: stopped\n")
 		},
 	}
 	cmd.Flags().StringVar(&listen, "listen", "", "TCP address to serve on, e.g. 127.0.0.1:7879 (required)")

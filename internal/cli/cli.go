@@ -59,14 +59,14 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(s
 	var ee *exitError
 	if errors.As(err, &ee) {
 		if ee.msg != "" {
-			fmt.Fprintf(stderr, "hutch: %s\n", ee.msg)
+			note(stderr, "hutch: %s\n", ee.msg)
 		}
 		return ee.code
 	}
-	fmt.Fprintf(stderr, "hutch: %s\n", err)
+	note(stderr, "hutch: %s\n", err)
 	if strings.HasPrefix(err.Error(), "unknown command") || strings.HasPrefix(err.Error(), "unknown flag") ||
 		strings.HasPrefix(err.Error(), "accepts ") || strings.HasPrefix(err.Error(), "requires ") {
-		fmt.Fprintln(stderr, "Run 'hutch --help' for usage.")
+		note(stderr, "Run 'hutch --help' for usage.\n")
 		return 2
 	}
 	return 1

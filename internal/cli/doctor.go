@@ -121,7 +121,7 @@ func (g *globals) doctorProbes() doctorProbes {
 			if err != nil {
 				return engineInfo{}, err
 			}
-			defer e.Close()
+			defer func() { _ = e.Close() }()
 			return engineInfo{Host: e.Host, Flavor: string(e.Flavor), ServerVersion: e.ServerVersion, APIVersion: e.APIVersion}, nil
 		},
 		LookPath: exec.LookPath,
@@ -371,9 +371,10 @@ func modeCheck(k sandbox.Kind, engineOK bool) check {
 // renderDoctor writes the checks as an aligned table.
 func renderDoctor(w io.Writer, checks []check) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "CHECK\tSTATUS\tDETAIL")
+	out := &printer{w: tw}
+	out.println("CHECK\tSTATUS\tDETAIL")
 	for _, c := range checks {
-		fmt.Fprintf(tw, "%s\t%s\t%s\n", c.Name, c.Status, c.Reason)
+		out.printf("%s\t%s\t%s\n", c.Name, c.Status, c.Reason)
 	}
-	return tw.Flush()
+	return out.flush(tw)
 }

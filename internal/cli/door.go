@@ -1,8 +1,6 @@
 package cli
 
 import (
-	"fmt"
-
 	"github.com/spf13/cobra"
 
 	"github.com/hutchsandbox/hutch/internal/errdefs"
@@ -69,11 +67,9 @@ Policies:
 					return err
 				}
 				if setting == nil {
-					fmt.Fprintln(g.stdout, "Cleared the global door policy; conversations without their own fall back to their channel kind.")
-				} else {
-					fmt.Fprintf(g.stdout, "Global door policy set to %s.\n", args[0])
+					return printf(g.stdout, "Cleared the global door policy; conversations without their own fall back to their channel kind.\n")
 				}
-				return nil
+				return printf(g.stdout, "Global door policy set to %s.\n", args[0])
 			}
 			addr, err := office.ParseAddress(args[0])
 			if err != nil {
@@ -86,8 +82,7 @@ Policies:
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(g.stdout, "Door policy of %s set to %s.\nEffective:     %s\n", addr, args[1], service.Describe(pol.Decision))
-			return nil
+			return printf(g.stdout, "Door policy of %s set to %s.\nEffective:     %s\n", addr, args[1], service.Describe(pol.Decision))
 		},
 	}
 	cmd.Flags().BoolVar(&global, "global", false, "set the global default instead of one conversation's")

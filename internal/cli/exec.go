@@ -79,7 +79,7 @@ policy (hutch door set <conversation> shared).`,
 			if err != nil {
 				return &exitError{code: exitHutchFailed, msg: err.Error()}
 			}
-			defer svc.Close()
+			defer func() { _ = svc.Close() }()
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 			defer stop()
 			var res sandbox.ExecResult
@@ -92,7 +92,7 @@ policy (hutch door set <conversation> shared).`,
 				return &exitError{code: exitHutchFailed, msg: err.Error()}
 			}
 			if notice := res.TruncationNotice(o.OutputLimit); notice != "" {
-				fmt.Fprintln(g.stderr, notice)
+				note(g.stderr, "%s\n", notice)
 			}
 			switch {
 			case res.TimedOut:
@@ -100,7 +100,7 @@ policy (hutch door set <conversation> shared).`,
 			case res.Aborted:
 				return &exitError{code: exitAborted, msg: res.Message()}
 			case res.Message() != "":
-				fmt.Fprintln(g.stderr, "hutch: "+res.Message())
+				note(g.stderr, "hutch: %s\n", res.Message())
 			}
 			if res.ExitCode != 0 {
 				code := res.ExitCode

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"os"
 	"os/signal"
@@ -83,9 +82,9 @@ func (f *fileFlags) open(ctx context.Context, g *globals) (conversationFiles, fu
 	}
 	if c, ok := g.daemon(ctx, svc, f.mode); ok {
 		conv := api.Conversation{Platform: string(addr.Platform), ConversationID: addr.ConversationID, User: f.user}
-		return daemonFiles{c: c, conv: conv}, func() { svc.Close() }, nil
+		return daemonFiles{c: c, conv: conv}, func() { _ = svc.Close() }, nil
 	}
-	return &localFiles{svc: svc, addr: addr, mode: mode, user: f.user}, func() { svc.Close() }, nil
+	return &localFiles{svc: svc, addr: addr, mode: mode, user: f.user}, func() { _ = svc.Close() }, nil
 }
 
 // daemonFiles reaches a conversation's files through the daemon's API.
@@ -192,7 +191,7 @@ the file keeps its name there. The local file appears whole or not at all
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(g.stderr, "Copied %s to %s\n", sandbox.ByteCount(n), dst)
+			note(g.stderr, "Copied %s to %s\n", sandbox.ByteCount(n), dst)
 			return nil
 		},
 	}
@@ -207,14 +206,14 @@ func receive(ctx context.Context, files conversationFiles, src, dst string) (int
 	if err != nil {
 		return 0, err
 	}
-	defer os.Remove(tmp.Name()) // a no-op once renamed
+	defer func() { _ = os.Remove(tmp.Name()) }() // a no-op once renamed
 	cw := &countWriter{w: tmp}
 	if err := files.ReadFile(ctx, src, cw); err != nil {
-		tmp.Close()
+		_ = tmp.Close()
 		return 0, err
 	}
 	if err := tmp.Sync(); err != nil {
-		tmp.Close()
+		_ = tmp.Close()
 		return 0, err
 	}
 	if err := tmp.Close(); err != nil {
@@ -269,7 +268,7 @@ unless --mode says otherwise; a new one is 0644.`,
 				if err != nil {
 					return err
 				}
-				defer file.Close()
+				defer func() { _ = file.Close() }()
 				if fi, err := file.Stat(); err == nil && !fi.Mode().IsRegular() {
 					return errdefs.New(errdefs.ErrInvalid, args[0]+" is not a regular file: hutch files put copies one file (for a directory: tar cf - DIR | hutch files put ... - DIR.tar)")
 				}
@@ -287,7 +286,7 @@ unless --mode says otherwise; a new one is 0644.`,
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(g.stderr, "Copied %s to %s\n", sandbox.ByteCount(cr.n), abs)
+			note(g.stderr, "Copied %s to %s\n", sandbox.ByteCount(cr.n), abs)
 			return nil
 		},
 	}
@@ -332,14 +331,15 @@ terminal should not print raw is shown quoted.`,
 				return err
 			}
 			tw := tabwriter.NewWriter(g.stdout, 0, 0, 2, ' ', 0)
+			out := &printer{w: tw}
 			for _, e := range list {
 				name := showName(e.Name)
 				if e.Link != "" {
 					name += " -> " + showName(e.Link)
 				}
-				fmt.Fprintf(tw, "%s\t%d\t%s\t%s\n", e.Mode, e.Size, e.ModTime.Local().Format(time.DateTime), name)
+				out.printf("%s\t%d\t%s\t%s\n", e.Mode, e.Size, e.ModTime.Local().Format(time.DateTime), name)
 			}
-			return tw.Flush()
+			return out.flush(tw)
 		},
 	}
 	f.add(cmd)

@@ -112,8 +112,8 @@ func TestFiles_UseDaemon(t *testing.T) {
 		t.Errorf("get of a missing file through the daemon: %v %s", err, out)
 	}
 	// The daemon served them: its log names each endpoint.
-	p.cmd.Process.Signal(syscall.SIGTERM)
-	p.cmd.Wait()
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	_ = p.cmd.Wait()
 	for _, path := range []string{"/v1/files/write", "/v1/files/read", "/v1/files/list"} {
 		if !strings.Contains(p.err.String(), "path="+path) {
 			t.Errorf("the daemon's log does not show %s:\n%s", path, p.err.String())

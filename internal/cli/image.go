@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"fmt"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -43,7 +42,7 @@ hutch-base:bookworm. The build's progress is shown as it runs.`,
 			if err != nil {
 				return err
 			}
-			defer eng.Close()
+			defer func() { _ = eng.Close() }()
 			start := time.Now()
 			ref, err := imagebuild.Build(cmd.Context(), eng, imagebuild.Options{
 				Tag:      tag,
@@ -56,9 +55,7 @@ hutch-base:bookworm. The build's progress is shown as it runs.`,
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(g.stdout, "Built %s in %s.\n", ref, time.Since(start).Round(time.Second))
-			fmt.Fprintf(g.stdout, "Use it: hutch serve --sandbox image:%s\n", ref)
-			return nil
+			return printf(g.stdout, "Built %s in %s.\nUse it: hutch serve --sandbox image:%s\n", ref, time.Since(start).Round(time.Second), ref)
 		},
 	}
 	f := cmd.Flags()

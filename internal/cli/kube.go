@@ -83,7 +83,10 @@ complete; --output - writes it to standard output.`,
 			} else if err := atomicfile.WriteFile(output, archive.Bytes(), 0o644); err != nil {
 				return err
 			}
-			printAgentImageSteps(report, ref, output, repository, size)
+			// On standard error the summary is a note.
+			if err := printAgentImageSteps(report, ref, output, repository, size); err != nil && output != "-" {
+				return err
+			}
 			return nil
 		},
 	}
@@ -95,25 +98,27 @@ complete; --output - writes it to standard output.`,
 
 // printAgentImageSteps says what was written and how to get it to the
 // cluster's nodes.
-func printAgentImageSteps(w io.Writer, ref, output, repository string, size int) {
+func printAgentImageSteps(w io.Writer, ref, output, repository string, size int) error {
+	out := &printer{w: w}
 	file := output
 	if output == "-" {
 		file = "<file>"
-		fmt.Fprintf(w, "Wrote %s to standard output (%.1f MiB).\n", ref, float64(size)/(1<<20))
+		out.printf("Wrote %s to standard output (%.1f MiB).\n", ref, float64(size)/(1<<20))
 	} else {
-		fmt.Fprintf(w, "Wrote %s to %s (%.1f MiB).\n", ref, output, float64(size)/(1<<20))
+		out.printf("Wrote %s to %s (%.1f MiB).\n", ref, output, float64(size)/(1<<20))
 	}
-	fmt.Fprintln(w, "Load it where the cluster's nodes find it:")
-	fmt.Fprintf(w, "  containerd:  ctr -n k8s.io images import %s   (on every node)\n", file)
+	out.println("Load it where the cluster's nodes find it:")
+	out.printf("  containerd:  ctr -n k8s.io images import %s   (on every node)\n", file)
 	if repository == "" || repository == kubeagent.DefaultRepository {
 		pushed := "<registry>/" + kubeagent.DefaultRepository + ref[strings.LastIndex(ref, ":"):]
-		fmt.Fprintf(w, "  a registry:  docker load -i %s\n", file)
-		fmt.Fprintf(w, "               docker tag %s %s\n", ref, pushed)
-		fmt.Fprintf(w, "               docker push %s\n", pushed)
-		fmt.Fprintf(w, "               hutch sandbox settings sandbox.kube.agentImage <registry>/%s\n", kubeagent.DefaultRepository)
-		return
+		out.printf("  a registry:  docker load -i %s\n", file)
+		out.printf("               docker tag %s %s\n", ref, pushed)
+		out.printf("               docker push %s\n", pushed)
+		out.printf("               hutch sandbox settings sandbox.kube.agentImage <registry>/%s\n", kubeagent.DefaultRepository)
+		return out.err
 	}
-	fmt.Fprintf(w, "  a registry:  docker load -i %s\n", file)
-	fmt.Fprintf(w, "               docker push %s\n", ref)
-	fmt.Fprintf(w, "Then point kube: pods at it: hutch sandbox settings sandbox.kube.agentImage %s\n", repository)
+	out.printf("  a registry:  docker load -i %s\n", file)
+	out.printf("               docker push %s\n", ref)
+	out.printf("Then point kube: pods at it: hutch sandbox settings sandbox.kube.agentImage %s\n", repository)
+	return out.err
 }

@@ -74,7 +74,7 @@ choosing the conversation per connection.`,
 			if err != nil {
 				return err
 			}
-			defer svc.Close()
+			defer func() { _ = svc.Close() }()
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 			defer stop()
 			pol, err := svc.Resolve(addr, mode, user)

@@ -46,8 +46,8 @@ func startMCP(t *testing.T, e *env, args ...string) (io.ReadCloser, io.WriteClos
 	done := make(chan error, 1)
 	go func() {
 		err := cmd.ExecuteContext(context.Background())
-		outW.Close()
-		inR.Close()
+		_ = outW.Close()
+		_ = inR.Close()
 		done <- err
 	}()
 	return outR, inW, stderr, done
@@ -112,7 +112,7 @@ func TestMCP_Refusals(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			e := newEnv(t)
 			_, in, _, done := startMCP(t, e, tt.args...)
-			defer in.Close()
+			defer func() { _ = in.Close() }()
 			select {
 			case err := <-done:
 				if err == nil || !strings.Contains(err.Error(), tt.want) {
@@ -129,7 +129,7 @@ func TestMCP_ModeFromEnvironment(t *testing.T) {
 	e := newEnv(t)
 	e.extra = map[string]string{"HUTCH_SANDBOX": "cloudflare:x"}
 	_, in, _, done := startMCP(t, e, "--conversation", "web/x")
-	defer in.Close()
+	defer func() { _ = in.Close() }()
 	select {
 	case err := <-done:
 		// The mode came from $HUTCH_SANDBOX: its refusal names it.

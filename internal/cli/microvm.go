@@ -113,7 +113,7 @@ when complete; an interrupted or failed build leaves the older one as it was.`,
 			if err != nil {
 				return err
 			}
-			defer eng.Close()
+			defer func() { _ = eng.Close() }()
 			_, err = build.Build(ctx, build.Options{
 				Engine:    eng,
 				From:      from,
@@ -139,11 +139,9 @@ when complete; an interrupted or failed build leaves the older one as it was.`,
 				return err
 			}
 			if dir == defaultDir {
-				fmt.Fprintln(g.stdout, "Use it: hutch serve --sandbox gondolin:default")
-			} else {
-				fmt.Fprintf(g.stdout, "gondolin:default boots from %s; to use this build, build into that directory (leave out --dir).\n", defaultDir)
+				return printf(g.stdout, "Use it: hutch serve --sandbox gondolin:default\n")
 			}
-			return nil
+			return printf(g.stdout, "gondolin:default boots from %s; to use this build, build into that directory (leave out --dir).\n", defaultDir)
 		},
 	}
 	f := cmd.Flags()

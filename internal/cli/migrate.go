@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"strconv"
 	"strings"
@@ -90,7 +89,7 @@ func runMigrate(ctx context.Context, g *globals, svc *service.Service, o service
 	o.Hook = testHook(g)
 	o.Progress = func(done, total int) {
 		if total >= progressThreshold {
-			fmt.Fprintf(g.stderr, "hutch: migrated %d of %d conversations\n", done, total)
+			note(g.stderr, "hutch: migrated %d of %d conversations\n", done, total)
 		}
 	}
 	rep, err := svc.Migrate(ctx, o)
@@ -98,33 +97,34 @@ func runMigrate(ctx context.Context, g *globals, svc *service.Service, o service
 		if err != nil {
 			return err
 		}
-		printPlan(g.stdout, svc, rep)
-		return nil
+		return printPlan(g.stdout, svc, rep)
 	}
 	if err != nil {
 		return err
 	}
+	out := &printer{w: g.stdout}
 	moved := rep.Moved + rep.Recovered + rep.HostMoved
 	switch {
 	case moved > 0:
-		fmt.Fprintf(g.stdout, "Migrated %d conversation director%s to offices (%d finished from an interrupted run), %d vault and host state director%s.\n",
+		out.printf("Migrated %d conversation director%s to offices (%d finished from an interrupted run), %d vault and host state director%s.\n",
 			rep.Moved+rep.Recovered, plural(rep.Moved+rep.Recovered, "y", "ies"), rep.Recovered, rep.HostMoved, plural(rep.HostMoved, "y", "ies"))
 	case verbose:
-		fmt.Fprintln(g.stdout, "Nothing to migrate: the workspace is on the office layout.")
+		out.println("Nothing to migrate: the workspace is on the office layout.")
 	}
 	if n := len(rep.Containers.Migrated) + len(rep.Containers.Resumed); n > 0 {
-		fmt.Fprintf(g.stdout, "Re-created %d managed container%s on the office paths, keeping their files.\n", n, plural(n, "", "s"))
+		out.printf("Re-created %d managed container%s on the office paths, keeping their files.\n", n, plural(n, "", "s"))
 	}
 	if rep.RelayoutError != nil {
-		fmt.Fprintf(g.stderr, "hutch: warning: %v; the next start tries again\n", rep.RelayoutError)
+		note(g.stderr, "hutch: warning: %v; the next start tries again\n", rep.RelayoutError)
 	}
-	return nil
+	return out.err
 }
 
 // progressThreshold is the number of moves from which progress is shown.
 const progressThreshold = 1000
 
-func printPlan(w io.Writer, svc *service.Service, rep service.MigrateReport) {
+func printPlan(w io.Writer, svc *service.Service, rep service.MigrateReport) error {
+	out := &printer{w: w}
 	names := make([]string, len(rep.Platforms))
 	for i, p := range rep.Platforms {
 		names[i] = string(p)
@@ -133,26 +133,27 @@ func printPlan(w io.Writer, svc *service.Service, rep service.MigrateReport) {
 	if enabled == "" {
 		enabled = "none"
 	}
-	fmt.Fprintf(w, "Migration plan for %s (enabled platforms: %s)\n", svc.Layout().Workspace, enabled)
+	out.printf("Migration plan for %s (enabled platforms: %s)\n", svc.Layout().Workspace, enabled)
 	steps := rep.Plan.Steps()
 	if len(steps) == 0 {
-		fmt.Fprintln(w, "No moves.")
+		out.println("No moves.")
 	} else {
-		fmt.Fprintf(w, "Moves (%d):\n", len(steps))
+		out.printf("Moves (%d):\n", len(steps))
 		for _, s := range steps {
-			fmt.Fprintln(w, "  "+s)
+			out.println("  " + s)
 		}
 	}
 	if len(rep.Plan.Skipped) > 0 {
-		fmt.Fprintf(w, "Left alone (%d):\n", len(rep.Plan.Skipped))
+		out.printf("Left alone (%d):\n", len(rep.Plan.Skipped))
 		for _, s := range rep.Plan.Skipped {
-			fmt.Fprintf(w, "  %s  (%s)\n", s.Name, s.Reason)
+			out.printf("  %s  (%s)\n", s.Name, s.Reason)
 		}
 	}
 	if s := rep.Plan.Summary(); s != "" {
-		fmt.Fprintln(w, s)
-		fmt.Fprintln(w, "Nothing will move until every blocker is resolved.")
+		out.println(s)
+		out.println("Nothing will move until every blocker is resolved.")
 	}
+	return out.err
 }
 
 func plural(n int, one, many string) string {
@@ -182,7 +183,7 @@ func testHook(g *globals) func(string) {
 			return
 		}
 		if seen++; seen == want {
-			fmt.Fprintf(g.stderr, "hutch-test-hook: %s\n", p)
+			note(g.stderr, "hutch-test-hook: %s\n", p)
 			for {
 				time.Sleep(time.Hour)
 			}

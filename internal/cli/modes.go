@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"fmt"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
@@ -20,11 +19,12 @@ hutch doctor says which modes can run on this machine.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			tw := tabwriter.NewWriter(g.stdout, 0, 4, 2, ' ', 0)
-			fmt.Fprint(tw, "CAPABILITY")
+			out := &printer{w: tw}
+			out.printf("CAPABILITY")
 			for _, k := range sandbox.Kinds {
-				fmt.Fprintf(tw, "\t%s", modeLabel(k))
+				out.printf("\t%s", modeLabel(k))
 			}
-			fmt.Fprintln(tw)
+			out.println()
 			rows := []struct {
 				name string
 				get  func(sandbox.Capabilities) string
@@ -44,21 +44,24 @@ hutch doctor says which modes can run on this machine.`,
 				{"recommendation", func(c sandbox.Capabilities) string { return c.Recommendation }},
 			}
 			for _, r := range rows {
-				fmt.Fprint(tw, r.name)
+				out.printf("%s", r.name)
 				for _, k := range sandbox.Kinds {
-					fmt.Fprintf(tw, "\t%s", r.get(sandbox.CapabilitiesOf(k)))
+					out.printf("\t%s", r.get(sandbox.CapabilitiesOf(k)))
 				}
-				fmt.Fprintln(tw)
+				out.println()
 			}
-			if err := tw.Flush(); err != nil {
+			if err := out.flush(tw); err != nil {
 				return err
 			}
-			fmt.Fprintln(g.stdout, "\nWhat each mode needs:")
-			tw = tabwriter.NewWriter(g.stdout, 0, 4, 2, ' ', 0)
-			for _, k := range sandbox.Kinds {
-				fmt.Fprintf(tw, "  %s\t%s\n", modeLabel(k), modeNeeds(k))
+			if err := printf(g.stdout, "\nWhat each mode needs:\n"); err != nil {
+				return err
 			}
-			return tw.Flush()
+			tw = tabwriter.NewWriter(g.stdout, 0, 4, 2, ' ', 0)
+			out = &printer{w: tw}
+			for _, k := range sandbox.Kinds {
+				out.printf("  %s\t%s\n", modeLabel(k), modeNeeds(k))
+			}
+			return out.flush(tw)
 		},
 	}
 }

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"fmt"
 	"os"
 	"text/tabwriter"
 
@@ -45,8 +44,7 @@ no / or \ and no control characters.`,
 			if err != nil {
 				return err
 			}
-			fmt.Fprintln(g.stdout, addr.Key())
-			return nil
+			return printf(g.stdout, "%s\n", addr.Key())
 		},
 	}
 }
@@ -75,33 +73,41 @@ has worked for. Migrations from the raw-id layout that are not finished
 				return err
 			}
 			if len(recs) == 0 {
-				fmt.Fprintf(g.stdout, "No offices registered in %s.\n", svc.Layout().StateDir)
+				if err := printf(g.stdout, "No offices registered in %s.\n", svc.Layout().StateDir); err != nil {
+					return err
+				}
 			} else {
-				fmt.Fprintf(g.stdout, "Offices (%d):\n", len(recs))
+				if err := printf(g.stdout, "Offices (%d):\n", len(recs)); err != nil {
+					return err
+				}
 				tw := tabwriter.NewWriter(g.stdout, 0, 4, 2, ' ', 0)
-				fmt.Fprintln(tw, "  PLATFORM\tCONVERSATION\tOFFICE KEY\tRECORDED")
+				out := &printer{w: tw}
+				out.println("  PLATFORM\tCONVERSATION\tOFFICE KEY\tRECORDED")
 				for _, r := range recs {
 					addr := office.Address{Platform: r.Platform, ConversationID: r.ConversationID}
-					fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", r.Platform, r.ConversationID, addr.Key(), r.RecordedAt.UTC().Format("2006-01-02 15:04:05Z"))
+					out.printf("  %s\t%s\t%s\t%s\n", r.Platform, r.ConversationID, addr.Key(), r.RecordedAt.UTC().Format("2006-01-02 15:04:05Z"))
 				}
-				if err := tw.Flush(); err != nil {
+				if err := out.flush(tw); err != nil {
 					return err
 				}
 			}
 			if len(pending) == 0 {
 				return nil
 			}
-			fmt.Fprintf(g.stdout, "Pending migrations (%d):\n", len(pending))
+			if err := printf(g.stdout, "Pending migrations (%d):\n", len(pending)); err != nil {
+				return err
+			}
 			tw := tabwriter.NewWriter(g.stdout, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "  STATUS\tCONVERSATION\tOWNER\tSOURCE\tERROR")
+			out := &printer{w: tw}
+			out.println("  STATUS\tCONVERSATION\tOWNER\tSOURCE\tERROR")
 			for _, m := range pending {
 				owner := string(m.OwnerPlatform)
 				if owner == "" {
 					owner = "-"
 				}
-				fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\n", m.Status, m.RawConversationID, owner, m.SourceDir, m.Error)
+				out.printf("  %s\t%s\t%s\t%s\t%s\n", m.Status, m.RawConversationID, owner, m.SourceDir, m.Error)
 			}
-			return tw.Flush()
+			return out.flush(tw)
 		},
 	}
 }
@@ -136,8 +142,7 @@ shown too. Nothing is created.`,
 			if err != nil {
 				return err
 			}
-			printPolicy(g, pol)
-			return nil
+			return printPolicy(g, pol)
 		},
 	}
 	cmd.Flags().StringVar(&modeFlag, "sandbox", sandbox.DefaultMode.String(), "mode to plan the projection for: host, container:<name>, image:<image>, cloudflare:<id>, gondolin:default, kube:<image>")
@@ -145,34 +150,35 @@ shown too. Nothing is created.`,
 	return cmd
 }
 
-func printPolicy(g *globals, p service.Policy) {
-	w := g.stdout
+func printPolicy(g *globals, p service.Policy) error {
+	out := &printer{w: g.stdout}
 	dirState := "not created yet"
 	if fi, err := os.Lstat(p.Dir); err == nil && fi.IsDir() {
 		dirState = "exists"
 	}
 	caps := sandbox.CapabilitiesOf(p.Mode.Kind)
-	fmt.Fprintf(w, "Conversation:  %s\n", p.Address)
-	fmt.Fprintf(w, "Office key:    %s\n", p.Key)
-	fmt.Fprintf(w, "Office dir:    %s (%s)\n", p.Dir, dirState)
-	fmt.Fprintf(w, "State dir:     %s\n", p.StateDir)
-	fmt.Fprintf(w, "Sandbox:       %s (%s)\n", p.Mode, caps.Recommendation)
-	fmt.Fprintf(w, "Door policy:   %s\n", service.Describe(p.Decision))
+	out.printf("Conversation:  %s\n", p.Address)
+	out.printf("Office key:    %s\n", p.Key)
+	out.printf("Office dir:    %s (%s)\n", p.Dir, dirState)
+	out.printf("State dir:     %s\n", p.StateDir)
+	out.printf("Sandbox:       %s (%s)\n", p.Mode, caps.Recommendation)
+	out.printf("Door policy:   %s\n", service.Describe(p.Decision))
 	if p.Decision.Warning != "" {
-		fmt.Fprintf(w, "Warning:       %s\n", p.Decision.Warning)
+		out.printf("Warning:       %s\n", p.Decision.Warning)
 	}
-	fmt.Fprintf(w, "Projection:    %s\n", p.Projection)
-	if len(p.Mounts) > 0 {
-		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "  HOST PATH\tRUNTIME PATH\tACCESS")
+	out.printf("Projection:    %s\n", p.Projection)
+	if len(p.Mounts) > 0 && out.err == nil {
+		tw := tabwriter.NewWriter(g.stdout, 0, 4, 2, ' ', 0)
+		rows := &printer{w: tw}
+		rows.println("  HOST PATH\tRUNTIME PATH\tACCESS")
 		for _, m := range p.Mounts {
-			fmt.Fprintf(tw, "  %s\t%s\t%s\n", m.HostPath, m.RuntimePath, access(m))
+			rows.printf("  %s\t%s\t%s\n", m.HostPath, m.RuntimePath, access(m))
 		}
-		tw.Flush()
+		out.err = rows.flush(tw)
 	}
-	switch {
-	case p.VaultKey == "":
-		fmt.Fprintf(w, "Vault:         none (host mode uses the vault of --user)\n")
+	switch p.VaultKey {
+	case "":
+		out.printf("Vault:         none (host mode uses the vault of --user)\n")
 	default:
 		var env, files int
 		for _, e := range p.Vault {
@@ -182,16 +188,17 @@ func printPolicy(g *globals, p service.Policy) {
 				files++
 			}
 		}
-		fmt.Fprintf(w, "Vault:         %s (%d env, %d files)\n", p.VaultKey, env, files)
+		out.printf("Vault:         %s (%d env, %d files)\n", p.VaultKey, env, files)
 	}
 	switch {
 	case p.Refusal != nil:
-		fmt.Fprintf(w, "Refused:       %s\n", p.Refusal)
+		out.printf("Refused:       %s\n", p.Refusal)
 	case !service.Runnable(p.Mode):
-		fmt.Fprintf(w, "Admitted:      yes, but this build cannot run %s: yet\n", p.Mode.Kind)
+		out.printf("Admitted:      yes, but this build cannot run %s: yet\n", p.Mode.Kind)
 	default:
-		fmt.Fprintf(w, "Admitted:      yes\n")
+		out.printf("Admitted:      yes\n")
 	}
+	return out.err
 }
 
 func access(m projection.Mount) string {
@@ -230,8 +237,7 @@ trusted/shared-support/private, and im, external or no kind get isolated.`,
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(g.stdout, "Recorded channel kind %s for %s.\nDoor policy:   %s\n", args[1], addr, service.Describe(pol.Decision))
-			return nil
+			return printf(g.stdout, "Recorded channel kind %s for %s.\nDoor policy:   %s\n", args[1], addr, service.Describe(pol.Decision))
 		},
 	}
 }
@@ -266,8 +272,7 @@ cause is fixed.`,
 			if err := svc.Claim(args[0], owner); err != nil {
 				return err
 			}
-			fmt.Fprintf(g.stdout, "Claimed %s for %s; the next start (or hutch migrate) moves it to its office.\n", args[0], owner)
-			return nil
+			return printf(g.stdout, "Claimed %s for %s; the next start (or hutch migrate) moves it to its office.\n", args[0], owner)
 		},
 	}
 }
@@ -309,11 +314,9 @@ whose id format alone matches. hutch serve and hutch migrate take
 				return err
 			}
 			if len(ps) == 0 {
-				fmt.Fprintln(g.stdout, "No platforms enabled.")
-				return nil
+				return printf(g.stdout, "No platforms enabled.\n")
 			}
-			fmt.Fprintln(g.stdout, settings.FormatPlatforms(ps))
-			return nil
+			return printf(g.stdout, "%s\n", settings.FormatPlatforms(ps))
 		},
 	}
 	cmd.Flags().BoolVar(&clear, "clear", false, "remove the setting")

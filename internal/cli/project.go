@@ -197,7 +197,7 @@ func (p *projectCmd) load(ctx context.Context) (*loaded, error) {
 		RelayDir: box.RelayDir(layout.StateDir, name),
 	})
 	if err != nil {
-		eng.Close()
+		_ = eng.Close()
 		return nil, err
 	}
 	spec.Notes = append(l.notes, spec.Notes...)
@@ -247,7 +247,7 @@ func (p *projectCmd) onProject(enabled bool, fn func(ctx context.Context, l *loa
 		if err != nil {
 			return err
 		}
-		defer l.eng.Close()
+		defer func() { _ = l.eng.Close() }()
 		return fn(cmd.Context(), l)
 	}
 }
@@ -260,7 +260,7 @@ func (p *projectCmd) open(ctx context.Context, enabled bool) (*loaded, error) {
 		return nil, err
 	}
 	if enabled && !l.settings.Enabled {
-		l.eng.Close()
+		_ = l.eng.Close()
 		return nil, p.errDisabled(l)
 	}
 	return l, nil
@@ -283,7 +283,7 @@ func rootless(ctx context.Context, eng *engine.Engine) bool {
 
 func (p *projectCmd) printNotes(notes []string) {
 	for _, n := range notes {
-		fmt.Fprintf(p.g.stderr, "hutch: note: %s\n", n)
+		note(p.g.stderr, "hutch: note: %s\n", n)
 	}
 }
 
@@ -310,7 +310,7 @@ func (p *projectCmd) leave(ctx context.Context, l *loaded, t *box.Target, sessio
 	unlock, err := sessions.Lock()
 	if err != nil {
 		leave()
-		fmt.Fprintf(p.g.stderr, "hutch: %v\n", err)
+		note(p.g.stderr, "hutch: %v\n", err)
 		return
 	}
 	defer unlock()
@@ -324,14 +324,14 @@ func (p *projectCmd) leave(ctx context.Context, l *loaded, t *box.Target, sessio
 	if l.eng == nil {
 		eng, err := engine.Connect(ctx)
 		if err != nil {
-			fmt.Fprintf(p.g.stderr, "hutch: could not stop the sandbox after the last session: %v\n", err)
+			note(p.g.stderr, "hutch: could not stop the sandbox after the last session: %v\n", err)
 			return
 		}
-		defer eng.Close()
+		defer func() { _ = eng.Close() }()
 		l.box.SetEngine(eng)
 	}
 	if _, err := l.box.Stop(context.WithoutCancel(ctx)); err != nil {
-		fmt.Fprintf(p.g.stderr, "hutch: could not stop the sandbox after the last session: %v\n", err)
+		note(p.g.stderr, "hutch: could not stop the sandbox after the last session: %v\n", err)
 	}
 }
 
@@ -365,8 +365,7 @@ func (p *projectCmd) upCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(p.g.stdout, "Sandbox %s is up for %s.\n", t.Name, l.dir)
-			return nil
+			return printf(p.g.stdout, "Sandbox %s is up for %s.\n", t.Name, l.dir)
 		}),
 	}
 }
@@ -480,7 +479,7 @@ func (p *projectCmd) runAgent(ctx context.Context, argv []string, dir string, sh
 		var full *loaded
 		if full, err = p.load(ctx); err == nil {
 			l = full
-			defer l.eng.Close()
+			defer func() { _ = full.eng.Close() }()
 			t, err = p.up(ctx, l, false)
 		}
 	}
@@ -534,28 +533,28 @@ func (p *projectCmd) statusCmd() *cobra.Command {
 				return err
 			}
 			tw := tabwriter.NewWriter(p.g.stdout, 0, 4, 2, ' ', 0)
+			out := &printer{w: tw}
 			owner := s.Owner
 			if owner == "" {
 				owner = "-"
 			}
-			fmt.Fprintf(tw, "Project\t%s\n", l.dir)
-			fmt.Fprintf(tw, "Engine\t%s\n", s.Engine)
-			fmt.Fprintf(tw, "Container\t%s (%s)\n", s.Name, s.State)
-			fmt.Fprintf(tw, "Owner\t%s\n", owner)
-			fmt.Fprintf(tw, "Users\t%d attached\n", s.Sessions)
-			fmt.Fprintf(tw, "Image\t%s\n", s.Image)
-			fmt.Fprintf(tw, "Limits\t%s\n", s.Limits)
+			out.printf("Project\t%s\n", l.dir)
+			out.printf("Engine\t%s\n", s.Engine)
+			out.printf("Container\t%s (%s)\n", s.Name, s.State)
+			out.printf("Owner\t%s\n", owner)
+			out.printf("Users\t%d attached\n", s.Sessions)
+			out.printf("Image\t%s\n", s.Image)
+			out.printf("Limits\t%s\n", s.Limits)
 			enabled := "yes"
 			if !l.settings.Enabled {
 				enabled = "no (hutch project enable turns it on)"
 			}
-			fmt.Fprintf(tw, "Enabled\t%s\n", enabled)
-			fmt.Fprintf(tw, "Persist\t%v (keep the container when the last user leaves)\n", l.settings.Persist)
-			if err := tw.Flush(); err != nil {
+			out.printf("Enabled\t%s\n", enabled)
+			out.printf("Persist\t%v (keep the container when the last user leaves)\n", l.settings.Persist)
+			if err := out.flush(tw); err != nil {
 				return err
 			}
-			printNotesList(p.g.stdout, s.Notes)
-			return nil
+			return printNotesList(p.g.stdout, s.Notes)
 		}),
 	}
 }
@@ -571,11 +570,9 @@ func (p *projectCmd) stopCmd() *cobra.Command {
 				return err
 			}
 			if stopped {
-				fmt.Fprintf(p.g.stdout, "Stopped %s.\n", l.box.Spec().Name)
-			} else {
-				fmt.Fprintf(p.g.stdout, "%s is not running.\n", l.box.Spec().Name)
+				return printf(p.g.stdout, "Stopped %s.\n", l.box.Spec().Name)
 			}
-			return nil
+			return printf(p.g.stdout, "%s is not running.\n", l.box.Spec().Name)
 		}),
 	}
 }
@@ -595,8 +592,7 @@ left alone.`,
 				return err
 			}
 			p.printNotes(t.Notes)
-			fmt.Fprintf(p.g.stdout, "Rebuilt %s.\n", t.Name)
-			return nil
+			return printf(p.g.stdout, "Rebuilt %s.\n", t.Name)
 		}),
 	}
 }
@@ -614,13 +610,12 @@ func (p *projectCmd) downCmd() *cobra.Command {
 			}
 			switch {
 			case removed && volumes:
-				fmt.Fprintf(p.g.stdout, "Removed %s and its home volume.\n", l.box.Spec().Name)
+				return printf(p.g.stdout, "Removed %s and its home volume.\n", l.box.Spec().Name)
 			case removed:
-				fmt.Fprintf(p.g.stdout, "Removed %s; its home volume %s stays (--volumes removes it).\n", l.box.Spec().Name, project.HomeVolume(l.box.Spec().Name))
+				return printf(p.g.stdout, "Removed %s; its home volume %s stays (--volumes removes it).\n", l.box.Spec().Name, project.HomeVolume(l.box.Spec().Name))
 			default:
-				fmt.Fprintf(p.g.stdout, "%s does not exist.\n", l.box.Spec().Name)
+				return printf(p.g.stdout, "%s does not exist.\n", l.box.Spec().Name)
 			}
-			return nil
 		}),
 	}
 	cmd.Flags().BoolVar(&volumes, "volumes", false, "also remove the home volume (logins, shell history)")
@@ -642,20 +637,22 @@ as notes; they never stop the sandbox.`,
 				return err
 			}
 			cfg, _ := p.configDir()
-			fmt.Fprintf(p.g.stdout, "Project %s (settings: %s)\n", l.dir, filepath.Join(cfg, "settings.json"))
-			tw := tabwriter.NewWriter(p.g.stdout, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "KEY\tVALUE\tFROM")
-			for _, row := range l.settings.Table() {
-				fmt.Fprintf(tw, "%s\t%s\t%s\n", row[0], row[1], row[2])
+			if err := printf(p.g.stdout, "Project %s (settings: %s)\n", l.dir, filepath.Join(cfg, "settings.json")); err != nil {
+				return err
 			}
-			if err := tw.Flush(); err != nil {
+			tw := tabwriter.NewWriter(p.g.stdout, 0, 4, 2, ' ', 0)
+			out := &printer{w: tw}
+			out.println("KEY\tVALUE\tFROM")
+			for _, row := range l.settings.Table() {
+				out.printf("%s\t%s\t%s\n", row[0], row[1], row[2])
+			}
+			if err := out.flush(tw); err != nil {
 				return err
 			}
 			if _, err := p.devcontainer(l); err != nil {
 				return err
 			}
-			printNotesList(p.g.stdout, l.notes)
-			return nil
+			return printNotesList(p.g.stdout, l.notes)
 		},
 	}
 }
@@ -681,8 +678,7 @@ file first.`,
 			if err := l.trust.Approve(l.dir, l.dcData); err != nil {
 				return err
 			}
-			fmt.Fprintf(p.g.stdout, "Approved %s (sha256 %s); run `hutch project rebuild` to apply it to a running sandbox.\n", l.dcPath, box.Digest(l.dcData)[:12])
-			return nil
+			return printf(p.g.stdout, "Approved %s (sha256 %s); run `hutch project rebuild` to apply it to a running sandbox.\n", l.dcPath, box.Digest(l.dcData)[:12])
 		},
 	}
 }
@@ -704,24 +700,23 @@ own path, so the worktree works with git from the host as well.`,
 				return err
 			}
 			if !l.settings.Enabled {
-				l.eng.Close()
+				_ = l.eng.Close()
 				return p.errDisabled(l)
 			}
 			t, err := p.up(ctx, l, true)
 			if err != nil {
-				l.eng.Close()
+				_ = l.eng.Close()
 				return err
 			}
 			dir, err := l.box.Worktree(ctx, t, args[0])
-			l.eng.Close()
+			_ = l.eng.Close()
 			if err != nil {
 				return err
 			}
 			if len(args) == 1 {
 				in, ok := p.g.stdin.(*os.File)
 				if !ok || !term.IsTerminal(int(in.Fd())) {
-					fmt.Fprintf(p.g.stdout, "Worktree %s is ready.\n", dir)
-					return nil
+					return printf(p.g.stdout, "Worktree %s is ready.\n", dir)
 				}
 				return p.run(ctx, nil, dir, true)
 			}
@@ -776,19 +771,20 @@ to turn it on.`,
 			if !on {
 				state = "off"
 			}
-			fmt.Fprintf(p.g.stdout, "The sandbox is %s for %s (sandbox-enabled in %s).\n", state, l.dir, path)
-			return nil
+			return printf(p.g.stdout, "The sandbox is %s for %s (sandbox-enabled in %s).\n", state, l.dir, path)
 		},
 	}
 }
 
 // printNotesList writes notes under a "Notes:" heading, none when empty.
-func printNotesList(w io.Writer, notes []string) {
+func printNotesList(w io.Writer, notes []string) error {
 	if len(notes) == 0 {
-		return
+		return nil
 	}
-	fmt.Fprintln(w, "Notes:")
+	out := &printer{w: w}
+	out.println("Notes:")
 	for _, n := range notes {
-		fmt.Fprintln(w, "  "+n)
+		out.println("  " + n)
 	}
+	return out.err
 }

@@ -134,7 +134,7 @@ func (p *projectCmd) adviseListeners(ctx context.Context, l *loaded, t *box.Targ
 	}
 	for _, ep := range eps {
 		if advice := project.ListenerAdvice(ep, listeners, gw); advice != "" {
-			fmt.Fprintf(p.g.stderr, "hutch: warning: %s\n", advice)
+			note(p.g.stderr, "hutch: warning: %s\n", advice)
 		}
 	}
 }

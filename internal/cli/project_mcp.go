@@ -100,7 +100,7 @@ func (p *projectCmd) serveMCP(ctx context.Context, port int, printConfig bool) e
 	if err != nil {
 		return err
 	}
-	defer l.eng.Close()
+	defer func() { _ = l.eng.Close() }()
 	if !l.settings.Enabled {
 		return p.errDisabled(l)
 	}
@@ -129,7 +129,8 @@ func (p *projectCmd) serveMCP(ctx context.Context, port int, printConfig bool) e
 		return err
 	}
 	defer p.leave(ctx, l, t, sessions, leave)
-	defer t.Agent().Close()
+	ag := t.Agent()
+	defer func() { _ = ag.Close() }()
 
 	ip, err := l.box.GatewayIP(ctx, t)
 	if err != nil {
@@ -145,7 +146,7 @@ func (p *projectCmd) serveMCP(ctx context.Context, port int, printConfig bool) e
 	if err != nil {
 		return fmt.Errorf("listen on %s, the host's address on the sandbox's network: %w", addr, err)
 	}
-	defer ln.Close()
+	defer func() { _ = ln.Close() }()
 	url := "http://" + net.JoinHostPort(urlHost, strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)) + "/mcp"
 
 	token, err := teammcp.LoadOrMakeToken(filepath.Join(stateDir, "projects", name, teammcp.TokenName))
@@ -178,7 +179,9 @@ func (p *projectCmd) serveMCP(ctx context.Context, port int, printConfig bool) e
 		BaseContext: func(net.Listener) context.Context { return ctx },
 	}
 	inside := path.Join(project.RelayTarget, teammcp.ConfigName)
-	fmt.Fprintf(p.g.stdout, "Serving MCP tools for the sandbox %s on %s; agents inside find the client config at %s (%s).\n", t.Name, ln.Addr(), inside, url)
+	if err := printf(p.g.stdout, "Serving MCP tools for the sandbox %s on %s; agents inside find the client config at %s (%s).\n", t.Name, ln.Addr(), inside, url); err != nil {
+		return err
+	}
 	if t.Foreign {
 		p.printNotes([]string{fmt.Sprintf("%s is an editor's container, which does not mount %s; hand its agents the config that --print-config prints.", t.Name, project.RelayTarget)})
 	}

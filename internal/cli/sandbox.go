@@ -45,7 +45,7 @@ func newSandboxLsCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			defer svc.Close()
+			defer func() { _ = svc.Close() }()
 			m, err := g.managed(cmd.Context(), svc, nil)
 			if err != nil {
 				return err
@@ -55,21 +55,21 @@ func newSandboxLsCmd(g *globals) *cobra.Command {
 				return err
 			}
 			if len(list) == 0 {
-				fmt.Fprintln(g.stdout, "No managed runtimes.")
-				return nil
+				return printf(g.stdout, "No managed runtimes.\n")
 			}
 			tw := tabwriter.NewWriter(g.stdout, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "CONVERSATION\tSTATE\tUPTIME\tCPUS\tMEMORY\tPIDS\tIMAGE\tCONTAINER")
+			out := &printer{w: tw}
+			out.println("CONVERSATION\tSTATE\tUPTIME\tCPUS\tMEMORY\tPIDS\tIMAGE\tCONTAINER")
 			for _, s := range list {
 				// A pod has no process ceiling of its own (kube:): "-".
 				pids := "-"
 				if s.Limits.Pids > 0 {
 					pids = strconv.FormatInt(s.Limits.Pids, 10)
 				}
-				fmt.Fprintf(tw, "%s/%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", s.Platform, s.ConversationID, stateWord(s), uptime(s),
+				out.printf("%s/%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", s.Platform, s.ConversationID, stateWord(s), uptime(s),
 					strconv.FormatFloat(s.Limits.CPUs, 'f', -1, 64), units.BytesSize(float64(s.Limits.MemoryBytes)), pids, s.Image, s.Name)
 			}
-			return tw.Flush()
+			return out.flush(tw)
 		},
 	}
 }
@@ -102,26 +102,25 @@ func conversationArg(args []string) (office.Address, error) {
 	return office.ParseAddress(args[0])
 }
 
-func printStatus(g *globals, s sandbox.Status) {
-	w := g.stdout
-	fmt.Fprintf(w, "Office key:    %s\n", s.OfficeKey)
-	fmt.Fprintf(w, "Container:     %s\n", s.Name)
-	fmt.Fprintf(w, "State:         %s\n", stateWord(s))
+func printStatus(out *printer, s sandbox.Status) {
+	out.printf("Office key:    %s\n", s.OfficeKey)
+	out.printf("Container:     %s\n", s.Name)
+	out.printf("State:         %s\n", stateWord(s))
 	if s.State == sandbox.StateMissing {
-		fmt.Fprintln(w, "               (the next command creates it)")
+		out.println("               (the next command creates it)")
 		return
 	}
-	fmt.Fprintf(w, "Uptime:        %s\n", uptime(s))
-	fmt.Fprintf(w, "Image:         %s (%s)\n", s.Image, shortDigest(s.ImageID))
+	out.printf("Uptime:        %s\n", uptime(s))
+	out.printf("Image:         %s (%s)\n", s.Image, shortDigest(s.ImageID))
 	procs := "no process ceiling of its own"
 	if s.Limits.Pids > 0 {
 		procs = strconv.FormatInt(s.Limits.Pids, 10) + " processes"
 	}
-	fmt.Fprintf(w, "Limits:        %s CPUs, %s memory, %s\n",
+	out.printf("Limits:        %s CPUs, %s memory, %s\n",
 		strconv.FormatFloat(s.Limits.CPUs, 'f', -1, 64), units.BytesSize(float64(s.Limits.MemoryBytes)), procs)
-	fmt.Fprintf(w, "Fingerprint:   %s\n", s.Fingerprint)
+	out.printf("Fingerprint:   %s\n", s.Fingerprint)
 	if s.ActiveCommands > 0 {
-		fmt.Fprintf(w, "Running:       %d commands\n", s.ActiveCommands)
+		out.printf("Running:       %d commands\n", s.ActiveCommands)
 	}
 }
 
@@ -147,7 +146,7 @@ func newSandboxStatusCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			defer svc.Close()
+			defer func() { _ = svc.Close() }()
 			m, err := g.managed(cmd.Context(), svc, &addr)
 			if err != nil {
 				return err
@@ -156,9 +155,10 @@ func newSandboxStatusCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(g.stdout, "Conversation:  %s\n", addr)
-			printStatus(g, st)
-			return nil
+			out := &printer{w: g.stdout}
+			out.printf("Conversation:  %s\n", addr)
+			printStatus(out, st)
+			return out.err
 		},
 	}
 }
@@ -178,7 +178,7 @@ stay; the next command starts it again. A boost or temporary limits end.`,
 			if err != nil {
 				return err
 			}
-			defer svc.Close()
+			defer func() { _ = svc.Close() }()
 			m, err := g.managed(cmd.Context(), svc, &addr)
 			if err != nil {
 				return err
@@ -186,8 +186,7 @@ stay; the next command starts it again. A boost or temporary limits end.`,
 			if err := m.Stop(cmd.Context(), string(addr.Key())); err != nil {
 				return err
 			}
-			fmt.Fprintf(g.stdout, "Stopped the runtime of %s.\n", addr)
-			return nil
+			return printf(g.stdout, "Stopped the runtime of %s.\n", addr)
 		},
 	}
 }
@@ -208,7 +207,7 @@ the next command creates a fresh runtime.`,
 			if err != nil {
 				return err
 			}
-			defer svc.Close()
+			defer func() { _ = svc.Close() }()
 			m, err := g.managed(cmd.Context(), svc, &addr)
 			if err != nil {
 				return err
@@ -216,8 +215,7 @@ the next command creates a fresh runtime.`,
 			if err := m.Remove(cmd.Context(), string(addr.Key())); err != nil {
 				return err
 			}
-			fmt.Fprintf(g.stdout, "Removed the runtime of %s; its office and vault are kept.\n", addr)
-			return nil
+			return printf(g.stdout, "Removed the runtime of %s; its office and vault are kept.\n", addr)
 		},
 	}
 }
@@ -275,7 +273,7 @@ size instead (sandbox.boost.cpus and sandbox.boost.memory).`,
 			if err != nil {
 				return err
 			}
-			defer svc.Close()
+			defer func() { _ = svc.Close() }()
 			if global {
 				if len(args) != 0 {
 					return errdefs.New(errdefs.ErrInvalid, "With --global, give no conversation")
@@ -293,8 +291,7 @@ size instead (sandbox.boost.cpus and sandbox.boost.memory).`,
 						return err
 					}
 				}
-				fmt.Fprintln(g.stdout, "Boost size set; it applies to the next boost.")
-				return nil
+				return printf(g.stdout, "Boost size set; it applies to the next boost.\n")
 			}
 			addr, err := conversationArg(args)
 			if err != nil {
@@ -313,12 +310,13 @@ size instead (sandbox.boost.cpus and sandbox.boost.memory).`,
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(g.stdout, "Boosted %s until its runtime stops.\n", addr)
+			out := &printer{w: g.stdout}
+			out.printf("Boosted %s until its runtime stops.\n", addr)
 			if note := st.AppliedNote(); note != "" {
-				fmt.Fprintln(g.stdout, note)
+				out.println(note)
 			}
-			printStatus(g, st)
-			return nil
+			printStatus(out, st)
+			return out.err
 		},
 	}
 	f.register(cmd, false)
@@ -349,7 +347,7 @@ their next command, without being re-created.`,
 			if err != nil {
 				return err
 			}
-			defer svc.Close()
+			defer func() { _ = svc.Close() }()
 			if global {
 				if len(args) != 0 {
 					return errdefs.New(errdefs.ErrInvalid, "With --global, give no conversation")
@@ -362,8 +360,7 @@ their next command, without being re-created.`,
 						return err
 					}
 				}
-				fmt.Fprintln(g.stdout, "Default limits set; running runtimes take them on at their next command.")
-				return nil
+				return printf(g.stdout, "Default limits set; running runtimes take them on at their next command.\n")
 			}
 			addr, err := conversationArg(args)
 			if err != nil {
@@ -377,12 +374,13 @@ their next command, without being re-created.`,
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(g.stdout, "Set limits of %s until its runtime stops.\n", addr)
+			out := &printer{w: g.stdout}
+			out.printf("Set limits of %s until its runtime stops.\n", addr)
 			if note := st.AppliedNote(); note != "" {
-				fmt.Fprintln(g.stdout, note)
+				out.println(note)
 			}
-			printStatus(g, st)
-			return nil
+			printStatus(out, st)
+			return out.err
 		},
 	}
 	f.register(cmd, true)
@@ -416,27 +414,28 @@ func newSandboxSettingsCmd(g *globals) *cobra.Command {
 				if err := svc.SetRuntimeSetting(args[0], ""); err != nil {
 					return err
 				}
-				fmt.Fprintf(g.stdout, "Removed %s; the default applies.\n", args[0])
+				return printf(g.stdout, "Removed %s; the default applies.\n", args[0])
 			case !unset && len(args) == 2:
 				if err := svc.SetRuntimeSetting(args[0], args[1]); err != nil {
 					return err
 				}
-				fmt.Fprintf(g.stdout, "Set %s to %s.\n", args[0], args[1])
+				return printf(g.stdout, "Set %s to %s.\n", args[0], args[1])
 			case len(args) == 0:
 				vals, err := svc.RuntimeSettings()
 				if err != nil {
 					return err
 				}
+				out := &printer{w: g.stdout}
 				if len(vals) == 0 {
-					fmt.Fprintln(g.stdout, "No runtime settings set; defaults apply.")
+					out.println("No runtime settings set; defaults apply.")
 				}
 				for _, kv := range vals {
-					fmt.Fprintf(g.stdout, "%s = %s\n", kv[0], kv[1])
+					out.printf("%s = %s\n", kv[0], kv[1])
 				}
+				return out.err
 			default:
 				return errdefs.New(errdefs.ErrInvalid, "Give KEY VALUE to set, --unset KEY to remove, or nothing to show")
 			}
-			return nil
 		},
 	}
 	cmd.Flags().BoolVar(&unset, "unset", false, "remove the key instead of setting it")
@@ -458,7 +457,7 @@ at every start.`,
 			if err != nil {
 				return err
 			}
-			defer svc.Close()
+			defer func() { _ = svc.Close() }()
 			mode := sandbox.Mode{Kind: sandbox.KindImage}
 			if m, err := g.sandboxMode(""); err == nil && sandbox.CapabilitiesOf(m.Kind).ManagedLifecycle {
 				mode = m
@@ -467,11 +466,12 @@ at every start.`,
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(g.stdout, "Adopted %d runtimes, removed %d.\n", len(rep.Adopted), len(rep.Removed))
+			out := &printer{w: g.stdout}
+			out.printf("Adopted %d runtimes, removed %d.\n", len(rep.Adopted), len(rep.Removed))
 			for _, k := range rep.Removed {
-				fmt.Fprintf(g.stdout, "  removed %s\n", k)
+				out.printf("  removed %s\n", k)
 			}
-			return nil
+			return out.err
 		},
 	}
 }

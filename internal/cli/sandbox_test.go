@@ -21,7 +21,7 @@ func dockerEnv(t *testing.T) (*env, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { os.RemoveAll(run) })
+	t.Cleanup(func() { _ = os.RemoveAll(run) })
 	extra := map[string]string{"HUTCH_AGENT_BINARY": bin, "HUTCH_RUN_DIR": run}
 	e.extra = extra
 	if err := os.MkdirAll(e.state, 0o700); err != nil {

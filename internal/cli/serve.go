@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"fmt"
 	"os"
 	"os/signal"
 	"syscall"
@@ -82,8 +81,7 @@ WORKSPACE, when given, is the workspace root (like --workspace).`,
 			if err != nil {
 				return err
 			}
-			fmt.Fprintln(g.stdout, "hutch serve: stopped")
-			return nil
+			return printf(g.stdout, "hutch serve: stopped\n")
 		},
 	}
 	cmd.Flags().StringVar(&modeFlag, "sandbox", "", "where commands run (default $HUTCH_SANDBOX or host)")

@@ -33,7 +33,7 @@ func startServe(t *testing.T, e *env, args ...string) *serveProc {
 	if err := p.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { p.cmd.Process.Kill(); p.cmd.Wait() })
+	t.Cleanup(func() { _ = p.cmd.Process.Kill(); _ = p.cmd.Wait() })
 	sock := filepath.Join(e.state, "hutch.sock")
 	p.client = &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
 		var d net.Dialer
@@ -41,7 +41,7 @@ func startServe(t *testing.T, e *env, args ...string) *serveProc {
 	}}}
 	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
 		if resp, err := p.client.Get("http://hutch/v1/health"); err == nil {
-			resp.Body.Close()
+			_ = resp.Body.Close()
 			return p
 		}
 		if time.Now().After(deadline) {
@@ -72,7 +72,7 @@ func TestServe_GracefulShutdown(t *testing.T) {
 					done <- "error: " + err.Error()
 					return
 				}
-				defer resp.Body.Close()
+				defer func() { _ = resp.Body.Close() }()
 				b, _ := io.ReadAll(resp.Body)
 				done <- string(b)
 			}()
@@ -129,7 +129,7 @@ func TestExec_UsesDaemon(t *testing.T) {
 		t.Fatal(err)
 	}
 	metrics, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
+	_ = resp.Body.Close()
 	if !strings.Contains(string(metrics), `hutch_commands_total{mode="host",outcome="failed"} 1`) {
 		t.Errorf("/metrics does not count the command:\n%s", metrics)
 	}
@@ -151,8 +151,8 @@ func TestSandboxCommands_UseDaemon(t *testing.T) {
 		resp, err := p.client.Post("http://hutch/v1/exec", "application/json",
 			strings.NewReader(`{"conversation":{"platform":"web","conversationId":"busy"},"command":"sleep 3"}`))
 		if err == nil {
-			io.Copy(io.Discard, resp.Body)
-			resp.Body.Close()
+			_, _ = io.Copy(io.Discard, resp.Body)
+			_ = resp.Body.Close()
 		}
 	}()
 	var out []byte

@@ -113,8 +113,7 @@ Names match [A-Za-z_][A-Za-z0-9_]*; values are taken literally.`,
 				names = append(names, n)
 			}
 			slices.Sort(names)
-			fmt.Fprintf(g.stdout, "Set %s in vault %s.\n", strings.Join(names, ", "), key)
-			return nil
+			return printf(g.stdout, "Set %s in vault %s.\n", strings.Join(names, ", "), key)
 		},
 	}
 	f.register(cmd)
@@ -153,8 +152,7 @@ run rather than run without the credential.`,
 			if err := svc.Vaults().PutFile(key, rest[0], rest[1]); err != nil {
 				return err
 			}
-			fmt.Fprintf(g.stdout, "Stored %s in vault %s; runtimes see it at %s (read-only).\n", rest[0], key, vault.FileTarget(rest[0]))
-			return nil
+			return printf(g.stdout, "Stored %s in vault %s; runtimes see it at %s (read-only).\n", rest[0], key, vault.FileTarget(rest[0]))
 		},
 	}
 	f.register(cmd)
@@ -189,19 +187,19 @@ func newVaultLsCmd(g *globals) *cobra.Command {
 				return err
 			}
 			if len(entries) == 0 {
-				fmt.Fprintf(g.stdout, "Vault %s is empty.\n", key)
-				return nil
+				return printf(g.stdout, "Vault %s is empty.\n", key)
 			}
-			fmt.Fprintf(g.stdout, "Vault %s:\n", key)
+			out := &printer{w: g.stdout}
+			out.printf("Vault %s:\n", key)
 			for _, e := range entries {
 				switch e.Kind {
 				case vault.EntryEnv:
-					fmt.Fprintf(g.stdout, "  env   %s\n", e.Name)
+					out.printf("  env   %s\n", e.Name)
 				default:
-					fmt.Fprintf(g.stdout, "  %-5s %s -> %s\n", e.Kind, e.Name, vault.FileTarget(e.Name))
+					out.printf("  %-5s %s -> %s\n", e.Kind, e.Name, vault.FileTarget(e.Name))
 				}
 			}
-			return nil
+			return out.err
 		},
 	}
 	f.register(cmd)
@@ -234,8 +232,7 @@ func newVaultRmCmd(g *globals) *cobra.Command {
 			if err := svc.Vaults().Remove(key, rest[0]); err != nil {
 				return err
 			}
-			fmt.Fprintf(g.stdout, "Removed %s from vault %s.\n", rest[0], key)
-			return nil
+			return printf(g.stdout, "Removed %s from vault %s.\n", rest[0], key)
 		},
 	}
 	f.register(cmd)

@@ -23,6 +23,7 @@ import (
 	"github.com/hutchsandbox/hutch/internal/api"
 	"github.com/hutchsandbox/hutch/internal/errdefs"
 	"github.com/hutchsandbox/hutch/internal/sandbox"
+	"github.com/hutchsandbox/hutch/internal/supervise"
 )
 
 // Client talks to one daemon.
@@ -88,7 +89,7 @@ func (c *Client) call(ctx context.Context, method, path string, in, out any) err
 	if err != nil {
 		return err
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }()
 	if out == nil {
 		return nil
 	}
@@ -131,7 +132,7 @@ func (c *Client) do(ctx context.Context, req *http.Request) (*http.Response, err
 		return nil, errdefs.New(errdefs.ErrUnavailable, fmt.Sprintf("The hutch daemon did not answer: %v", err))
 	}
 	if resp.StatusCode >= 300 {
-		defer resp.Body.Close()
+		defer func() { _ = resp.Body.Close() }()
 		var eb api.ErrorBody
 		if json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&eb) != nil || eb.Error == "" {
 			return nil, fmt.Errorf("hutch daemon answered %s", resp.Status)
@@ -144,12 +145,15 @@ func (c *Client) do(ctx context.Context, req *http.Request) (*http.Response, err
 // Exec runs a command through the daemon, writing its streams as they
 // come, and returns the result. When ctx ends first the daemon aborts
 // the command (its process group is killed) and ctx's error is returned.
+// A writer that fails is given nothing more, as in every mode, and the
+// command runs on; its error is returned with the result.
 func (c *Client) Exec(ctx context.Context, req api.ExecRequest, stdout, stderr io.Writer) (api.ExecResult, error) {
 	resp, err := c.send(ctx, "POST", "/v1/exec", req)
 	if err != nil {
 		return api.ExecResult{}, err
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }()
+	outLatch, errLatch := supervise.NewLatch(stdout), supervise.NewLatch(stderr)
 	sc := bufio.NewScanner(resp.Body)
 	sc.Buffer(make([]byte, 64<<10), 64<<20)
 	for sc.Scan() {
@@ -159,13 +163,14 @@ func (c *Client) Exec(ctx context.Context, req api.ExecRequest, stdout, stderr i
 		}
 		switch {
 		case f.Result != nil:
-			return *f.Result, nil
+			return *f.Result, outputError(outLatch, errLatch)
 		case f.Error != nil:
 			return api.ExecResult{}, api.ClassError(*f.Error)
-		case f.Stream == "stdout" && stdout != nil:
-			stdout.Write(f.Data)
-		case f.Stream == "stderr" && stderr != nil:
-			stderr.Write(f.Data)
+		// A Latch reports every write done and keeps the first error.
+		case f.Stream == "stdout":
+			_, _ = outLatch.Write(f.Data)
+		case f.Stream == "stderr":
+			_, _ = errLatch.Write(f.Data)
 		}
 	}
 	if ctx.Err() != nil {
@@ -175,6 +180,17 @@ func (c *Client) Exec(ctx context.Context, req api.ExecRequest, stdout, stderr i
 		return api.ExecResult{}, errdefs.New(errdefs.ErrUnavailable, fmt.Sprintf("The hutch daemon went away mid-command: %v", err))
 	}
 	return api.ExecResult{}, errors.New("the hutch daemon ended the answer without a result")
+}
+
+// outputError is the first error of the writer of stdout, else of stderr.
+func outputError(stdout, stderr *supervise.Latch) error {
+	if err := stdout.Err(); err != nil {
+		return fmt.Errorf("writing the command's standard output: %w", err)
+	}
+	if err := stderr.Err(); err != nil {
+		return fmt.Errorf("writing the command's standard error: %w", err)
+	}
+	return nil
 }
 
 // Get sends a GET and decodes a JSON answer.
@@ -205,7 +221,7 @@ func (c *Client) ReadFile(ctx context.Context, conv api.Conversation, path strin
 	if err != nil {
 		return err
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }()
 	if _, err := io.Copy(w, resp.Body); err != nil {
 		if ctx.Err() != nil {
 			return ctx.Err()
@@ -243,7 +259,7 @@ func (c *Client) WriteFile(ctx context.Context, conv api.Conversation, path stri
 	if err != nil {
 		return wa, err
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }()
 	if err := json.NewDecoder(resp.Body).Decode(&wa); err != nil {
 		return wa, fmt.Errorf("decode /v1/files/write answer: %w", err)
 	}

@@ -121,7 +121,7 @@ func Run(ctx context.Context, o Options) error {
 		}
 		ad, err := admin.New(admin.Options{Service: svc, Mode: o.Mode, BaseURL: pURL, Log: o.Log})
 		if err != nil {
-			pl.Close()
+			_ = pl.Close()
 			return err
 		}
 		srv.AdminLink = ad.Link
@@ -149,23 +149,25 @@ func Run(ctx context.Context, o Options) error {
 		}
 		tl, err := net.Listen("tcp", o.TCP)
 		if err != nil {
-			ul.Close()
+			_ = ul.Close()
 			return errdefs.New(errdefs.ErrUnavailable, fmt.Sprintf("Cannot listen on %s: %v", o.TCP, err))
 		}
 		tsrv := *srv
 		tsrv.Token = token
 		ths = &http.Server{Handler: tsrv.Handler(), ReadHeaderTimeout: 10 * time.Second, BaseContext: base}
 		go func() { errc <- ths.Serve(tl) }()
-		fmt.Fprintf(o.Out, "  TCP:         http://%s (bearer token in %s)\n", tl.Addr(), filepath.Join(layout.StateDir, TokenName))
+		// The banner's writes are best-effort: the servers are up, and a
+		// daemon does not stop because its standard output went away.
+		_, _ = fmt.Fprintf(o.Out, "  TCP:         http://%s (bearer token in %s)\n", tl.Addr(), filepath.Join(layout.StateDir, TokenName))
 	}
-	fmt.Fprintf(o.Out, "hutch serve: ready\n  Sandbox:     %s\n  State dir:   %s\n  Workspace:   %s\n  Socket:      %s\n", o.Mode, layout.StateDir, layout.Workspace, sock)
+	_, _ = fmt.Fprintf(o.Out, "hutch serve: ready\n  Sandbox:     %s\n  State dir:   %s\n  Workspace:   %s\n  Socket:      %s\n", o.Mode, layout.StateDir, layout.Workspace, sock)
 	if idle > 0 {
-		fmt.Fprintf(o.Out, "  Idle stop:   after %s\n", idle)
+		_, _ = fmt.Fprintf(o.Out, "  Idle stop:   after %s\n", idle)
 	}
 	if portal != nil {
-		fmt.Fprintf(o.Out, "  Admin:       %s/admin/ (sign in with a link from hutch admin link)\n", pURL)
+		_, _ = fmt.Fprintf(o.Out, "  Admin:       %s/admin/ (sign in with a link from hutch admin link)\n", pURL)
 	}
-	fmt.Fprintf(o.Out, "Try: curl --unix-socket %s -d '{\"conversation\":{\"platform\":\"web\",\"conversationId\":\"hello\"},\"command\":\"echo hello\"}' http://hutch/v1/exec\n", sock)
+	_, _ = fmt.Fprintf(o.Out, "Try: curl --unix-socket %s -d '{\"conversation\":{\"platform\":\"web\",\"conversationId\":\"hello\"},\"command\":\"echo hello\"}' http://hutch/v1/exec\n", sock)
 	if o.Ready != nil {
 		o.Ready(sock)
 	}
@@ -217,7 +219,7 @@ func Run(ctx context.Context, o Options) error {
 		}
 	}
 	_ = os.Remove(sock)
-	svc.Close()
+	_ = svc.Close()
 	return errors.Join(errs...)
 }
 
@@ -237,7 +239,7 @@ func validate(ctx context.Context, svc *service.Service, m sandbox.Mode) error {
 // refusing when another daemon answers there.
 func listenUnix(path string) (net.Listener, error) {
 	if c, err := net.DialTimeout("unix", path, time.Second); err == nil {
-		c.Close()
+		_ = c.Close()
 		return nil, errdefs.New(errdefs.ErrConflict, fmt.Sprintf("Another hutch serve already listens on %s; stop it first", path))
 	}
 	_ = os.Remove(path)
@@ -246,7 +248,7 @@ func listenUnix(path string) (net.Listener, error) {
 		return nil, fmt.Errorf("listen on %s: %w", path, err)
 	}
 	if err := os.Chmod(path, 0o600); err != nil {
-		l.Close()
+		_ = l.Close()
 		return nil, err
 	}
 	return l, nil

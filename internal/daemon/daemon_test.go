@@ -91,7 +91,10 @@ func start(t *testing.T, svc *service.Service, o daemon.Options) *running {
 			return
 		}
 		select {
-		case <-r.done:
+		case err := <-r.done:
+			if err != nil {
+				t.Errorf("daemon.Run: %v", err)
+			}
 		case <-time.After(60 * time.Second):
 		}
 	})
@@ -176,7 +179,7 @@ func badInput(hc *http.Client, k int) error {
 	if err != nil {
 		return fmt.Errorf("bad input %d: %w", k%6, err)
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }()
 	var eb api.ErrorBody
 	if err := json.NewDecoder(resp.Body).Decode(&eb); err != nil {
 		return fmt.Errorf("bad input %d: status %d, undecodable body: %v", k%6, resp.StatusCode, err)
@@ -367,7 +370,7 @@ func TestDaemon_TCPToken(t *testing.T) {
 			t.Fatalf("%s: %v", tc.name, err)
 		}
 		body, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
+		_ = resp.Body.Close()
 		if resp.StatusCode != tc.want {
 			t.Errorf("%s token: status %d (%s), want %d", tc.name, resp.StatusCode, body, tc.want)
 		}
@@ -406,7 +409,7 @@ func TestDaemon_RestartAdopts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { os.RemoveAll(run) })
+	t.Cleanup(func() { _ = os.RemoveAll(run) })
 	layout, err := service.ResolveLayout(service.LayoutOptions{StateDir: filepath.Join(t.TempDir(), "state"), Getenv: func(k string) string {
 		if k == "HUTCH_RUN_DIR" {
 			return run
@@ -498,7 +501,7 @@ func TestDaemon_AdminPortal(t *testing.T) {
 		t.Fatal(err)
 	}
 	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
+	_ = resp.Body.Close()
 	if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), "Sign in") {
 		t.Errorf("sign-in page: %d\n%s", resp.StatusCode, body)
 	}

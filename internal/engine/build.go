@@ -39,7 +39,7 @@ func BuildDockerfile(ctx context.Context, cli *client.Client, dockerfile []byte,
 	if err != nil {
 		return fmt.Errorf("starting the image build: %w", err)
 	}
-	defer res.Body.Close()
+	defer func() { _ = res.Body.Close() }()
 	return streamBuild(res.Body, out)
 }
 
@@ -88,7 +88,8 @@ func stepOf(s string) string {
 
 // Progress turns the JSON messages of a build or pull into readable
 // lines: build output as it comes, status lines once per change (progress
-// bars are left out).
+// bars are left out). Writing them is best-effort: a build does not fail
+// because its progress could not be shown, so write errors are dropped.
 type Progress struct {
 	out     io.Writer
 	last    map[string]string
@@ -102,7 +103,7 @@ func NewProgress(out io.Writer) *Progress { return &Progress{out: out, last: map
 func (p *Progress) Print(m jsonstream.Message) {
 	switch {
 	case m.Stream != "":
-		io.WriteString(p.out, m.Stream)
+		_, _ = io.WriteString(p.out, m.Stream)
 		p.partial = !strings.HasSuffix(m.Stream, "\n")
 	case m.Status != "":
 		if p.last[m.ID] == m.Status {
@@ -111,9 +112,9 @@ func (p *Progress) Print(m jsonstream.Message) {
 		p.last[m.ID] = m.Status
 		p.Flush()
 		if m.ID != "" {
-			fmt.Fprintf(p.out, "%s: %s\n", m.ID, m.Status)
+			_, _ = fmt.Fprintf(p.out, "%s: %s\n", m.ID, m.Status)
 		} else {
-			fmt.Fprintln(p.out, m.Status)
+			_, _ = fmt.Fprintln(p.out, m.Status)
 		}
 	}
 }
@@ -121,7 +122,7 @@ func (p *Progress) Print(m jsonstream.Message) {
 // Flush ends a partial line.
 func (p *Progress) Flush() {
 	if p.partial {
-		io.WriteString(p.out, "\n")
+		_, _ = io.WriteString(p.out, "\n")
 		p.partial = false
 	}
 }

@@ -57,7 +57,7 @@ func Connect(ctx context.Context) (*Engine, error) {
 	defer cancel()
 	ping, err := cli.Ping(pctx, client.PingOptions{NegotiateAPIVersion: true})
 	if err != nil {
-		cli.Close()
+		_ = cli.Close()
 		return nil, Unreachable(e.Host, err)
 	}
 	e.APIVersion = ping.APIVersion
@@ -124,7 +124,7 @@ func (e *Engine) PodmanUntag(ctx context.Context, ref string) error {
 	if err != nil {
 		return fmt.Errorf("untag %s: %w", ref, err)
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }()
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
 	switch {
 	case resp.StatusCode/100 == 2:

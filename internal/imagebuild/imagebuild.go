@@ -135,8 +135,10 @@ type builder struct {
 	log  *slog.Logger
 }
 
+// say writes a line of progress, best-effort: a build does not fail
+// because its progress could not be shown.
 func (b *builder) say(format string, args ...any) {
-	fmt.Fprintf(b.out, format+"\n", args...)
+	_, _ = fmt.Fprintf(b.out, format+"\n", args...)
 }
 
 // hasImage reports whether the engine has ref.
@@ -201,7 +203,7 @@ func (b *builder) pull(ctx context.Context, ref string) error {
 	if err != nil {
 		return err
 	}
-	defer resp.Close()
+	defer func() { _ = resp.Close() }()
 	p := engine.NewProgress(b.out)
 	for msg, err := range resp.JSONMessages(ctx) {
 		if err != nil {

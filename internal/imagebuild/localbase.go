@@ -43,7 +43,7 @@ func (b *builder) buildLocalBase(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("building the base image locally: %w", err)
 	}
-	defer os.RemoveAll(dir)
+	defer func() { _ = os.RemoveAll(dir) }()
 	root := filepath.Join(dir, "rootfs")
 
 	start := time.Now()
@@ -58,7 +58,7 @@ func (b *builder) buildLocalBase(ctx context.Context) error {
 		matches, _ := filepath.Glob(filepath.Join(root, pat))
 		for _, m := range matches {
 			if fi, err := os.Lstat(m); err == nil && fi.Mode().IsRegular() {
-				os.Remove(m)
+				_ = os.Remove(m)
 			}
 		}
 	}
@@ -104,7 +104,7 @@ func (b *builder) run(ctx context.Context, name string, args ...string) error {
 func (b *builder) importRootfs(ctx context.Context, root, ref string) error {
 	pr, pw := io.Pipe()
 	go func() { pw.CloseWithError(writeRootfsTar(pw, root)) }()
-	defer pr.Close()
+	defer func() { _ = pr.Close() }()
 	rc, err := b.eng.Client.ImageImport(ctx,
 		client.ImageImportSource{Source: pr, SourceName: "-"},
 		ref,
@@ -118,7 +118,7 @@ func (b *builder) importRootfs(ctx context.Context, root, ref string) error {
 	if err != nil {
 		return err
 	}
-	defer rc.Close()
+	defer func() { _ = rc.Close() }()
 	dec := json.NewDecoder(rc)
 	for {
 		var msg jsonstream.Message
@@ -182,11 +182,11 @@ func writeRootfsTar(w io.Writer, root string) error {
 		if hdr.Typeflag != tar.TypeReg {
 			return nil
 		}
-		f, err := os.Open(path)
+		f, err := os.Open(path) //nolint:gosec // G122: a tree debootstrap just made in hutch's own temp dir
 		if err != nil {
 			return err
 		}
-		defer f.Close()
+		defer func() { _ = f.Close() }()
 		_, err = io.Copy(tw, f)
 		return err
 	})

@@ -40,7 +40,7 @@ func imageService(t *testing.T) (*service.Service, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { os.RemoveAll(run) })
+	t.Cleanup(func() { _ = os.RemoveAll(run) })
 	layout, err := service.ResolveLayout(service.LayoutOptions{
 		StateDir: filepath.Join(t.TempDir(), "state"),
 		Getenv: func(k string) string {
@@ -56,7 +56,7 @@ func imageService(t *testing.T) (*service.Service, string) {
 	testenv.CleanupContainers(t, cli, engine.LabelStateDir+"="+layout.StateDir)
 	svc := service.New(layout, nil)
 	svc.SetAgentBinary(testenv.HutchBinary(t))
-	t.Cleanup(func() { svc.Close() })
+	t.Cleanup(func() { _ = svc.Close() })
 	return svc, img
 }
 
@@ -110,7 +110,7 @@ func TestHTTPHandler_ImageMode(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer cs.Close()
+	defer func() { _ = cs.Close() }()
 	if res := call(t, cs, "write", map[string]any{"path": "a.txt", "content": "over http\n"}); res.IsError {
 		t.Fatalf("write: %s", textOf(t, res))
 	}

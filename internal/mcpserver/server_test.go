@@ -43,7 +43,7 @@ func newHostEnv(t *testing.T, ids ...string) *hostEnv {
 		t.Fatal(err)
 	}
 	svc := service.New(layout, nil)
-	t.Cleanup(func() { svc.Close() })
+	t.Cleanup(func() { _ = svc.Close() })
 	shared, err := projection.ParseDoorWord("shared")
 	if err != nil {
 		t.Fatal(err)
@@ -83,8 +83,8 @@ func connect(t *testing.T, srv *mcp.Server) *mcp.ClientSession {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		cs.Close()
-		ss.Wait()
+		_ = cs.Close()
+		_ = ss.Wait()
 	})
 	return cs
 }

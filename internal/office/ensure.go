@@ -103,7 +103,7 @@ func ensurePrivateDir(path, what string, parents bool) error {
 	if err != nil {
 		return fmt.Errorf("open %s: %w", path, err)
 	}
-	defer unix.Close(fd)
+	defer func() { _ = unix.Close(fd) }()
 	if err := fchmodPath(fd, path, 0o700); err != nil {
 		return fmt.Errorf("chmod %s: %w", path, err)
 	}

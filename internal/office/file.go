@@ -161,7 +161,7 @@ func readRegularFile(path, refusal string) ([]byte, error) {
 		return nil, &fs.PathError{Op: "open", Path: path, Err: err}
 	}
 	file := os.NewFile(uintptr(fd), path)
-	defer file.Close()
+	defer func() { _ = file.Close() }()
 	fi, err = file.Stat()
 	if err != nil {
 		return nil, err

@@ -169,7 +169,7 @@ func breakLock(dir string) (bool, error) {
 		}
 		return false, nil
 	}
-	defer os.Remove(guard)
+	defer func() { _ = os.Remove(guard) }()
 	stale, err := lockIsStale(dir)
 	if err != nil || !stale {
 		return false, err

@@ -37,7 +37,7 @@ func TestAcquireLock_ModesUnderUmask(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer l.release()
+	defer func() { _ = l.release() }()
 	for path, want := range map[string]os.FileMode{dir: 0o700, filepath.Join(dir, ownerFile): 0o600} {
 		fi, err := os.Stat(path)
 		if err != nil {

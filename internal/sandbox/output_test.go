@@ -28,7 +28,9 @@ func TestLimitWriter_CapsAndCounts(t *testing.T) {
 func TestLimitWriter_NoLimit(t *testing.T) {
 	var buf bytes.Buffer
 	w := sandbox.NewLimitWriter(&buf, 0)
-	w.Write(bytes.Repeat([]byte("x"), 1000))
+	if _, err := w.Write(bytes.Repeat([]byte("x"), 1000)); err != nil {
+		t.Fatal(err)
+	}
 	if buf.Len() != 1000 || w.Truncated() {
 		t.Errorf("kept %d bytes, truncated %v; want 1000, false", buf.Len(), w.Truncated())
 	}

@@ -38,7 +38,7 @@ func TestMigrate_ManagedContainerSurvives(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { os.RemoveAll(run) })
+	t.Cleanup(func() { _ = os.RemoveAll(run) })
 	root := t.TempDir()
 	layout, err := service.ResolveLayout(service.LayoutOptions{StateDir: filepath.Join(root, "state"), Workspace: filepath.Join(root, "ws"),
 		Getenv: func(k string) string {
@@ -123,7 +123,7 @@ func TestMigrate_ManagedContainerSurvives(t *testing.T) {
 
 	svc := service.New(layout, nil)
 	svc.SetAgentBinary(testenv.HutchBinary(t))
-	t.Cleanup(func() { svc.Close() })
+	t.Cleanup(func() { _ = svc.Close() })
 	rep, err := svc.Migrate(ctx, service.MigrateOptions{Platforms: []office.Platform{office.PlatformSlack}})
 	if err != nil {
 		t.Fatal(err)

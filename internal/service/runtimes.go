@@ -314,7 +314,7 @@ func (s *Service) Close() error {
 	s.rt.mu.Lock()
 	defer s.rt.mu.Unlock()
 	if s.rt.vm != nil {
-		s.rt.vm.Close()
+		_ = s.rt.vm.Close()
 	}
 	if s.rt.kube != nil {
 		s.rt.kube.Close()

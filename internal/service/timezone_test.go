@@ -22,7 +22,7 @@ func TestExec_TimeZone(t *testing.T) {
 		t.Fatal(err)
 	}
 	svc := service.New(layout, nil)
-	t.Cleanup(func() { svc.Close() })
+	t.Cleanup(func() { _ = svc.Close() })
 	if err := svc.SetGlobalDoor(&projection.Setting{DoorPolicy: string(projection.DoorTrusted), Layout: string(projection.LayoutFull)}); err != nil {
 		t.Fatal(err)
 	}

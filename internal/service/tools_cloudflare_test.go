@@ -43,12 +43,12 @@ type remoteBridge struct {
 func (b *remoteBridge) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch r.URL.Path {
 	case "/health":
-		json.NewEncoder(w).Encode(protocol.Health{OK: true, Bridge: "test", Extensions: []string{protocol.ExtStdin}})
+		_ = json.NewEncoder(w).Encode(protocol.Health{OK: true, Bridge: "test", Extensions: []string{protocol.ExtStdin}})
 	case "/exec":
 		var req protocol.ExecRequest
 		if err := json.NewDecoder(r.Body).Decode(&req); err != nil || req.Command == "" {
 			w.WriteHeader(http.StatusBadRequest)
-			json.NewEncoder(w).Encode(protocol.ErrorBody{Error: fmt.Sprintf("bad request (%v)", err)})
+			_ = json.NewEncoder(w).Encode(protocol.ErrorBody{Error: fmt.Sprintf("bad request (%v)", err)})
 			return
 		}
 		b.mu.Lock()
@@ -78,10 +78,10 @@ func (b *remoteBridge) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		var exitErr *exec.ExitError
 		if err != nil && !errors.As(err, &exitErr) {
 			w.WriteHeader(http.StatusInternalServerError)
-			json.NewEncoder(w).Encode(protocol.ErrorBody{Error: err.Error()})
+			_ = json.NewEncoder(w).Encode(protocol.ErrorBody{Error: err.Error()})
 			return
 		}
-		json.NewEncoder(w).Encode(protocol.ExecResponse{Stdout: stdout.String(), Stderr: stderr.String(), Code: cmd.ProcessState.ExitCode()})
+		_ = json.NewEncoder(w).Encode(protocol.ExecResponse{Stdout: stdout.String(), Stderr: stderr.String(), Code: cmd.ProcessState.ExitCode()})
 	default:
 		http.NotFound(w, r)
 	}
@@ -117,7 +117,7 @@ func TestToolSandbox_Cloudflare(t *testing.T) {
 		}
 		return ""
 	})
-	t.Cleanup(func() { svc.Close() })
+	t.Cleanup(func() { _ = svc.Close() })
 	// Cloudflare mode, like host mode, runs only trusted conversations.
 	if err := svc.SetGlobalDoor(&projection.Setting{DoorPolicy: string(projection.DoorTrusted), Layout: string(projection.LayoutFull)}); err != nil {
 		t.Fatal(err)

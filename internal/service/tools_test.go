@@ -26,7 +26,7 @@ func TestToolSandbox_ImageMode(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { os.RemoveAll(run) })
+	t.Cleanup(func() { _ = os.RemoveAll(run) })
 	state := filepath.Join(t.TempDir(), "state")
 	layout, err := service.ResolveLayout(service.LayoutOptions{StateDir: state, Getenv: func(k string) string {
 		if k == "HUTCH_RUN_DIR" {
@@ -40,7 +40,7 @@ func TestToolSandbox_ImageMode(t *testing.T) {
 	testenv.CleanupContainers(t, cli, engine.LabelStateDir+"="+layout.StateDir)
 	svc := service.New(layout, nil)
 	svc.SetAgentBinary(testenv.HutchBinary(t))
-	t.Cleanup(func() { svc.Close() })
+	t.Cleanup(func() { _ = svc.Close() })
 	addr, err := office.NewAddress("web", testenv.Name(t))
 	if err != nil {
 		t.Fatal(err)

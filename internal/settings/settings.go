@@ -284,7 +284,7 @@ func readFile(path string) (data []byte, exists bool, err error) {
 	if err != nil {
 		return nil, false, unreadable(path, err)
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }()
 	after, err := f.Stat()
 	if err != nil {
 		return nil, false, unreadable(path, err)

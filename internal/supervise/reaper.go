@@ -186,5 +186,5 @@ func siginfoPid(info *unix.Siginfo) int {
 	if unsafe.Sizeof(uintptr(0)) == 8 {
 		off = 16
 	}
-	return int(*(*int32)(unsafe.Add(unsafe.Pointer(info), off)))
+	return int(*(*int32)(unsafe.Add(unsafe.Pointer(info), off))) //nolint:gosec // G103: x/sys/unix's Siginfo does not name si_pid; it is read at its fixed offset
 }

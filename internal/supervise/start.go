@@ -39,7 +39,7 @@ func openCgroup(dir string) (int, error) {
 	}
 	var st unix.Statfs_t
 	if err := unix.Fstatfs(fd, &st); err != nil || st.Type != unix.CGROUP2_SUPER_MAGIC {
-		unix.Close(fd)
+		_ = unix.Close(fd)
 		return -1, errdefs.New(errdefs.ErrFailedPrecondition, "Commands' cgroup is not a cgroup v2 directory: "+dir)
 	}
 	return fd, nil

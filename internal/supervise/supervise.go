@@ -127,7 +127,7 @@ func Start(cmd Command) (*Process, error) {
 	var child, ours []*os.File
 	closeAll := func(fs []*os.File) {
 		for _, f := range fs {
-			f.Close()
+			_ = f.Close()
 		}
 	}
 	newPipe := func() (r, w *os.File, err error) {
@@ -174,7 +174,7 @@ func Start(cmd Command) (*Process, error) {
 			closeAll(ours)
 			return nil, err
 		}
-		defer unix.Close(fd)
+		defer func() { _ = unix.Close(fd) }()
 		sys.UseCgroupFD, sys.CgroupFD = true, fd
 	}
 	attr := &syscall.ProcAttr{
@@ -226,7 +226,7 @@ func (p *Process) Wait(ctx context.Context) Result {
 			// Errors are expected (EPIPE when the command does not read
 			// it all, ErrClosed once it ended) and mean nothing more.
 			_, _ = io.Copy(p.stdinW, p.cmd.Stdin)
-			p.stdinW.Close()
+			_ = p.stdinW.Close()
 		})
 	}
 
@@ -262,9 +262,9 @@ func (p *Process) Wait(ctx context.Context) Result {
 	// leader. End the stdin copy: at its next write, or now if the caller
 	// can end a Read that waits for more.
 	if p.stdinW != nil {
-		p.stdinW.Close()
+		_ = p.stdinW.Close()
 		if p.cmd.StdinCloser != nil {
-			p.cmd.StdinCloser.Close()
+			_ = p.cmd.StdinCloser.Close()
 			stdinDone.Wait()
 		}
 	}
@@ -302,8 +302,8 @@ func (p *Process) drain(copies *sync.WaitGroup) {
 		p.log.Debug("supervise: a process that left the group holds the output open; closing it")
 	}
 	t.Stop()
-	p.stdoutR.Close()
-	p.stderrR.Close()
+	_ = p.stdoutR.Close()
+	_ = p.stderrR.Close()
 	<-drained
 }
 

@@ -52,7 +52,7 @@ func TestLatch_NilDiscards(t *testing.T) {
 }
 
 // uncomparable is a writer type that == would panic on.
-type uncomparable struct{ s []byte }
+type uncomparable struct{ _ []byte }
 
 func (u uncomparable) Write(p []byte) (int, error) { return len(p), nil }
 

@@ -25,10 +25,10 @@ func TestBrowser(t *testing.T) {
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
 		if r.URL.Path == "/csp" {
 			w.Header().Set("Content-Security-Policy", "default-src 'self'")
-			fmt.Fprint(w, `<!doctype html><title>csp</title><script>document.title = "ran"</script>`)
+			_, _ = fmt.Fprint(w, `<!doctype html><title>csp</title><script>document.title = "ran"</script>`)
 			return
 		}
-		fmt.Fprint(w, `<!doctype html><meta name="viewport" content="width=device-width, initial-scale=1">
+		_, _ = fmt.Fprint(w, `<!doctype html><meta name="viewport" content="width=device-width, initial-scale=1">
 <title>page</title><h1>Hello</h1><p style="height: 2000px">tall</p>`)
 	}))
 	t.Cleanup(ts.Close)
@@ -89,7 +89,7 @@ func waitPageErrors(ctx context.Context) []string {
 
 func TestByRole(t *testing.T) {
 	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		fmt.Fprint(w, `<!doctype html><title>roles</title>
+		_, _ = fmt.Fprint(w, `<!doctype html><title>roles</title>
 <button>Sign in</button>
 <label for="s">Door policy</label><select id="s"><option>a</option></select>
 <select><option>unlabelled</option></select>
@@ -127,7 +127,7 @@ func TestFreshTab_NoSharedCookies(t *testing.T) {
 			http.SetCookie(w, &http.Cookie{Name: "c", Value: "1", Path: "/"})
 		}
 		c, err := r.Cookie("c")
-		fmt.Fprintf(w, "<!doctype html><title>%v</title>", err == nil && c.Value == "1")
+		_, _ = fmt.Fprintf(w, "<!doctype html><title>%v</title>", err == nil && c.Value == "1")
 	}))
 	t.Cleanup(ts.Close)
 	ctx := Browser(t)

@@ -126,7 +126,7 @@ func importImage(ctx context.Context, cli *client.Client, ref string, archive []
 	if err != nil {
 		return err
 	}
-	defer rc.Close()
+	defer func() { _ = rc.Close() }()
 	return engineStreamError(rc)
 }
 
@@ -146,12 +146,12 @@ func lockFile(ctx context.Context, path string) (func(), error) {
 			}, nil
 		}
 		if !errors.Is(err, unix.EWOULDBLOCK) && !errors.Is(err, unix.EINTR) {
-			f.Close()
+			_ = f.Close()
 			return nil, fmt.Errorf("locking %s: %w", path, err)
 		}
 		select {
 		case <-ctx.Done():
-			f.Close()
+			_ = f.Close()
 			return nil, fmt.Errorf("waiting for the build lock %s: %w", path, ctx.Err())
 		case <-time.After(50 * time.Millisecond):
 		}
@@ -191,7 +191,7 @@ func isStatic(path string) (bool, error) {
 		}
 		return false, fmt.Errorf("not a readable ELF file: %w", err)
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }()
 	if f.Type != elf.ET_EXEC && f.Type != elf.ET_DYN {
 		return false, fmt.Errorf("ELF type %v is not an executable", f.Type)
 	}

@@ -22,7 +22,7 @@ func TestDebianGitImage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer eng.Close()
+	defer func() { _ = eng.Close() }()
 	base := func(ctx context.Context, w io.Writer) (string, error) {
 		return imagebuild.ResolveBase(ctx, eng, imagebuild.DefaultBase, w)
 	}

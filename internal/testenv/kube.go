@@ -109,7 +109,7 @@ func (k KubeCluster) LoadDockerImage(t testing.TB, cli *client.Client, ref strin
 		if err != nil {
 			return err
 		}
-		defer rc.Close()
+		defer func() { _ = rc.Close() }()
 		var buf bytes.Buffer
 		if _, err := buf.ReadFrom(rc); err != nil {
 			return err

@@ -64,7 +64,7 @@ func MicroVMAssets(t testing.TB) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer eng.Close()
+	defer func() { _ = eng.Close() }()
 	start := time.Now()
 	var progress strings.Builder
 	if _, err := build.Build(ctx, build.Options{

@@ -58,7 +58,7 @@ func RunContainer(t testing.TB, cli *client.Client, image, label string, cmd ...
 	if err != nil {
 		t.Fatalf("ContainerLogs: %v", err)
 	}
-	defer logs.Close()
+	defer func() { _ = logs.Close() }()
 	var stdout, stderr bytes.Buffer
 	if _, err := stdcopy.StdCopy(&stdout, &stderr, logs); err != nil {
 		t.Fatalf("reading logs: %v", err)
@@ -73,7 +73,7 @@ func LoadImage(ctx context.Context, cli *client.Client, archive io.Reader) error
 	if err != nil {
 		return err
 	}
-	defer rc.Close()
+	defer func() { _ = rc.Close() }()
 	return engineStreamError(rc)
 }
 

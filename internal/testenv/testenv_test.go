@@ -361,7 +361,7 @@ func TestListImages_AsksAgain(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			defer cli.Close()
+			defer func() { _ = cli.Close() }()
 			imgs, err := listImages(context.Background(), cli, make(client.Filters).Add("label", "k=v"))
 			if got := int(calls.Load()); got != tc.wantCalls {
 				t.Errorf("engine asked %d times, want %d", got, tc.wantCalls)

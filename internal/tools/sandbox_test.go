@@ -105,13 +105,4 @@ func lastLines(s string, n int) string {
 	return strings.Join(lines[max(len(lines)-n, 0):], "\n")
 }
 
-// errText is err's text, failing when err is nil.
-func errText(t *testing.T, err error) string {
-	t.Helper()
-	if err == nil {
-		t.Fatal("no error")
-	}
-	return err.Error()
-}
-
 func errorsIs(err, target error) bool { return errors.Is(err, target) }

@@ -121,7 +121,7 @@ func TestPlan_Printing(t *testing.T) {
 		"v":    fmt.Sprintf("%v", p),
 		"+v":   fmt.Sprintf("%+v", p),
 		"#v":   fmt.Sprintf("%#v", p),
-		"s":    fmt.Sprintf("%s", p),
+		"s":    fmt.Sprintf("%s", p), //nolint:staticcheck // S1025: the %s verb itself is under test
 		"ptr":  fmt.Sprintf("%v", &p),
 		"slog": logs.String(),
 	}

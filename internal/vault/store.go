@@ -524,7 +524,7 @@ func fillFile(dst *os.File, display, src string, want fs.FileInfo) error {
 	if err != nil {
 		return fmt.Errorf("vault source %q: %w", display, err)
 	}
-	defer in.Close()
+	defer func() { _ = in.Close() }()
 	got, err := in.Stat()
 	if err != nil {
 		return fmt.Errorf("vault source %q: %w", display, err)
@@ -549,7 +549,7 @@ func copyTree(source, root, src, dst string, want fs.FileInfo) error {
 	if err != nil {
 		return fmt.Errorf("vault source %q: %w", source, err)
 	}
-	defer d.Close()
+	defer func() { _ = d.Close() }()
 	if got, err := d.Stat(); err != nil || !os.SameFile(want, got) {
 		return errdefs.New(errdefs.ErrConflict, fmt.Sprintf("Vault source %q changed while it was copied", source))
 	}

@@ -265,7 +265,7 @@ func Verify(dir string, m Manifest, progress func(name string, done, total int64
 		}
 		return fmt.Errorf("verify microVM assets: %w", err)
 	}
-	defer root.Close()
+	defer func() { _ = root.Close() }()
 	buf := make([]byte, bufSize)
 	for _, a := range m.Assets {
 		if err := verifyOne(root, dir, a, buf, progress); err != nil {
@@ -296,7 +296,7 @@ func verifyOne(root *os.Root, dir string, a Asset, buf []byte, progress func(str
 	case err != nil:
 		return fmt.Errorf("verify microVM asset %s: %w", display, err)
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }()
 	if info.Size() != a.Size {
 		return sizeRefusal(refuse, info.Size(), a.Size)
 	}
@@ -349,7 +349,7 @@ func Record(dir string, names map[string]string) (Manifest, error) {
 	if err != nil {
 		return Manifest{}, fmt.Errorf("record microVM assets: %w", err)
 	}
-	defer root.Close()
+	defer func() { _ = root.Close() }()
 	buf := make([]byte, bufSize)
 	for i, a := range m.Assets {
 		display := filepath.Join(dir, filepath.FromSlash(a.Path))
@@ -362,7 +362,7 @@ func Record(dir string, names map[string]string) (Manifest, error) {
 			return Manifest{}, fmt.Errorf("record microVM asset %s: %w", a.Name, err)
 		}
 		n, sum, err := hash(f, buf, nil)
-		f.Close()
+		_ = f.Close()
 		if err != nil {
 			return Manifest{}, fmt.Errorf("record microVM asset %s: %w", a.Name, err)
 		}
@@ -399,11 +399,11 @@ func openRegular(root *os.Root, rel string) (*os.File, fs.FileInfo, error) {
 	}
 	opened, err := f.Stat()
 	if err != nil {
-		f.Close()
+		_ = f.Close()
 		return nil, nil, err
 	}
 	if !os.SameFile(info, opened) {
-		f.Close()
+		_ = f.Close()
 		return nil, info, errSymlink
 	}
 	return f, opened, nil

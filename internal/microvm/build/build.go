@@ -170,8 +170,10 @@ type builder struct {
 	out io.Writer
 }
 
+// say writes a line of progress, best-effort: a build does not fail
+// because its progress could not be shown.
 func (b *builder) say(format string, args ...any) {
-	fmt.Fprintf(b.out, format+"\n", args...)
+	_, _ = fmt.Fprintf(b.out, format+"\n", args...)
 }
 
 // Build builds the asset directory opts describes and returns its
@@ -358,12 +360,12 @@ func (b *builder) writeInitrdFile(path string, kt kernelTree, mods []module, mti
 		return 0, fmt.Errorf("writing the initrd: %w", err)
 	}
 	if err := writeInitrd(f, kt.ModDir, kt.Version, mods, mtime); err != nil {
-		f.Close()
+		_ = f.Close()
 		return 0, err
 	}
 	info, err := f.Stat()
 	if err != nil {
-		f.Close()
+		_ = f.Close()
 		return 0, err
 	}
 	if err := f.Close(); err != nil {
@@ -403,13 +405,13 @@ func lockDir(dir string) (func(), error) {
 		return nil, fmt.Errorf("opening the build lock: %w", err)
 	}
 	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
-		f.Close()
+		_ = f.Close()
 		if errors.Is(err, unix.EWOULDBLOCK) {
 			return nil, errdefs.New(errdefs.ErrConflict, fmt.Sprintf("Another microVM image build into %s is running (it holds %s); wait for it to finish", dir, path))
 		}
 		return nil, fmt.Errorf("taking the build lock %s: %w", path, err)
 	}
-	return func() { f.Close() }, nil
+	return func() { _ = f.Close() }, nil
 }
 
 // checkReplaceable refuses a target that is not a previous build: since a
@@ -524,7 +526,7 @@ func syncPath(path string) error {
 	if err != nil {
 		return err
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }()
 	if err := f.Sync(); err != nil {
 		return fmt.Errorf("syncing %s: %w", path, err)
 	}

@@ -79,7 +79,7 @@ func addFile(cw *cpio.Writer, name, src string, mtime time.Time) error {
 	if err != nil {
 		return fmt.Errorf("writing the initrd: %w", err)
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }()
 	info, err := f.Stat()
 	if err != nil {
 		return fmt.Errorf("writing the initrd: %w", err)

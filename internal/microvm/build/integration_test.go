@@ -45,7 +45,7 @@ func connect(t *testing.T) (*engine.Engine, *client.Client) {
 	if err != nil {
 		t.Fatalf("engine.Connect: %v", err)
 	}
-	t.Cleanup(func() { eng.Close() })
+	t.Cleanup(func() { _ = eng.Close() })
 	return eng, cli
 }
 
@@ -253,7 +253,7 @@ type stamped struct {
 }
 
 func (s *stamped) Write(p []byte) (int, error) {
-	fmt.Fprintf(s.w, "%6.2fs ", time.Since(s.start).Seconds())
+	_, _ = fmt.Fprintf(s.w, "%6.2fs ", time.Since(s.start).Seconds())
 	return s.w.Write(p)
 }
 
@@ -279,7 +279,7 @@ func checkKernel(t *testing.T, path string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }()
 	magic := make([]byte, 4)
 	if _, err := f.ReadAt(magic, 0x202); err != nil || string(magic) != "HdrS" {
 		t.Errorf("%s is not a bzImage (magic %q, %v)", path, magic, err)
@@ -460,7 +460,7 @@ func importTar(t *testing.T, cli *client.Client, ref string, archive []byte) {
 	if err != nil {
 		t.Fatalf("importing %s: %v", ref, err)
 	}
-	defer rc.Close()
+	defer func() { _ = rc.Close() }()
 	dec := json.NewDecoder(rc)
 	for {
 		var msg struct {

@@ -189,7 +189,7 @@ func (b *builder) download(ctx context.Context, pkg, version string) (string, er
 	if err != nil {
 		return "", fmt.Errorf("creating the kernel cache dir: %w", err)
 	}
-	defer os.RemoveAll(tmp)
+	defer func() { _ = os.RemoveAll(tmp) }()
 	b.say("Kernel: downloading %s %s with apt-get into %s", pkg, version, b.opts.CacheDir)
 	if _, err := b.run(ctx, tmp, "apt-get", "download", "-q", pkg+"="+version); err != nil {
 		if ctx.Err() != nil {

@@ -77,7 +77,7 @@ func readModinfoELF(path string) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reading kernel module %s: %w", path, err)
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }()
 	s := f.Section(".modinfo")
 	if s == nil {
 		return nil, errdefs.New(errdefs.ErrFailedPrecondition, fmt.Sprintf("Kernel module %s has no .modinfo section", path))

@@ -74,7 +74,7 @@ func (b *builder) exportTree(ctx context.Context, imageID, tree string) (err err
 	if err != nil {
 		return engine.Classify(err, "exporting the filesystem of "+b.opts.From)
 	}
-	defer rc.Close()
+	defer func() { _ = rc.Close() }()
 	counter := &progressReader{r: rc, every: 2 * time.Second, now: time.Now, report: func(n int64) {
 		b.say("Root filesystem: exported %s so far", formatSize(n))
 	}}

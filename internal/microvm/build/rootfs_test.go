@@ -191,7 +191,7 @@ func readSuperblock(t *testing.T, path string) superblock {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }()
 	sb := make([]byte, 1024)
 	if _, err := f.ReadAt(sb, 1024); err != nil {
 		t.Fatal(err)

@@ -49,14 +49,14 @@ func TestGuardedDialer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer l.Close()
+	defer func() { _ = l.Close() }()
 	go func() {
 		for {
 			c, err := l.Accept()
 			if err != nil {
 				return
 			}
-			c.Close()
+			_ = c.Close()
 		}
 	}()
 	addr := l.Addr().String()
@@ -84,5 +84,5 @@ func TestGuardedDialer(t *testing.T) {
 	if err != nil {
 		t.Fatalf("dial %s with the address listed: %v", addr, err)
 	}
-	c.Close()
+	_ = c.Close()
 }

@@ -19,7 +19,7 @@ func Pipe(ctx context.Context, sock string, in io.Reader, out io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("egress proxy %s: %w", sock, err)
 	}
-	defer c.Close()
+	defer func() { _ = c.Close() }()
 	up := make(chan error, 1)
 	go func() {
 		_, err := io.Copy(c, in)
@@ -31,7 +31,7 @@ func Pipe(ctx context.Context, sock string, in io.Reader, out io.Writer) error {
 	_, downErr := io.Copy(out, c)
 	if downErr != nil {
 		// The guest went away: stop sending for it too.
-		c.Close()
+		_ = c.Close()
 	}
 	upErr := <-up
 	if errors.Is(upErr, net.ErrClosed) {

@@ -18,13 +18,13 @@ func TestPipe(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer l.Close()
+	defer func() { _ = l.Close() }()
 	go func() {
 		c, err := l.Accept()
 		if err != nil {
 			return
 		}
-		defer c.Close()
+		defer func() { _ = c.Close() }()
 		req, _ := io.ReadAll(c) // ends at the half-close
 		_, _ = c.Write([]byte("got " + string(req)))
 	}()

@@ -77,9 +77,12 @@ func (p *Proxy) Serve(ctx context.Context, l net.Listener) error {
 	case err = <-served:
 	}
 	// Close does not touch hijacked connections; shutdown closes those.
-	hs.Close()
+	_ = hs.Close()
 	if err == nil {
-		<-served
+		// Serve returns http.ErrServerClosed once Close ended it.
+		if serr := <-served; !errors.Is(serr, http.ErrServerClosed) {
+			err = serr
+		}
 	}
 	s.shutdown()
 	s.transport.CloseIdleConnections()
@@ -214,7 +217,7 @@ func (s *server) connect(w http.ResponseWriter, r *http.Request) {
 	s.decide(r.Context(), true, r.Method, host, port)
 	guest, buf, err := hj.Hijack()
 	if err != nil {
-		up.Close()
+		_ = up.Close()
 		return
 	}
 	// The server's header deadline is still set on the connection.
@@ -224,8 +227,8 @@ func (s *server) connect(w http.ResponseWriter, r *http.Request) {
 	}
 	defer s.untrack(guest, up)
 	if _, err := io.WriteString(guest, "HTTP/1.1 200 Connection Established\r\n\r\n"); err != nil {
-		guest.Close()
-		up.Close()
+		_ = guest.Close()
+		_ = up.Close()
 		return
 	}
 	// A client may send its first bytes (a TLS ClientHello) without waiting
@@ -233,8 +236,8 @@ func (s *server) connect(w http.ResponseWriter, r *http.Request) {
 	if n := buf.Reader.Buffered(); n > 0 {
 		b, _ := buf.Reader.Peek(n)
 		if _, err := up.Write(b); err != nil {
-			guest.Close()
-			up.Close()
+			_ = guest.Close()
+			_ = up.Close()
 			return
 		}
 	}
@@ -429,7 +432,7 @@ func (s *server) track(cs ...net.Conn) bool {
 	defer s.mu.Unlock()
 	for _, c := range cs {
 		if s.closed {
-			c.Close()
+			_ = c.Close()
 			continue
 		}
 		s.conns[c] = struct{}{}
@@ -450,7 +453,7 @@ func (s *server) shutdown() {
 	s.mu.Lock()
 	s.closed = true
 	for c := range s.conns {
-		c.Close()
+		_ = c.Close()
 	}
 	s.mu.Unlock()
 	s.active.Wait()

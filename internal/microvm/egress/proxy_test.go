@@ -122,7 +122,7 @@ func (h *harness) dial(t *testing.T) net.Conn {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { c.Close() })
+	t.Cleanup(func() { _ = c.Close() })
 	_ = c.SetDeadline(time.Now().Add(10 * time.Second))
 	return c
 }
@@ -204,7 +204,7 @@ func echoServer(t *testing.T) (addr string, ended chan struct{}) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { l.Close() })
+	t.Cleanup(func() { _ = l.Close() })
 	ended = make(chan struct{}, 16)
 	go func() {
 		for {
@@ -214,7 +214,7 @@ func echoServer(t *testing.T) (addr string, ended chan struct{}) {
 			}
 			go func() {
 				_, _ = io.Copy(c, c)
-				c.Close()
+				_ = c.Close()
 				ended <- struct{}{}
 			}()
 		}
@@ -228,7 +228,7 @@ func TestProxy_ConnectAllowed(t *testing.T) {
 			http.Error(w, "lost the request's credentials", http.StatusBadRequest)
 			return
 		}
-		io.WriteString(w, "hello through the tunnel")
+		_, _ = io.WriteString(w, "hello through the tunnel")
 	}))
 	defer origin.Close()
 	h := start(t, func(h *harness, p *egress.Proxy) {
@@ -248,7 +248,7 @@ func TestProxy_ConnectAllowed(t *testing.T) {
 		t.Fatal(err)
 	}
 	body, _ := io.ReadAll(res.Body)
-	res.Body.Close()
+	_ = res.Body.Close()
 	if res.StatusCode != http.StatusOK || string(body) != "hello through the tunnel" {
 		t.Fatalf("GET through CONNECT: %s %q", res.Status, body)
 	}
@@ -340,7 +340,7 @@ func TestProxy_HTTPAllowed(t *testing.T) {
 		got <- seen{r.Host, r.URL.RawQuery, r.Header.Get("Authorization"), r.Header.Get("Proxy-Authorization"),
 			r.Header.Get("Proxy-Connection"), r.Header.Get("X-Forwarded-For")}
 		w.Header().Set("X-Origin", "yes")
-		io.WriteString(w, "plain hello")
+		_, _ = io.WriteString(w, "plain hello")
 	}))
 	defer origin.Close()
 	h := start(t, func(h *harness, p *egress.Proxy) {
@@ -357,7 +357,7 @@ func TestProxy_HTTPAllowed(t *testing.T) {
 		t.Fatal(err)
 	}
 	body, _ := io.ReadAll(res.Body)
-	res.Body.Close()
+	_ = res.Body.Close()
 	if res.StatusCode != http.StatusOK || string(body) != "plain hello" || res.Header.Get("X-Origin") != "yes" {
 		t.Fatalf("GET via proxy: %s %q %v", res.Status, body, res.Header)
 	}
@@ -392,7 +392,7 @@ func TestProxy_HTTPDenied(t *testing.T) {
 		t.Fatal(err)
 	}
 	body, _ := io.ReadAll(res.Body)
-	res.Body.Close()
+	_ = res.Body.Close()
 	if res.StatusCode != http.StatusForbidden {
 		t.Fatalf("POST to an unlisted host: %s, want 403", res.Status)
 	}
@@ -449,7 +449,7 @@ func TestProxy_BadRequest(t *testing.T) {
 // until the address itself is listed.
 func TestProxy_InternalAddressGuard(t *testing.T) {
 	origin := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		io.WriteString(w, "host service")
+		_, _ = io.WriteString(w, "host service")
 	}))
 	defer origin.Close()
 	_, port, _ := net.SplitHostPort(origin.Listener.Addr().String())
@@ -469,7 +469,7 @@ func TestProxy_InternalAddressGuard(t *testing.T) {
 			t.Fatal(err)
 		}
 		b, _ := io.ReadAll(res.Body)
-		res.Body.Close()
+		_ = res.Body.Close()
 		if res.StatusCode != http.StatusForbidden || !strings.Contains(string(b), "internal address") {
 			t.Errorf("GET http://%s/: %s %q, want 403 naming an internal address", name, res.Status, b)
 		}
@@ -493,7 +493,7 @@ func TestProxy_InternalAddressGuard(t *testing.T) {
 			t.Fatal(err)
 		}
 		b, _ := io.ReadAll(res.Body)
-		res.Body.Close()
+		_ = res.Body.Close()
 		if res.StatusCode != http.StatusOK || string(b) != "host service" {
 			t.Errorf("GET http://%s/: %s %q, want 200", name, res.Status, b)
 		}
@@ -514,7 +514,7 @@ func TestProxy_UpstreamUnreachable(t *testing.T) {
 		t.Fatal(err)
 	}
 	b, _ := io.ReadAll(res.Body)
-	res.Body.Close()
+	_ = res.Body.Close()
 	if res.StatusCode != http.StatusBadGateway || !strings.Contains(string(b), "cannot reach down.test:80") {
 		t.Errorf("GET a host that does not answer: %s %q, want 502", res.Status, b)
 	}
@@ -545,7 +545,7 @@ func TestProxy_TunnelLimit(t *testing.T) {
 	}
 
 	// Closing the first tunnel frees its slot.
-	first.Close()
+	_ = first.Close()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		res, _, _, _ := h.roundTrip(t, connectReq("echo.test:7", ""))
@@ -623,7 +623,7 @@ func TestProxy_CancelClosesEverything(t *testing.T) {
 		t.Error("the upstream side of the tunnel was not closed")
 	}
 	if c, err := net.Dial("unix", h.sock); err == nil {
-		c.Close()
+		_ = c.Close()
 		t.Error("the listener still accepts after cancel")
 	}
 }

@@ -15,8 +15,8 @@ import (
 // reply; any error, or a side that cannot half-close, closes both.
 func splice(guest, upstream net.Conn, idle time.Duration) {
 	closeBoth := sync.OnceFunc(func() {
-		guest.Close()
-		upstream.Close()
+		_ = guest.Close()
+		_ = upstream.Close()
 	})
 	defer closeBoth()
 

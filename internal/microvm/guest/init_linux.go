@@ -95,8 +95,9 @@ func boot(ctx context.Context, log *slog.Logger, version string) error {
 	// The kernel hands init HOME=/ and TERM=linux and any word of its
 	// command line it did not know; commands get a clean env instead.
 	os.Clearenv()
-	os.Setenv("PATH", commandPath)
-	os.Setenv("HOME", commandHome)
+	if err := errors.Join(os.Setenv("PATH", commandPath), os.Setenv("HOME", commandHome)); err != nil {
+		return fmt.Errorf("guest: set the environment: %w", err)
+	}
 	commands, err := setupCgroups(cgroupRoot, os.Getpid())
 	if err != nil {
 		return err
@@ -176,7 +177,7 @@ func consoleStdio() {
 		}
 	}
 	if fd > 2 {
-		unix.Close(fd)
+		_ = unix.Close(fd)
 	}
 }
 
@@ -200,7 +201,7 @@ func loadModules(list string) (int, error) {
 		return 0, fmt.Errorf("guest: open the module list: %w", err)
 	}
 	mods, err := parseModules(f)
-	f.Close()
+	_ = f.Close()
 	if err != nil {
 		return 0, fmt.Errorf("guest: %s: %w", list, err)
 	}
@@ -211,7 +212,7 @@ func loadModules(list string) (int, error) {
 			return n, fmt.Errorf("guest: open the module %s: %w", m, err)
 		}
 		err = unix.FinitModule(fd, "", 0)
-		unix.Close(fd)
+		_ = unix.Close(fd)
 		switch {
 		case errors.Is(err, unix.EEXIST):
 		case err != nil:
@@ -292,7 +293,7 @@ func loopbackUp() error {
 	if err != nil {
 		return fmt.Errorf("guest: bring lo up: %w", err)
 	}
-	defer unix.Close(fd)
+	defer func() { _ = unix.Close(fd) }()
 	if err := ifUp(fd, "lo"); err != nil {
 		return fmt.Errorf("guest: bring lo up: %w", err)
 	}

@@ -141,7 +141,7 @@ func (p *Port) Connect(ctx context.Context) (net.Conn, error) {
 
 func (p *Port) close() {
 	if p.raw != nil {
-		p.raw.Close()
+		_ = p.raw.Close()
 	}
 	p.h, p.raw = nil, nil
 }

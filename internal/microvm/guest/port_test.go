@@ -54,7 +54,7 @@ func newFakeChannel(t *testing.T) *fakeChannel {
 		f.mu.Lock()
 		f.stopped = true
 		if f.host != nil {
-			f.host.Close()
+			_ = f.host.Close()
 		}
 		f.cond.Broadcast()
 		f.mu.Unlock()
@@ -108,7 +108,7 @@ func (f *fakeChannel) connect(takeOver bool) net.Conn {
 	f.cond.Broadcast()
 	f.mu.Unlock()
 	if old != nil {
-		old.Close()
+		_ = old.Close()
 	}
 	go f.pumpFromHost(relay)
 	return hostEnd
@@ -296,7 +296,7 @@ func hostClient(t *testing.T, ch *fakeChannel, takeOver, plain bool) *agent.Clie
 		})
 		return conn, err
 	}, testLogger(t))
-	t.Cleanup(func() { c.Close() })
+	t.Cleanup(func() { _ = c.Close() })
 	return c
 }
 
@@ -336,9 +336,11 @@ func TestPort_Sessions(t *testing.T) {
 			t.Errorf("session %d output %q", i, got)
 		}
 		pidfile := filepath.Join(t.TempDir(), "pid")
-		go c.Exec(context.Background(), sandbox.ExecRequest{Argv: []string{fmt.Sprintf("echo $$ > %[1]s.tmp && mv %[1]s.tmp %[1]s; exec sleep 300", pidfile)}})
+		go func() {
+			_, _ = c.Exec(context.Background(), sandbox.ExecRequest{Argv: []string{fmt.Sprintf("echo $$ > %[1]s.tmp && mv %[1]s.tmp %[1]s; exec sleep 300", pidfile)}})
+		}()
 		pid := readPidFile(t, pidfile)
-		c.Close()
+		_ = c.Close()
 		waitGone(t, pid)
 		time.Sleep(30 * time.Millisecond) // the guest polls for the next host
 	}
@@ -357,10 +359,12 @@ func TestPort_HostTakesOver(t *testing.T) {
 	guestAgent(t, ch)
 	first := hostClient(t, ch, false, false)
 	pidfile := filepath.Join(t.TempDir(), "pid")
-	go first.Exec(context.Background(), sandbox.ExecRequest{
-		Argv:   []string{fmt.Sprintf("echo $$ > %[1]s.tmp && mv %[1]s.tmp %[1]s; while :; do echo tick; done", pidfile)},
-		Stdout: io.Discard,
-	})
+	go func() {
+		_, _ = first.Exec(context.Background(), sandbox.ExecRequest{
+			Argv:   []string{fmt.Sprintf("echo $$ > %[1]s.tmp && mv %[1]s.tmp %[1]s; while :; do echo tick; done", pidfile)},
+			Stdout: io.Discard,
+		})
+	}()
 	pid := readPidFile(t, pidfile)
 
 	second := hostClient(t, ch, true, false)
@@ -399,7 +403,7 @@ func TestPort_ConnectEnds(t *testing.T) {
 		ch := newFakeChannel(t)
 		p := &Port{dev: ch, log: testLogger(t)}
 		host := ch.connect(false)
-		defer host.Close()
+		defer func() { _ = host.Close() }()
 		ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 		defer cancel()
 		if _, err := p.Connect(ctx); !errors.Is(err, context.DeadlineExceeded) {

@@ -43,7 +43,7 @@ func frames(t *testing.T) []byte {
 func pipeSession(t *testing.T) (*Port, *session, net.Conn) {
 	t.Helper()
 	guestEnd, hostEnd := net.Pipe()
-	t.Cleanup(func() { guestEnd.Close(); hostEnd.Close() })
+	t.Cleanup(func() { _ = guestEnd.Close(); _ = hostEnd.Close() })
 	p := &Port{log: testLogger(t)}
 	return p, newSession(p, guestEnd, nil), hostEnd
 }
@@ -59,8 +59,8 @@ func TestSession_PassesFramesAndHandsOver(t *testing.T) {
 			p, s, host := pipeSession(t)
 			stream := frames(t)
 			go func() {
-				host.Write(stream)
-				host.Write([]byte(tt.next))
+				_, _ = host.Write(stream)
+				_, _ = host.Write([]byte(tt.next))
 			}()
 			got, err := io.ReadAll(readerOnly{s})
 			if err != nil {
@@ -72,7 +72,7 @@ func TestSession_PassesFramesAndHandsOver(t *testing.T) {
 			if _, err := s.Write([]byte("late")); !errors.Is(err, net.ErrClosed) {
 				t.Errorf("a write after the hand-over got %v, want net.ErrClosed", err)
 			}
-			s.Close() // the old server closes its conn: the port stays open
+			_ = s.Close() // the old server closes its conn: the port stays open
 			rest := p.takePending()
 			if missing := len(tt.next) - len(rest); missing > 0 {
 				more := make([]byte, missing)
@@ -97,7 +97,7 @@ func TestSession_Start(t *testing.T) {
 	t.Run("sync_is_echoed_first", func(t *testing.T) {
 		_, s, host := pipeSession(t)
 		line := agent.SessionSyncPrefix + "00112233445566778899aabbccddeeff\n"
-		go host.Write([]byte(line + http2.ClientPreface))
+		go func() { _, _ = host.Write([]byte(line + http2.ClientPreface)) }()
 		started := make(chan error, 1)
 		go func() { started <- s.start(context.Background()) }()
 		echo := make([]byte, len(line))
@@ -114,7 +114,7 @@ func TestSession_Start(t *testing.T) {
 	})
 	t.Run("plain_host", func(t *testing.T) {
 		_, s, host := pipeSession(t)
-		go host.Write([]byte(http2.ClientPreface))
+		go func() { _, _ = host.Write([]byte(http2.ClientPreface)) }()
 		if err := s.start(context.Background()); err != nil {
 			t.Fatal(err)
 		}
@@ -128,7 +128,7 @@ func TestSession_Start(t *testing.T) {
 		line := agent.SessionSyncPrefix + "00112233445566778899aabbccddeeff\n"
 		junk := "\x00\x00\x04\x08\x00\x00\x00\x00\x01tick" + // a stale frame
 			"\xffnot a sync\n" + "PRX" + agent.SessionSyncPrefix + strings.Repeat("a", 200) + "\n"
-		go host.Write([]byte(junk + line + "after"))
+		go func() { _, _ = host.Write([]byte(junk + line + "after")) }()
 		started := make(chan error, 1)
 		go func() { started <- s.start(context.Background()) }()
 		echo := make([]byte, len(line))
@@ -144,7 +144,7 @@ func TestSession_Start(t *testing.T) {
 	})
 	t.Run("host_goes", func(t *testing.T) {
 		_, s, host := pipeSession(t)
-		host.Close()
+		_ = host.Close()
 		if err := s.start(context.Background()); !errors.Is(err, io.EOF) {
 			t.Errorf("start got %v, want EOF", err)
 		}

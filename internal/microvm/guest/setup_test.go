@@ -247,7 +247,7 @@ func TestOps_Files(t *testing.T) {
 		if err := os.WriteFile(victim, []byte("keep"), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		os.Remove(motd)
+		_ = os.Remove(motd)
 		if err := os.Symlink(victim, motd); err != nil {
 			t.Fatal(err)
 		}
@@ -328,13 +328,13 @@ func TestOps_Limits(t *testing.T) {
 		}
 	})
 	t.Run("no_swap_accounting", func(t *testing.T) {
-		os.Remove(filepath.Join(o.Cgroup, "memory.swap.max"))
+		_ = os.Remove(filepath.Join(o.Cgroup, "memory.swap.max"))
 		if err := o.Setup(context.Background(), agent.GuestSetup{MemoryBytes: 1 << 30}); err != nil {
 			t.Errorf("Setup without memory.swap.max: %v", err)
 		}
 	})
 	t.Run("missing_controller", func(t *testing.T) {
-		os.Remove(filepath.Join(o.Cgroup, "pids.max"))
+		_ = os.Remove(filepath.Join(o.Cgroup, "pids.max"))
 		err := o.Setup(context.Background(), agent.GuestSetup{Pids: 10})
 		if !errors.Is(err, fs.ErrNotExist) {
 			t.Errorf("Setup without pids.max got %v, want not exist", err)

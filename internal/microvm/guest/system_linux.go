@@ -31,7 +31,7 @@ func (linuxSystem) mountinfo() ([]mountEntry, error) {
 	if err != nil {
 		return nil, fmt.Errorf("guest: %w", err)
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }()
 	return parseMountinfo(f)
 }
 
@@ -48,7 +48,7 @@ func (linuxSystem) setAddress(iface string, prefix netip.Prefix) error {
 	if err != nil {
 		return err
 	}
-	defer unix.Close(fd)
+	defer func() { _ = unix.Close(fd) }()
 	for _, set := range []struct {
 		req  uint
 		addr netip.Addr

@@ -183,7 +183,7 @@ func DetectAccel() Accel {
 	if err != nil {
 		return AccelTCG
 	}
-	f.Close()
+	_ = f.Close()
 	if !HardwareVirt() {
 		return AccelTCG
 	}

@@ -34,10 +34,10 @@ func TestAgentLaunch(t *testing.T) {
 		t.Fatal(err)
 	}
 	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		fmt.Fprintf(w, "hello from the host, %s", r.URL.Path)
+		_, _ = fmt.Fprintf(w, "hello from the host, %s", r.URL.Path)
 	})}
-	go srv.Serve(ln)
-	t.Cleanup(func() { srv.Close() })
+	go func() { _ = srv.Serve(ln) }()
+	t.Cleanup(func() { _ = srv.Close() })
 	port := ln.Addr().(*net.TCPAddr).Port
 	gwHost := project.GatewayHost(string(f.eng.Flavor))
 
@@ -100,7 +100,7 @@ func TestAgentLaunch(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer lo.Close()
+		defer func() { _ = lo.Close() }()
 		p := lo.Addr().(*net.TCPAddr).Port
 		_, errOut, code := f.hutch(t, "exec", "--agent", "dave", "--env", fmt.Sprintf("RELAY=http://127.0.0.1:%d", p), "--", "true")
 		want := fmt.Sprintf("hutch: warning: http://127.0.0.1:%d: the service on port %d listens only on the host's loopback, which the sandbox cannot reach (it reaches the host through the bridge gateway %s). Bind the service to %s, or set sandbox-network to host for this project.", p, p, gw, gw)

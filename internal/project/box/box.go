@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -243,7 +242,9 @@ func (b *Box) created(ctx context.Context) (containerState, error) {
 	}
 }
 
-func (b *Box) stage(s string) { fmt.Fprintln(b.opts.Progress, s) }
+// stage writes a line of progress, best-effort: bringing the sandbox up
+// does not fail because its progress could not be shown.
+func (b *Box) stage(s string) { _, _ = fmt.Fprintln(b.opts.Progress, s) }
 
 // env is the environment of every command: the spec's, with HOME.
 func (b *Box) env() []string {
@@ -525,7 +526,7 @@ func (b *Box) Attach(ctx context.Context) *Target {
 	pctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
 	if _, err := t.agent.Ping(pctx); err != nil {
-		t.agent.Close()
+		_ = t.agent.Close()
 		return nil
 	}
 	return t
@@ -708,5 +709,3 @@ func limitsText(s project.Spec) string {
 	}
 	return fmt.Sprintf("memory %s, CPUs %s, processes %d", mem, cpus, s.PidsLimit)
 }
-
-var errNotUp = errors.New("sandbox not up")

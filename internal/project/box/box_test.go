@@ -193,7 +193,8 @@ func TestBox_UpExec(t *testing.T) {
 		if at == nil {
 			t.Fatal("Attach = nil for a running sandbox")
 		}
-		defer at.Agent().Close()
+		ag := at.Agent()
+		defer func() { _ = ag.Close() }()
 		if out := mustRun(t, at, "", "sh", "-c", "echo $HOME"); out != "/sandbox/home\n" {
 			t.Errorf("warm exec: %q", out)
 		}
@@ -220,7 +221,7 @@ func TestBox_Lifecycle(t *testing.T) {
 		t.Fatalf("after Stop: exists %v running %v", exists, running)
 	}
 	if at := b.Attach(ctx); at != nil {
-		at.Agent().Close()
+		_ = at.Agent().Close()
 		t.Fatal("Attach answered for a stopped sandbox")
 	}
 	if stopped, err := b.Stop(ctx); err != nil || stopped {
@@ -256,7 +257,7 @@ func TestBox_Lifecycle(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { tg.Agent().Close() })
+	t.Cleanup(func() { _ = tg.Agent().Close() })
 	if out := mustRun(t, tg, "", "cat", "/sandbox/home/login"); out != "kept\n" {
 		t.Errorf("after rebuild: %q", out)
 	}
@@ -280,7 +281,7 @@ func TestBox_Lifecycle(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { tg.Agent().Close() })
+	t.Cleanup(func() { _ = tg.Agent().Close() })
 	if containsNote(tg.Notes, "older settings") {
 		t.Errorf("notes after rebuild: %q", tg.Notes)
 	}
@@ -308,7 +309,7 @@ func TestBox_NameTaken(t *testing.T) {
 	startForeign(t, f, f.name, nil, "") // not labelled for the project
 	b := f.box(t)
 	if tg, err := b.Up(ctx); err == nil {
-		tg.Agent().Close()
+		_ = tg.Agent().Close()
 		t.Fatal("Up used a container hutch did not create")
 	} else if !strings.Contains(err.Error(), "hutch did not create") {
 		t.Errorf("Up: %v", err)
@@ -371,7 +372,7 @@ func TestBox_Mounts(t *testing.T) {
 	f.writeSettings(t, settings(missing+":/missing"))
 	b = f.box(t)
 	if tg, err := b.Up(context.Background()); err == nil {
-		tg.Agent().Close()
+		_ = tg.Agent().Close()
 		t.Fatal("Up with a missing mount source succeeded")
 	} else if !strings.Contains(err.Error(), "Mount source "+missing+" does not exist") {
 		t.Errorf("Up with a missing mount source: %v", err)

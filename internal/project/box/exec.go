@@ -98,16 +98,17 @@ func (b *Box) ExecTTY(ctx context.Context, t *Target, argv []string, dir string,
 	if err != nil {
 		return -1, fmt.Errorf("terminal raw mode: %w", err)
 	}
-	defer term.Restore(fd, old)
+	defer func() { _ = term.Restore(fd, old) }()
 
-	// Follow window size changes.
+	// Follow window size changes until the session ends (no signal is
+	// sent on winch once Stop returned, so closing it ends the loop).
 	winch := make(chan os.Signal, 1)
 	signal.Notify(winch, syscall.SIGWINCH)
-	defer signal.Stop(winch)
+	defer func() { signal.Stop(winch); close(winch) }()
 	go func() {
 		for range winch {
 			if w, h, err := term.GetSize(fd); err == nil {
-				_, _ = api.ExecResize(context.Background(), ex.ID, client.ExecResizeOptions{Height: uint(h), Width: uint(w)})
+				_, _ = api.ExecResize(ctx, ex.ID, client.ExecResizeOptions{Height: uint(h), Width: uint(w)})
 			}
 		}
 	}()

@@ -85,7 +85,7 @@ func TestBox_Foreign(t *testing.T) {
 	refuse("Down", err)
 	rt, err := b.Rebuild(ctx)
 	if rt != nil {
-		rt.Agent().Close()
+		_ = rt.Agent().Close()
 	}
 	refuse("Rebuild", err)
 	s, err := b.Status(ctx)

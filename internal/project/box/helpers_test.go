@@ -57,7 +57,7 @@ func newFixture(t *testing.T, settings map[string]any) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { eng.Close() })
+	t.Cleanup(func() { _ = eng.Close() })
 	f.eng = eng
 	if f.agent, err = agentbin.Locate(f.bin); err != nil {
 		t.Fatal(err)
@@ -74,7 +74,7 @@ func newFixture(t *testing.T, settings map[string]any) *fixture {
 	if f.run, err = os.MkdirTemp("", "hp-"); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { os.RemoveAll(f.run) })
+	t.Cleanup(func() { _ = os.RemoveAll(f.run) })
 	if f.project, err = box.FindProject(dir, f.home); err != nil {
 		t.Fatal(err)
 	}
@@ -154,7 +154,7 @@ func up(t *testing.T, b *box.Box) *box.Target {
 	if err != nil {
 		t.Fatalf("Up: %v", err)
 	}
-	t.Cleanup(func() { tg.Agent().Close() })
+	t.Cleanup(func() { _ = tg.Agent().Close() })
 	return tg
 }
 

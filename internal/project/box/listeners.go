@@ -28,7 +28,7 @@ func HostListeners() ([]project.Listener, error) {
 			return nil, err
 		}
 		ls, err := parseProcNetTCP(f)
-		f.Close()
+		_ = f.Close()
 		if err != nil {
 			return nil, err
 		}

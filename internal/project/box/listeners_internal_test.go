@@ -40,7 +40,7 @@ func TestHostListenersSeesALiveSocket(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer l.Close()
+	defer func() { _ = l.Close() }()
 	port := l.Addr().(*net.TCPAddr).Port
 	ls, err := HostListeners()
 	if err != nil {

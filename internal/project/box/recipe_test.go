@@ -95,7 +95,7 @@ func TestBox_RecipeBuild(t *testing.T) {
 	f.progress = syncBuffer{}
 	start = time.Now()
 	b = f.box(t)
-	tg = up(t, b)
+	up(t, b)
 	t.Logf("second Up (same recipe): %s", time.Since(start).Round(time.Millisecond))
 	if again := strings.TrimPrefix(f.inspect(t, f.name).Container.Config.Image, "docker.io/library/"); again != built || imageID(t, f, again) != id {
 		t.Errorf("the second Up runs %s (%s), want %s (%s)", again, imageID(t, f, again), built, id)
@@ -126,7 +126,7 @@ func TestBox_RecipeBuild(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { tg.Agent().Close() })
+	t.Cleanup(func() { _ = tg.Agent().Close() })
 	t.Logf("rebuild with other packages: %s", time.Since(start).Round(time.Millisecond))
 	rebuilt := strings.TrimPrefix(f.inspect(t, f.name).Container.Config.Image, "docker.io/library/")
 	tags = append(tags, rebuilt)

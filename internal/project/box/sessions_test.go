@@ -45,7 +45,7 @@ func startSession(t *testing.T, f *fixture, gate string) *session {
 		// A test that failed early leaves its sessions running.
 		if s.cmd.ProcessState == nil {
 			_ = s.cmd.Process.Kill()
-			<-s.done
+			t.Logf("a session left running was killed: %v", <-s.done)
 		}
 	})
 	return s
@@ -174,7 +174,8 @@ func TestSessions_Killed(t *testing.T) {
 	if tg == nil {
 		t.Fatal("Attach = nil for the running sandbox")
 	}
-	defer tg.Agent().Close()
+	ag := tg.Agent()
+	defer func() { _ = ag.Close() }()
 	waitFor(t, 10*time.Second, "the killed session's command to end", func() bool {
 		return !strings.Contains(mustRun(t, tg, "", "ps", "-o", "args"), "gate-k")
 	})

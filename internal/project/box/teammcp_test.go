@@ -60,7 +60,7 @@ func (f *fixture) startMCP(t *testing.T, args ...string) *mcpServer {
 			case <-time.After(time.Minute):
 				_ = cmd.Process.Kill()
 				t.Errorf("hutch project mcp did not exit within a minute of SIGINT\nstderr: %s", s.stderr.String())
-				<-done
+				t.Logf("killed: %v", <-done)
 			}
 		})
 	}
@@ -93,7 +93,7 @@ func (f *fixture) startMCP(t *testing.T, args ...string) *mcpServer {
 	}
 	go func() {
 		for line := range lines {
-			s.rest.Write([]byte(line + "\n"))
+			_, _ = s.rest.Write([]byte(line + "\n"))
 		}
 	}()
 	t.Cleanup(func() {

@@ -31,13 +31,13 @@ func (s *Sessions) Join() (leave func(), err error) {
 		return nil, fmt.Errorf("session file: %w", err)
 	}
 	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
-		f.Close()
-		os.Remove(f.Name())
+		_ = f.Close()
+		_ = os.Remove(f.Name())
 		return nil, fmt.Errorf("lock session file: %w", err)
 	}
 	return func() {
-		os.Remove(f.Name())
-		f.Close()
+		_ = os.Remove(f.Name())
+		_ = f.Close()
 	}, nil
 }
 
@@ -64,9 +64,9 @@ func (s *Sessions) Count() (int, error) {
 		if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
 			n++ // held: a live session
 		} else {
-			os.Remove(path) // nobody holds it: a session that died
+			_ = os.Remove(path) // nobody holds it: a session that died
 		}
-		f.Close()
+		_ = f.Close()
 	}
 	return n, nil
 }
@@ -83,8 +83,8 @@ func (s *Sessions) Lock() (unlock func(), err error) {
 		return nil, fmt.Errorf("lifecycle lock: %w", err)
 	}
 	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX); err != nil {
-		f.Close()
+		_ = f.Close()
 		return nil, fmt.Errorf("lifecycle lock: %w", err)
 	}
-	return func() { f.Close() }, nil
+	return func() { _ = f.Close() }, nil
 }

@@ -8,7 +8,6 @@ import (
 
 type state struct {
 	*Office
-	n int
 }
 
 func TestTable(t *testing.T) {

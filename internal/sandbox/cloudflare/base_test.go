@@ -51,14 +51,14 @@ func (b *baseBridge) workspace(sandboxID string) string { return filepath.Join(b
 func (b *baseBridge) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch r.URL.Path {
 	case "/health":
-		fmt.Fprint(w, "ok")
+		_, _ = fmt.Fprint(w, "ok")
 	case "/exec":
 		var req baseRequest
 		dec := json.NewDecoder(r.Body)
 		dec.DisallowUnknownFields()
 		if err := dec.Decode(&req); err != nil {
 			w.WriteHeader(http.StatusBadRequest)
-			json.NewEncoder(w).Encode(map[string]string{"error": err.Error()})
+			_ = json.NewEncoder(w).Encode(map[string]string{"error": err.Error()})
 			return
 		}
 		b.mu.Lock()
@@ -100,7 +100,7 @@ func (b *baseBridge) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		case err != nil && !errors.As(err, &exitErr):
 			resp["code"], resp["error"] = -1, err.Error()
 		}
-		json.NewEncoder(w).Encode(resp)
+		_ = json.NewEncoder(w).Encode(resp)
 	default:
 		http.NotFound(w, r)
 	}

@@ -195,7 +195,7 @@ func (r *Runtime) Health(ctx context.Context) (Health, error) {
 		}
 		return Health{}, errdefs.New(errdefs.ErrUnavailable, fmt.Sprintf("The bridge at %s is not reachable: %s", r.display, r.scrub(transportCause(err))))
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }()
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		r.forgetHealth()

@@ -42,7 +42,7 @@ func imageBridge(t *testing.T) sandboxtest.Harness {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { os.RemoveAll(run) })
+	t.Cleanup(func() { _ = os.RemoveAll(run) })
 	root, err := filepath.EvalSymlinks(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
@@ -63,7 +63,7 @@ func imageBridge(t *testing.T) sandboxtest.Harness {
 	testenv.CleanupContainers(t, cli, engine.LabelStateDir+"="+layout.StateDir)
 	svc := service.New(layout, nil)
 	svc.SetAgentBinary(testenv.HutchBinary(t))
-	t.Cleanup(func() { svc.Close() })
+	t.Cleanup(func() { _ = svc.Close() })
 	const token = "conformance-image-token"
 	h, err := bridge.New(bridge.Options{Service: svc, Mode: sandbox.Mode{Kind: sandbox.KindImage, Target: img}, Token: token, Version: "test"})
 	if err != nil {

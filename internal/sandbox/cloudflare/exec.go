@@ -195,7 +195,7 @@ func (r *Runtime) Exec(ctx context.Context, spec sandbox.Spec, req sandbox.ExecR
 		return sandbox.ExecResult{}, r.wentAway()
 	}
 	e.sent = true
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }()
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		return sandbox.ExecResult{}, r.execRefusal(resp, body.ExecID)
 	}
@@ -273,7 +273,7 @@ func (e *execution) stream(body io.ReadCloser) (sandbox.ExecResult, error) {
 			if x := f.Exit; x != nil {
 				// Read the (empty) rest so the connection can be reused,
 				// but never wait on a bridge that keeps the answer open.
-				t := time.AfterFunc(drainWait, func() { body.Close() })
+				t := time.AfterFunc(drainWait, func() { _ = body.Close() })
 				_, _ = io.Copy(io.Discard, io.LimitReader(br, 4<<10))
 				t.Stop()
 				res := sandbox.ExecResult{ExitCode: x.Code, Signal: x.Signal, TimedOut: x.TimedOut, OOMKilled: x.OOMKilled}
@@ -390,7 +390,7 @@ func (r *Runtime) cancelRemote(ctx context.Context, h Health, sandboxID, execID 
 		r.log.Debug("bridge cancel failed", "sandbox_id", sandboxID, "exec_id", execID, "err", transportCause(err))
 		return
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }()
 	var out protocol.CancelResponse
 	_ = json.NewDecoder(io.LimitReader(resp.Body, maxErrorBody)).Decode(&out)
 	r.log.Debug("bridge cancel", "sandbox_id", sandboxID, "exec_id", execID, "status", resp.StatusCode, "cancelled", out.Cancelled)

@@ -54,7 +54,7 @@ func (b *localBridge) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch r.URL.Path {
 	case "/health":
 		if b.extensions == nil {
-			fmt.Fprint(w, "ok") // a base bridge
+			_, _ = fmt.Fprint(w, "ok") // a base bridge
 			return
 		}
 		writeJSON(w, http.StatusOK, protocol.Health{OK: true, Bridge: "local", Extensions: b.extensions})
@@ -737,7 +737,7 @@ func TestFiles_BridgeCutsOutput(t *testing.T) {
 	t.Parallel()
 	var cut http.HandlerFunc = func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/health" {
-			fmt.Fprint(w, "ok")
+			_, _ = fmt.Fprint(w, "ok")
 			return
 		}
 		out := base64.StdEncoding.EncodeToString([]byte("the beginning of a long file"))

@@ -118,7 +118,7 @@ func drop(t *testing.T, w http.ResponseWriter) {
 		t.Errorf("hijack: %v", err)
 		return
 	}
-	conn.Close()
+	_ = conn.Close()
 }
 
 // startFake serves f and returns a runtime of cloudflare:box talking to it
@@ -574,7 +574,7 @@ func TestExec_Refusals(t *testing.T) {
 			f := &fakeBridge{extensions: allExtensions}
 			f.exec = func(w http.ResponseWriter, r *http.Request, req protocol.ExecRequest) {
 				w.WriteHeader(tt.status)
-				io.WriteString(w, tt.body)
+				_, _ = io.WriteString(w, tt.body)
 			}
 			srv, rt := startFake(t, f)
 			_, _, _, err := execute(t, rt, sandbox.ExecRequest{Argv: []string{"true"}})
@@ -656,13 +656,13 @@ func TestHealth(t *testing.T) {
 		{
 			name: "extensions",
 			handler: func(w http.ResponseWriter, r *http.Request) {
-				io.WriteString(w, `{"ok":true,"bridge":"hutch","version":"1.2.3","extensions":["stream","cancel","execId","argv","stdin","future"]}`)
+				_, _ = io.WriteString(w, `{"ok":true,"bridge":"hutch","version":"1.2.3","extensions":["stream","cancel","execId","argv","stdin","future"]}`)
 			},
 			want: cloudflare.Health{Bridge: "hutch", Version: "1.2.3", Extensions: []string{"stream", "cancel", "execId", "argv", "stdin", "future"}},
 		},
-		{name: "plain_text", handler: func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "OK") }},
+		{name: "plain_text", handler: func(w http.ResponseWriter, r *http.Request) { _, _ = io.WriteString(w, "OK") }},
 		{name: "empty_204", handler: func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusNoContent) }},
-		{name: "other_json", handler: func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, `{"status":"up"}`) }},
+		{name: "other_json", handler: func(w http.ResponseWriter, r *http.Request) { _, _ = io.WriteString(w, `{"status":"up"}`) }},
 		{
 			name: "unhealthy",
 			handler: func(w http.ResponseWriter, r *http.Request) {
@@ -672,7 +672,7 @@ func TestHealth(t *testing.T) {
 		},
 		{
 			name:    "not_ok",
-			handler: func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, `{"ok":false}`) },
+			handler: func(w http.ResponseWriter, r *http.Request) { _, _ = io.WriteString(w, `{"ok":false}`) },
 			err:     `The bridge at URL is not healthy: it answered "ok": false`,
 		},
 	}

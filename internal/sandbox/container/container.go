@@ -162,7 +162,7 @@ func (r *Runtime) agent(ctx context.Context) (*agent.Client, error) {
 		}
 		r.copied = id
 		if r.client != nil {
-			r.client.Close()
+			_ = r.client.Close()
 			r.client = nil
 		}
 	}
@@ -286,13 +286,13 @@ func (r *Runtime) dialOnce(ctx context.Context, bin string) (net.Conn, error) {
 			return c, nil
 		default:
 		}
-		c.Close()
+		_ = c.Close()
 		if msg := c.stderr.String(); msg != "" {
 			return nil, fmt.Errorf("container %s: %w: %s", r.cfg.Name, errAgentNotStarted, msg)
 		}
 		return nil, fmt.Errorf("container %s: %w", r.cfg.Name, errAgentNotStarted)
 	case <-ctx.Done():
-		c.Close()
+		_ = c.Close()
 		return nil, ctx.Err()
 	}
 }

@@ -266,7 +266,7 @@ func TestVaultEnv_PerCommand(t *testing.T) {
 			})
 		}()
 		defer func() {
-			feed.Close()
+			_ = feed.Close()
 			select {
 			case o := <-done:
 				if o.err != nil || o.res.ExitCode != 0 {

@@ -239,7 +239,7 @@ func (e *env) rawGet(t *testing.T, path string) []byte {
 	if err != nil {
 		t.Fatalf("GET %s: %v", path, err)
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }()
 	b, err := io.ReadAll(resp.Body)
 	if err != nil || resp.StatusCode != http.StatusOK {
 		t.Fatalf("GET %s: %s, %v: %s", path, resp.Status, err, b)

@@ -142,7 +142,7 @@ func (r *Runtime) imageID(ctx context.Context) (string, error) {
 	pull, perr := r.api.ImagePull(pctx, r.cfg.Image, client.ImagePullOptions{})
 	if perr == nil {
 		perr = pull.Wait(pctx)
-		pull.Close()
+		_ = pull.Close()
 	}
 	if perr == nil {
 		if res, err := r.api.ImageInspect(ctx, r.cfg.Image); err == nil {
@@ -665,10 +665,10 @@ func lockFile(path string) (func(), error) {
 		return nil, fmt.Errorf("lock %s: %w", path, err)
 	}
 	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX); err != nil {
-		f.Close()
+		_ = f.Close()
 		return nil, fmt.Errorf("lock %s: %w", path, err)
 	}
-	return func() { unix.Flock(int(f.Fd()), unix.LOCK_UN); f.Close() }, nil
+	return func() { _ = unix.Flock(int(f.Fd()), unix.LOCK_UN); _ = f.Close() }, nil
 }
 
 func shortHash(s string) string {
@@ -716,7 +716,7 @@ func (r *Runtime) logsTail(ctx context.Context, id string) string {
 	if err != nil {
 		return ""
 	}
-	defer rc.Close()
+	defer func() { _ = rc.Close() }()
 	var out bytes.Buffer
 	if _, err := stdcopy.StdCopy(&out, &out, rc); err != nil && !errors.Is(err, context.Canceled) && out.Len() == 0 {
 		return ""

@@ -35,14 +35,12 @@ import (
 // fixture is one hutch installation against the real engine: its own
 // state dir (which labels everything it makes), run dir and workspace.
 type fixture struct {
-	cli                 *client.Client
-	eng                 *engine.Engine
-	img                 string
-	agent               agentbin.Binary
-	state, run, ws      string
-	rt                  *image.Runtime
-	networkPool         string
-	defaultVaultContent string
+	cli            *client.Client
+	eng            *engine.Engine
+	img            string
+	agent          agentbin.Binary
+	state, run, ws string
+	rt             *image.Runtime
 }
 
 func newFixture(t *testing.T) *fixture {
@@ -53,7 +51,7 @@ func newFixture(t *testing.T) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { eng.Close() })
+	t.Cleanup(func() { _ = eng.Close() })
 	f.eng = eng
 	if f.agent, err = agentbin.Locate(testenv.HutchBinary(t)); err != nil {
 		t.Fatal(err)
@@ -72,7 +70,7 @@ func newFixture(t *testing.T) *fixture {
 	}
 	f.run = run
 	testenv.CleanupContainers(t, cli, engine.LabelStateDir+"="+f.state)
-	t.Cleanup(func() { os.RemoveAll(run) })
+	t.Cleanup(func() { _ = os.RemoveAll(run) })
 	f.rt = f.runtime(t)
 	return f
 }
@@ -577,14 +575,14 @@ func TestKill9(t *testing.T) {
 			break
 		}
 		if time.Now().After(deadline) {
-			cmd.Process.Kill()
+			_ = cmd.Process.Kill()
 			t.Fatalf("the command never started; hutch said: %s", stderr.String())
 		}
 	}
 	if err := cmd.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
-	cmd.Wait()
+	_ = cmd.Wait()
 	check := `for p in ` + strings.ReplaceAll(strings.TrimSpace(pids), "\n", " ") + `; do
 		s=$(cat /proc/$p/stat 2>/dev/null) || continue
 		case "$s" in *") Z "*) ;; *) echo "alive $p";; esac

@@ -243,7 +243,7 @@ func newRelayoutEnv(t *testing.T) *relayoutEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { eng.Close() })
+	t.Cleanup(func() { _ = eng.Close() })
 	e.eng = eng
 	ins, err := cli.ImageInspect(context.Background(), e.img)
 	if err != nil {
@@ -691,7 +691,7 @@ func TestRelayout_ImageRuntimeContainer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { os.RemoveAll(run) })
+	t.Cleanup(func() { _ = os.RemoveAll(run) })
 	rt, err := New(Config{Engine: e.eng, Image: e.img, StateDir: e.state, RunDir: run, Agent: bin,
 		Log: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))})
 	if err != nil {

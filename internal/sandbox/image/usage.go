@@ -36,7 +36,7 @@ func containerUsage(ctx context.Context, api statsAPI, name string) (sandbox.Usa
 	if err != nil {
 		return sandbox.Usage{}, engine.Classify(err, "stats of "+name)
 	}
-	defer res.Body.Close()
+	defer func() { _ = res.Body.Close() }()
 	st, err := decodeStats(res.Body)
 	if err != nil {
 		return sandbox.Usage{}, err

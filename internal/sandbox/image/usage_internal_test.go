@@ -27,7 +27,7 @@ func readStatsFixture(t *testing.T, name string) container.StatsResponse {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }()
 	st, err := decodeStats(f)
 	if err != nil {
 		t.Fatal(err)

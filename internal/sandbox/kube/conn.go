@@ -10,9 +10,9 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/util/httpstream"
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/remotecommand"
+	"k8s.io/streaming/pkg/httpstream"
 )
 
 // dial starts `hutch agent --stdio` in the office's pod through one exec
@@ -40,9 +40,7 @@ func (r *Runtime) dial(ctx context.Context, key string) (net.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	ex, err := remotecommand.NewFallbackExecutor(ws, spdy, func(err error) bool {
-		return httpstream.IsUpgradeFailure(err) || httpstream.IsHTTPSProxyError(err)
-	})
+	ex, err := remotecommand.NewFallbackExecutor(ws, spdy, upgradeFailed)
 	if err != nil {
 		return nil, err
 	}
@@ -52,16 +50,24 @@ func (r *Runtime) dial(ctx context.Context, key string) (net.Conn, error) {
 	case <-c.started:
 		return c, nil
 	case <-c.done:
-		c.Close()
+		_ = c.Close()
 		select {
 		case <-c.started:
 		default:
 		}
 		return nil, fmt.Errorf("pod %s: the agent exec ended before it answered: %s", PodName(key), c.failure())
 	case <-ctx.Done():
-		c.Close()
+		_ = c.Close()
 		return nil, ctx.Err()
 	}
+}
+
+// upgradeFailed says whether a WebSocket exec failed where SPDY may not:
+// the API server, or a proxy in between, did not upgrade the connection.
+// client-go reports that with k8s.io/streaming's UpgradeFailureError,
+// which apimachinery's deprecated copy of httpstream does not match.
+func upgradeFailed(err error) bool {
+	return httpstream.IsUpgradeFailure(err) || httpstream.IsHTTPSProxyError(err)
 }
 
 // streamConn is an exec stream seen as a connection: writes go to the
@@ -152,7 +158,7 @@ func (c *streamConn) Write(p []byte) (int, error) { return c.inW.Write(p) }
 // Close ends the stream: the agent sees its stdin close (and the stream
 // go), and kills its commands.
 func (c *streamConn) Close() error {
-	c.inW.Close()
+	_ = c.inW.Close()
 	c.cancel()
 	c.outR.CloseWithError(net.ErrClosed)
 	return nil

@@ -300,7 +300,7 @@ func (r *Runtime) stopIdleLocked(ctx context.Context, s *session, pod *corev1.Po
 	case apierrors.IsConflict(err):
 		return false, nil // used or changed meanwhile: not idle
 	case apierrors.IsNotFound(err):
-		err = nil
+		// Gone already: as stopped as the delete would have made it.
 	case err != nil:
 		return false, classify(err, "delete pod "+pod.Name)
 	}
@@ -312,7 +312,7 @@ func (r *Runtime) stopIdleLocked(ctx context.Context, s *session, pod *corev1.Po
 func (r *Runtime) stopped(ctx context.Context, s *session, pod *corev1.Pod) {
 	r.deleteSecret(ctx, s.Key)
 	if s.client != nil {
-		s.client.Close()
+		_ = s.client.Close()
 		s.client = nil
 	}
 	s.verified = ""

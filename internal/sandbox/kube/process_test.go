@@ -34,7 +34,7 @@ func TestServe(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { os.RemoveAll(run) })
+	t.Cleanup(func() { _ = os.RemoveAll(run) })
 	for k, v := range map[string]string{"sandbox.kube.kubeconfig": f.cluster.Kubeconfig, "sandbox.kube.namespace": f.namespace, "sandbox.cpus": "0.2", "sandbox.memory": "128m"} {
 		if err := settings.SetRuntime(settings.GlobalPath(f.state), k, v); err != nil {
 			t.Fatal(err)
@@ -118,7 +118,7 @@ func portalShowsUse(t *testing.T, env []string, bin string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	resp.Body.Close()
+	_ = resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("signing in: %d", resp.StatusCode)
 	}
@@ -127,7 +127,7 @@ func portalShowsUse(t *testing.T, env []string, bin string) {
 		t.Fatal(err)
 	}
 	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
+	_ = resp.Body.Close()
 	row := regexp.MustCompile(`(?s)web/e2e</a></th>\s*<td class="num">([0-9.]+) % <span class="muted">of 0.2 CPUs</span></td>\s*<td class="num">[0-9.]+[KM]iB / 128MiB</td>\s*<td class="num">[1-9][0-9]*</td>`)
 	if resp.StatusCode != http.StatusOK || !row.Match(body) {
 		t.Errorf("the portal's usage table in kube mode: %d\n%s", resp.StatusCode, body)

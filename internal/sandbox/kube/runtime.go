@@ -218,7 +218,7 @@ func (r *Runtime) Agent(ctx context.Context, spec sandbox.Spec) (*agent.Client, 
 // pod gets a new client: the old one's stream ended with its pod.
 func (r *Runtime) clientLocked(s *session, uid string) *agent.Client {
 	if s.client != nil && s.clientUID != uid {
-		s.client.Close()
+		_ = s.client.Close()
 		s.client = nil
 	}
 	if s.client == nil {
@@ -237,7 +237,7 @@ func (r *Runtime) Close() {
 	for _, s := range r.sessions.All() {
 		s.Lock()
 		if s.client != nil {
-			s.client.Close()
+			_ = s.client.Close()
 			s.client = nil
 		}
 		s.verified = ""

@@ -160,7 +160,7 @@ func (r *Runtime) stageInitrd(m assets.Manifest) (string, error) {
 		err = os.Rename(tmp.Name(), dst)
 	}
 	if err != nil {
-		os.Remove(tmp.Name())
+		_ = os.Remove(tmp.Name())
 		return "", fmt.Errorf("stage initrd: %w", err)
 	}
 	return dst, nil
@@ -171,7 +171,7 @@ func writeInitrd(w io.Writer, modules, agentPath string) error {
 	if err != nil {
 		return err
 	}
-	defer src.Close()
+	defer func() { _ = src.Close() }()
 	n, err := io.Copy(w, src)
 	if err != nil {
 		return err
@@ -187,7 +187,7 @@ func writeInitrd(w io.Writer, modules, agentPath string) error {
 	if err != nil {
 		return err
 	}
-	defer bin.Close()
+	defer func() { _ = bin.Close() }()
 	fi, err := bin.Stat()
 	if err != nil {
 		return err

@@ -275,7 +275,7 @@ func (r *Runtime) endLeftover(dir string) string {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 	_ = cl.GuestPowerOff(ctx)
 	cancel()
-	cl.Close()
+	_ = cl.Close()
 	// virtiofsd ends with its VM; whatever still runs after the grace is
 	// killed. The next boot opens the same disk, which QEMU locks, so
 	// wait until the processes have exited (a zombie holds no files).

@@ -49,7 +49,7 @@ func newFixture(t *testing.T) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { os.RemoveAll(run) })
+	t.Cleanup(func() { _ = os.RemoveAll(run) })
 	f.run = run
 	f.rt = f.runtime(t)
 	return f
@@ -69,7 +69,7 @@ func (f *fixture) runtime(t *testing.T) *microvm.Runtime {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { rt.Close() })
+	t.Cleanup(func() { _ = rt.Close() })
 	return rt
 }
 
@@ -441,7 +441,7 @@ func TestTamperedAsset(t *testing.T) {
 	if _, err := fh.WriteAt([]byte("tampered"), 4096); err != nil {
 		t.Fatal(err)
 	}
-	fh.Close()
+	_ = fh.Close()
 	_, err = rt.Exec(t.Context(), spec, sandbox.ExecRequest{Argv: []string{"true"}})
 	if err == nil || !strings.Contains(err.Error(), kernel) || !strings.Contains(err.Error(), "sha256") {
 		t.Fatalf("boot with a tampered kernel: %v; want a refusal naming %s and its digest", err, kernel)
@@ -479,16 +479,16 @@ func TestNetwork(t *testing.T) {
 		t.Fatal(err)
 	}
 	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		fmt.Fprint(w, "hello from the host")
+		_, _ = fmt.Fprint(w, "hello from the host")
 	})}
-	go srv.Serve(l)
-	t.Cleanup(func() { srv.Close() })
+	go func() { _ = srv.Serve(l) }()
+	t.Cleanup(func() { _ = srv.Close() })
 	other, err := net.Listen("tcp", "0.0.0.0:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	go (&http.Server{Handler: http.NotFoundHandler()}).Serve(other)
-	t.Cleanup(func() { other.Close() })
+	go func() { _ = (&http.Server{Handler: http.NotFoundHandler()}).Serve(other) }()
+	t.Cleanup(func() { _ = other.Close() })
 	ip := hostIP(t)
 	allowed := net.JoinHostPort(ip, strconv.Itoa(l.Addr().(*net.TCPAddr).Port))
 	denied := net.JoinHostPort(ip, strconv.Itoa(other.Addr().(*net.TCPAddr).Port))

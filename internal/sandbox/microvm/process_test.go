@@ -81,7 +81,7 @@ func TestServe_ShutdownAndLeftovers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { os.RemoveAll(run) })
+	t.Cleanup(func() { _ = os.RemoveAll(run) })
 	s := server{bin: testenv.HutchBinary(t), state: filepath.Join(root, "state"), run: run, assets: testenv.MicroVMAssets(t)}
 
 	first := s.start(t)

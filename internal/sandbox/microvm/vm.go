@@ -108,13 +108,13 @@ func lockVM(dir string) (func(), error) {
 		return nil, fmt.Errorf("microVM lock: %w", err)
 	}
 	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
-		f.Close()
+		_ = f.Close()
 		if errors.Is(err, unix.EWOULDBLOCK) {
 			return nil, errBusy
 		}
 		return nil, fmt.Errorf("microVM lock: %w", err)
 	}
-	return func() { unix.Flock(int(f.Fd()), unix.LOCK_UN); f.Close() }, nil
+	return func() { _ = unix.Flock(int(f.Fd()), unix.LOCK_UN); _ = f.Close() }, nil
 }
 
 var errBusy = errors.New("locked by another process")
@@ -204,7 +204,7 @@ func (r *Runtime) boot(ctx context.Context, s *session, spec sandbox.Spec, m ass
 	if err != nil {
 		return nil, fmt.Errorf("microVM log: %w", err)
 	}
-	defer logf.Close()
+	defer func() { _ = logf.Close() }()
 	cmd := exec.Command(mach.Command(), mach.Args()...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	// A process group of its own: a ctrl-C at hutch's terminal must not
@@ -252,7 +252,7 @@ func dialAgent(sock string) func(ctx context.Context) (net.Conn, error) {
 		}
 		sc, err := agent.SyncSession(ctx, c)
 		if err != nil {
-			c.Close()
+			_ = c.Close()
 		}
 		return sc, err
 	}
@@ -372,7 +372,7 @@ func (r *Runtime) startEgress(dir, key string, allowEntries []string) (string, f
 		return "", nil, fmt.Errorf("egress proxy: %w", err)
 	}
 	if err := os.Chmod(sock, 0o600); err != nil {
-		l.Close()
+		_ = l.Close()
 		return "", nil, fmt.Errorf("egress proxy: %w", err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -402,7 +402,7 @@ func (r *Runtime) startVirtiofsd(ctx context.Context, dir string, i int, source,
 	if err != nil {
 		return nil, fmt.Errorf("virtiofsd log: %w", err)
 	}
-	defer logf.Close()
+	defer func() { _ = logf.Close() }()
 	// cache=none: the host and other runtimes write the same files, and
 	// a guest must see their writes at once.
 	cmd := exec.Command(r.cfg.Virtiofsd, "--socket-path="+sock, "-o", "source="+source, "-o", "cache=none", "-o", "log_level=warn")
@@ -455,7 +455,7 @@ func (r *Runtime) ensureDisk(ctx context.Context, key string, m assets.Manifest)
 		return "", fmt.Errorf("microVM disk dir: %w", err)
 	}
 	tmp := disk + ".new"
-	os.Remove(tmp)
+	_ = os.Remove(tmp)
 	cmd := exec.CommandContext(ctx, r.cfg.QEMUImg, "create", "-q", "-f", "qcow2", "-F", "raw", "-b", assetPath(r.cfg.AssetDir, m, "rootfs"), tmp)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("create the root disk of office %s: %v: %s", key, err, bytes.TrimSpace(out))
@@ -505,7 +505,7 @@ func (r *Runtime) stopVMLocked(s *session, why string) {
 // directory and its lock.
 func (r *Runtime) cleanupVM(v *vm) {
 	if v.client != nil {
-		v.client.Close()
+		_ = v.client.Close()
 	}
 	if v.qemu != nil && v.qemu.Process != nil && v.alive() {
 		_ = syscall.Kill(-v.qemu.Process.Pid, syscall.SIGKILL)

@@ -123,7 +123,7 @@ func sum(b []byte) string {
 // invalid UTF-8 included.
 func randomBytes(n int) []byte {
 	b := make([]byte, n)
-	r := rand.New(rand.NewPCG(uint64(n), 7))
+	r := rand.New(rand.NewPCG(uint64(n), 7)) //nolint:gosec // G404: test data, the same on every run, not a secret
 	for i := range b {
 		b[i] = byte(r.Uint32())
 	}
@@ -477,9 +477,9 @@ func testFilesMounts(t *testing.T, rt sandbox.Runtime, spec sandbox.Spec) {
 		}
 	}
 	t.Cleanup(func() {
-		os.RemoveAll(roDirHost)
-		os.Remove(rwFileHost)
-		os.Remove(roFileHost)
+		_ = os.RemoveAll(roDirHost)
+		_ = os.Remove(rwFileHost)
+		_ = os.Remove(roFileHost)
 	})
 	f := rt.Files(spec)
 	ctx := t.Context()

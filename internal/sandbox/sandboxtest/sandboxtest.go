@@ -345,11 +345,11 @@ func (p *pidFiles) read(t *testing.T, names ...string) []int {
 	if o.res.ExitCode != 0 || len(fields) != len(names) {
 		t.Fatalf("reading the pid files %v: exit %d, stdout %q, stderr %q (the command did not get to write them)", names, o.res.ExitCode, o.stdout, o.stderr)
 	}
-	pids := make([]int, len(fields))
-	for i, f := range fields {
-		pid, err := strconv.Atoi(f)
+	pids := make([]int, len(names))
+	for i, name := range names {
+		pid, err := strconv.Atoi(fields[i])
 		if err != nil || pid <= 1 {
-			t.Fatalf("pid file %s.%s holds %q", p.prefix, names[i], f)
+			t.Fatalf("pid file %s.%s holds %q", p.prefix, name, fields[i])
 		}
 		pids[i] = pid
 	}
