@@ -67,7 +67,7 @@ func TestSandbox_Managed(t *testing.T) {
 	if err := json.NewDecoder(resp.Body).Decode(&list); err != nil || len(list) != 1 || list[0].OfficeKey != st.OfficeKey || list[0].Name != mock.Name(st.OfficeKey) {
 		t.Errorf("runtimes: %+v, %v", list, err)
 	}
-	resp.Body.Close()
+	_ = resp.Body.Close()
 	if st := status("/v1/sandbox/stop", "", 200); st.State != "stopped" || st.Boosted || st.TempLimits {
 		t.Errorf("stop: %+v", st)
 	}

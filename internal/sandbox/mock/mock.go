@@ -183,16 +183,6 @@ func hostPath(spec sandbox.Spec, p string) string {
 	return m.HostPath + strings.TrimPrefix(p, path.Clean(m.RuntimePath))
 }
 
-// runtimePath is hostPath's inverse for the texts of errors.
-func runtimePath(spec sandbox.Spec, p string) string {
-	for _, m := range spec.Mounts {
-		if within(p, m.HostPath) {
-			return path.Clean(m.RuntimePath) + strings.TrimPrefix(p, m.HostPath)
-		}
-	}
-	return p
-}
-
 func within(p, root string) bool {
 	root = path.Clean(root)
 	return p == root || root == "/" || strings.HasPrefix(p, root+"/")
