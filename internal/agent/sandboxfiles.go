@@ -25,6 +25,12 @@ func Files(connect func(ctx context.Context) (*Client, error), office string, ro
 	}, office, roots)
 }
 
+// SpecFiles is Files for a managed mode whose agentOf creates or starts
+// spec's runtime and returns its agent: office and roots are the spec's.
+func SpecFiles(agentOf func(ctx context.Context, spec sandbox.Spec) (*Client, error), spec sandbox.Spec) sandbox.Files {
+	return Files(func(ctx context.Context) (*Client, error) { return agentOf(ctx, spec) }, spec.OfficeRuntimePath, spec.Roots())
+}
+
 // LocalFiles returns sandbox.Files run in this process with the same
 // confinement the agent applies: host mode's file access, where the
 // runtime is the host itself.

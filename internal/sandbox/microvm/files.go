@@ -1,8 +1,6 @@
 package microvm
 
 import (
-	"context"
-
 	"github.com/hutchsandbox/hutch/internal/agent"
 	"github.com/hutchsandbox/hutch/internal/sandbox"
 )
@@ -10,7 +8,4 @@ import (
 // Files returns the conversation's file operations, served by the agent
 // of its runtime (created or started on first use, as for a command) and
 // confined to the runtime paths of its mounts.
-func (r *Runtime) Files(spec sandbox.Spec) sandbox.Files {
-	connect := func(ctx context.Context) (*agent.Client, error) { return r.Agent(ctx, spec) }
-	return agent.Files(connect, spec.OfficeRuntimePath, spec.Roots())
-}
+func (r *Runtime) Files(spec sandbox.Spec) sandbox.Files { return agent.SpecFiles(r.Agent, spec) }

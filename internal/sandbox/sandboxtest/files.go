@@ -42,30 +42,20 @@ func RunFiles(t *testing.T, h Harness) {
 	if h.New == nil {
 		t.Fatal("sandboxtest.Harness.New is nil")
 	}
-	checks := []struct {
-		name string
-		f    func(*testing.T, sandbox.Runtime, sandbox.Spec)
-	}{
-		{"office_in_roots", testFilesOffice},
-		{"write_seen_by_commands", testFilesWriteSeenByCommands},
-		{"commands_seen_by_files", testFilesCommandsSeen},
-		{"missing", testFilesMissing},
-		{"paths_refused", testFilesPathsRefused},
-		{"outside_refused", testFilesOutside},
-		{"symlinks", testFilesSymlinks},
-		{"large_and_paged", testFilesLarge},
-		{"non_utf8_names", testFilesNonUTF8},
-		{"permissions", testFilesPermissions},
-		{"tools_relative", testFilesTools},
-	}
 	t.Run("checks", func(t *testing.T) {
-		for _, c := range checks {
-			t.Run(c.name, func(t *testing.T) {
-				t.Parallel()
-				rt, spec := h.New(t)
-				c.f(t, rt, spec)
-			})
-		}
+		runParallel(t, h, []check{
+			{"office_in_roots", testFilesOffice},
+			{"write_seen_by_commands", testFilesWriteSeenByCommands},
+			{"commands_seen_by_files", testFilesCommandsSeen},
+			{"missing", testFilesMissing},
+			{"paths_refused", testFilesPathsRefused},
+			{"outside_refused", testFilesOutside},
+			{"symlinks", testFilesSymlinks},
+			{"large_and_paged", testFilesLarge},
+			{"non_utf8_names", testFilesNonUTF8},
+			{"permissions", testFilesPermissions},
+			{"tools_relative", testFilesTools},
+		})
 	})
 	// Last and alone: adding mounts re-creates a runtime that a harness
 	// may share between checks (a microVM per suite).

@@ -54,10 +54,7 @@ func Run(t *testing.T, h Harness) {
 	if h.New == nil {
 		t.Fatal("sandboxtest.Harness.New is nil")
 	}
-	checks := []struct {
-		name string
-		f    func(*testing.T, sandbox.Runtime, sandbox.Spec)
-	}{
+	runParallel(t, h, []check{
 		{"capabilities", testCapabilities},
 		{"exit_codes", testExitCodes},
 		{"argv_without_shell", testArgvWithoutShell},
@@ -73,7 +70,18 @@ func Run(t *testing.T, h Harness) {
 		{"signal", testSignal},
 		{"output_limit", testOutputLimit},
 		{"concurrent", testConcurrent},
-	}
+	})
+}
+
+// check is one check of a suite.
+type check struct {
+	name string
+	f    func(*testing.T, sandbox.Runtime, sandbox.Spec)
+}
+
+// runParallel runs each check as a subtest of its own, in parallel, on a
+// conversation from h.New.
+func runParallel(t *testing.T, h Harness, checks []check) {
 	for _, c := range checks {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
