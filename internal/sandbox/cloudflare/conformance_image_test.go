@@ -7,6 +7,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"sync"
 	"testing"
 
 	"github.com/hutchsandbox/hutch/internal/bridge"
@@ -29,7 +30,16 @@ func TestConformance_ImageBridge(t *testing.T) {
 // TestFiles_ImageBridge runs the files suite the same way: file
 // operations as commands through the bridge, in the remote /workspace.
 func TestFiles_ImageBridge(t *testing.T) {
-	sandboxtest.RunFiles(t, imageBridge(t))
+	h := imageBridge(t)
+	// The checks work in directories of their own: one conversation (one
+	// remote container) serves them all.
+	var once sync.Once
+	var rt sandbox.Runtime
+	var spec sandbox.Spec
+	sandboxtest.RunFiles(t, sandboxtest.Harness{New: func(t *testing.T) (sandbox.Runtime, sandbox.Spec) {
+		once.Do(func() { rt, spec = h.New(t) })
+		return rt, spec
+	}})
 }
 
 // imageBridge serves hutch's bridge over image mode with the busybox

@@ -137,10 +137,15 @@ func TestConformance(t *testing.T) {
 	}})
 }
 
+// TestFiles runs the files suite against one container: its checks
+// work in directories of their own, so they share the conversation (one
+// container to make, not one per check); the mounts check, last,
+// re-creates it with mounts of its own.
 func TestFiles(t *testing.T) {
 	f := newFixture(t)
+	spec := f.office(t, testenv.Name(t))
 	sandboxtest.RunFiles(t, sandboxtest.Harness{New: func(t *testing.T) (sandbox.Runtime, sandbox.Spec) {
-		return f.rt, f.office(t, testenv.Name(t))
+		return f.rt, spec
 	}})
 }
 

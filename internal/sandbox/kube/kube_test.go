@@ -195,12 +195,14 @@ func TestConformance(t *testing.T) {
 }
 
 // TestFiles runs the files suite: file operations reach the pod (its
-// agent, over the exec stream), never the daemon's own filesystem.
+// agent, over the exec stream), never the daemon's own filesystem. The
+// checks work in directories of their own and share one pod; the mounts
+// check, last, re-creates it with mounts of its own.
 func TestFiles(t *testing.T) {
 	f := newFixture(t)
-	var n atomic.Int64
+	spec := f.office(t, "files")
 	sandboxtest.RunFiles(t, sandboxtest.Harness{New: func(t *testing.T) (sandbox.Runtime, sandbox.Spec) {
-		return f.rt, f.office(t, "files-"+strconv.FormatInt(n.Add(1), 10))
+		return f.rt, spec
 	}})
 }
 
