@@ -17,6 +17,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -176,6 +177,15 @@ func badInput(hc *http.Client, k int) error {
 		path = "/v1/vault/list"
 	}
 	resp, err := hc.Post("http://hutch"+path, "application/json", body)
+	if err != nil && k%6 == 3 && (errors.Is(err, syscall.EPIPE) || errors.Is(err, syscall.ECONNRESET)) {
+		// The daemon reads no further than the limit: it answers 400 and,
+		// 500 ms later, closes a connection whose sender is still writing
+		// (net/http's rule for a large unread body). A client stalled for
+		// those 500 ms (50 clients under -race on two CPUs) sees its write
+		// fail before it reads the answer: the refusal, delivered the only
+		// way HTTP/1.1 can to a client that does not wait for 100-continue.
+		return nil
+	}
 	if err != nil {
 		return fmt.Errorf("bad input %d: %w", k%6, err)
 	}
