@@ -87,6 +87,10 @@ type Options struct {
 	Init bool
 	// Version is what ping reports.
 	Version string
+	// KeyFile is the channel key file (see channel.go) the agent proves
+	// it holds; empty: it holds none, and hosts that require a proof
+	// refuse it.
+	KeyFile string
 	// OOMCounterPath overrides the cgroup file read for OOM kills.
 	OOMCounterPath string
 	// Log receives the agent's log; nil discards.
@@ -134,7 +138,15 @@ func Run(ctx context.Context, opts Options) error {
 	signal.Notify(sigpipe, unix.SIGPIPE)
 	defer signal.Stop(sigpipe)
 
+	var key []byte
+	if opts.KeyFile != "" {
+		var err error
+		if key, err = readChannelKey(opts.KeyFile); err != nil {
+			return err
+		}
+	}
 	srv := &Server{
+		Key:            key,
 		Log:            log,
 		Version:        opts.Version,
 		Init:           opts.Init || os.Getpid() == 1,

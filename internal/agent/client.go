@@ -48,6 +48,11 @@ type Client struct {
 
 	dialing chan struct{} // held while the connection is checked or dialled
 
+	// key, when set, is what every fresh connection's agent must prove it
+	// holds (see RequireProof); refusal is the error text when it fails.
+	key     []byte
+	refusal string
+
 	mu     sync.Mutex // guards the following
 	cc     *http2.ClientConn
 	closed bool
@@ -109,6 +114,12 @@ func (c *Client) conn(ctx context.Context) (*http2.ClientConn, error) {
 	if err != nil {
 		_ = nc.Close()
 		return nil, errdefs.New(errdefs.ErrUnavailable, "agent unreachable: "+err.Error())
+	}
+	if c.key != nil {
+		if err := c.hello(ctx, cc); err != nil {
+			_ = cc.Close()
+			return nil, err
+		}
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()

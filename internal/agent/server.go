@@ -47,6 +47,9 @@ type Server struct {
 	// instruction runs outside it). A command cannot start when the
 	// directory cannot be used.
 	CommandCgroup string
+	// Key, when set, is the channel key this agent proves it holds when
+	// the host asks (GET /v1/hello; see channel.go).
+	Key []byte
 
 	// usageDir, when set, is the cgroup whose use is read (tests).
 	usageDir   string
@@ -79,6 +82,7 @@ func (s *Server) init() {
 		}
 		s.mux = http.NewServeMux()
 		s.mux.HandleFunc("GET "+pathPing, s.handlePing)
+		s.mux.HandleFunc("GET "+pathHello, s.handleHello)
 		s.mux.HandleFunc("POST "+pathExec, s.handleExec)
 		s.mux.HandleFunc("GET "+pathFile, s.handleReadFile)
 		s.mux.HandleFunc("PUT "+pathFile, s.handleWriteFile)

@@ -17,7 +17,7 @@ func newAgentCmd(g *globals) *cobra.Command {
 		installTo, wantSHA256 string
 	)
 	cmd := &cobra.Command{
-		Use:    "agent (--listen <socket> | --stdio | --guest) [--init] | --install-to <path> [--sha256 <hex>]",
+		Use:    "agent (--listen <socket> | --stdio | --guest) [--init] [--key-file <file>] | --install-to <path> [--sha256 <hex>]",
 		Short:  "Serve commands and file operations inside a sandbox (started by hutch)",
 		Hidden: true,
 		Args:   cobra.NoArgs,
@@ -25,7 +25,10 @@ func newAgentCmd(g *globals) *cobra.Command {
 HTTP/2 on one connection: a unix socket (--listen) or this process's stdin
 and stdout (--stdio, one connection, then exit). With --init the agent does
 the duties of a container's pid 1: it reaps every orphan and, on SIGTERM or
-SIGINT, kills every running command and exits 0.
+SIGINT, kills every running command and exits 0. With --key-file the agent
+answers the host's challenge on every connection with proof that it holds
+the key in that file (a read-only mount): a host that requires the proof
+refuses any other process that answers on the socket.
 
 With --guest the agent is a microVM's init (pid 1, started by the kernel
 from the initramfs): it mounts the root disk, switches to it, confines the
@@ -86,6 +89,7 @@ the pod with the fix instead of speaking another protocol.`,
 	f := cmd.Flags()
 	f.StringVar(&opts.Listen, "listen", "", "serve on this unix socket (mode 0600; a missing directory is created 0700)")
 	f.BoolVar(&opts.Stdio, "stdio", false, "serve one connection made of stdin and stdout, then exit")
+	f.StringVar(&opts.KeyFile, "key-file", "", "prove to the host on every connection that this agent holds the channel key in this file")
 	f.BoolVar(&opts.Init, "init", false, "act as pid 1: reap every orphan, kill every command on SIGTERM/SIGINT")
 	f.BoolVar(&asGuest, "guest", false, "be a microVM's init and serve the host on the virtio port "+guest.PortName)
 	f.StringVar(&installTo, "install-to", "", "copy this executable to this path (mode 0555) and exit")

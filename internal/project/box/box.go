@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -32,6 +33,7 @@ const (
 	agentPath  = "/hutch/bin/hutch"
 	runPath    = "/hutch/run"
 	socketName = "agent.sock"
+	keyPath    = "/hutch/key" // the agent's channel key, read-only
 	homePath   = "/sandbox/home"
 	relayPath  = "/sandbox/relay"
 )
@@ -193,14 +195,18 @@ func (b *Box) Up(ctx context.Context) (*Target, error) {
 	}
 	if !st.running {
 		b.stage("Starting the sandbox…")
-		if err := prepareSocketDir(b.socketDir()); err != nil {
+		if err := b.prepareChannel(); err != nil {
 			return nil, err
 		}
 		if _, err := b.opts.Engine.Client.ContainerStart(ctx, st.id, client.ContainerStartOptions{}); err != nil {
 			return nil, engine.Classify(err, "start the sandbox "+b.spec.Name)
 		}
 	}
-	t := &Target{Name: b.spec.Name, ID: st.id, Workdir: b.spec.Workdir, Env: b.env(), User: b.spec.User, Notes: notes, agent: b.agentClient()}
+	cl, err := b.agentClient()
+	if err != nil {
+		return nil, err
+	}
+	t := &Target{Name: b.spec.Name, ID: st.id, Workdir: b.spec.Workdir, Env: b.env(), User: b.spec.User, Notes: notes, agent: cl}
 	if err := b.waitAgent(ctx, t); err != nil {
 		return nil, err
 	}
@@ -330,7 +336,7 @@ func (b *Box) create(ctx context.Context) error {
 		return err
 	}
 	b.stage("Creating the sandbox…")
-	if err := prepareSocketDir(b.socketDir()); err != nil {
+	if err := b.prepareChannel(); err != nil {
 		return err
 	}
 	bin, err := b.opts.Agent()
@@ -349,6 +355,7 @@ func (b *Box) create(ctx context.Context) error {
 	mounts := []mount.Mount{
 		{Type: mount.TypeBind, Source: staged, Target: agentPath, ReadOnly: true},
 		{Type: mount.TypeBind, Source: b.socketDir(), Target: runPath},
+		{Type: mount.TypeBind, Source: b.keyFile(), Target: keyPath, ReadOnly: true},
 	}
 	for _, m := range b.spec.Mounts {
 		mt := mount.Mount{Type: mount.TypeBind, Source: m.Source, Target: m.Target, ReadOnly: m.ReadOnly}
@@ -384,7 +391,7 @@ func (b *Box) create(ctx context.Context) error {
 	}
 	cfg := &container.Config{
 		Image:      img,
-		Entrypoint: []string{agentPath, "agent", "--init", "--listen", runPath + "/" + socketName},
+		Entrypoint: []string{agentPath, "agent", "--init", "--listen", runPath + "/" + socketName, "--key-file", keyPath},
 		Cmd:        []string{},
 		WorkingDir: b.spec.Workdir,
 		Env:        b.env(),
@@ -500,29 +507,67 @@ func (b *Box) socketDir() string {
 	return filepath.Join(b.opts.RunDir, "prj", hex.EncodeToString(sum[:8]))
 }
 
-// prepareSocketDir makes the socket directory. It is open to every uid
-// (the container may run as any user) inside the run dir, which is
-// private to hutch's user.
+// prepareSocketDir makes the socket directory, empty: it is called only
+// while no agent runs in it, and what a past run left there (a link
+// planted in place of the socket included) goes; RemoveAll follows no
+// link. It is open to every uid (the container may run as any user)
+// inside the run dir, which is private to hutch's user.
 func prepareSocketDir(dir string) error {
+	if err := os.RemoveAll(dir); err != nil {
+		return fmt.Errorf("sandbox socket dir: %w", err)
+	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("sandbox socket dir: %w", err)
 	}
-	return os.Chmod(dir, 0o777)
+	return os.Chmod(dir, 0o777) //nolint:gosec // G302: see above
 }
 
-func (b *Box) agentClient() *agent.Client {
+// keyFile is the host file mounted at keyPath: beside the socket dir, not
+// in it, so nothing inside can replace it.
+func (b *Box) keyFile() string { return b.socketDir() + ".key" }
+
+// channelKey is the key the sandbox's agent proves it holds.
+func (b *Box) channelKey() ([]byte, error) {
+	return agent.ChannelKey(b.opts.StateDir, "project\x00"+b.spec.Name)
+}
+
+// prepareChannel makes what the container mounts for its agent's channel:
+// the socket dir and the channel key file (a run dir on tmpfs loses both
+// when the host restarts, while the container stays).
+func (b *Box) prepareChannel() error {
+	if err := prepareSocketDir(b.socketDir()); err != nil {
+		return err
+	}
+	key, err := b.channelKey()
+	if err != nil {
+		return err
+	}
+	return agent.WriteChannelKey(b.keyFile(), key)
+}
+
+func (b *Box) agentClient() (*agent.Client, error) {
 	sock := filepath.Join(b.socketDir(), socketName)
+	key, err := b.channelKey()
+	if err != nil {
+		return nil, err
+	}
 	return agent.NewClient(func(ctx context.Context) (net.Conn, error) {
 		var d net.Dialer
 		return d.DialContext(ctx, "unix", sock)
-	}, b.opts.Log)
+	}, b.opts.Log).RequireProof(key, fmt.Sprintf(
+		"The channel of the sandbox %s is answered by a process that is not its agent: something inside replaced the agent's socket, or an older hutch made the sandbox. Nothing was sent to it. Run `hutch project rebuild` to make it anew.",
+		b.spec.Name)), nil
 }
 
 // Attach returns the target of a sandbox that is up, without starting
 // or creating anything: the fast path of a warm command. It returns nil
 // when hutch's own container is not running (the caller then calls Up).
 func (b *Box) Attach(ctx context.Context) *Target {
-	t := &Target{Name: b.spec.Name, Workdir: b.spec.Workdir, Env: b.env(), User: b.spec.User, agent: b.agentClient()}
+	cl, err := b.agentClient()
+	if err != nil {
+		return nil
+	}
+	t := &Target{Name: b.spec.Name, Workdir: b.spec.Workdir, Env: b.env(), User: b.spec.User, agent: cl}
 	pctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
 	if _, err := t.agent.Ping(pctx); err != nil {
@@ -545,6 +590,9 @@ func (b *Box) waitAgent(ctx context.Context, t *Target) error {
 		}
 		if ctx.Err() != nil {
 			return ctx.Err()
+		}
+		if errors.Is(err, errdefs.ErrFailedPrecondition) {
+			return err // an agent answered and failed the channel proof
 		}
 		if i%20 == 19 {
 			if st, ierr := b.inspect(ctx, t.ID); ierr == nil && !st.running {

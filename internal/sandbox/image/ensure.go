@@ -186,7 +186,7 @@ func (r *Runtime) ensureLocked(ctx context.Context, s *session, spec sandbox.Spe
 		if err := r.applyLimits(ctx, spec, st); err != nil {
 			return nil, err
 		}
-		return r.clientLocked(s), nil
+		return r.clientLocked(s)
 	}
 	// Other hutch processes of this installation provision the same
 	// office under the same file lock, so two first commands arriving in
@@ -274,7 +274,7 @@ func (r *Runtime) ensureLocked(ctx context.Context, s *session, spec sandbox.Spe
 			return nil, err
 		}
 	}
-	return r.clientLocked(s), nil
+	return r.clientLocked(s)
 }
 
 // createAndStart makes the office's network and container and waits for
@@ -287,7 +287,7 @@ func (r *Runtime) ensureLocked(ctx context.Context, s *session, spec sandbox.Spe
 // because, when not empty, says why the container replaces another: it
 // is recorded on the new one (sandbox.MarkRecreated).
 func (r *Runtime) createAndStart(ctx context.Context, s *session, spec sandbox.Spec, d desired, fp, from, because string) error {
-	if err := prepareSocketDir(socketDir(r.cfg.RunDir, spec.OfficeKey)); err != nil {
+	if err := r.prepareChannel(spec.OfficeKey); err != nil {
 		return err
 	}
 	if r.cfg.Engine.Flavor == engine.FlavorPodman {
@@ -345,7 +345,7 @@ func (r *Runtime) attachNetwork(ctx context.Context, containerID, netID, key str
 }
 
 func (r *Runtime) start(ctx context.Context, s *session, id string) error {
-	if err := prepareSocketDir(socketDir(r.cfg.RunDir, s.Key)); err != nil {
+	if err := r.prepareChannel(s.Key); err != nil {
 		return err
 	}
 	if _, err := r.api.ContainerStart(ctx, id, client.ContainerStartOptions{}); err != nil {
@@ -383,6 +383,7 @@ func (r *Runtime) create(ctx context.Context, spec sandbox.Spec, d desired, fp, 
 	mounts := []mount.Mount{
 		{Type: mount.TypeBind, Source: r.agentBin, Target: agentPath, ReadOnly: true},
 		{Type: mount.TypeBind, Source: socketDir(r.cfg.RunDir, spec.OfficeKey), Target: runPath},
+		{Type: mount.TypeBind, Source: keyFile(r.cfg.RunDir, spec.OfficeKey), Target: keyPath, ReadOnly: true},
 	}
 	for _, m := range spec.Mounts {
 		mounts = append(mounts, mount.Mount{Type: mount.TypeBind, Source: m.HostPath, Target: m.RuntimePath, ReadOnly: m.ReadOnly})
@@ -409,7 +410,7 @@ func (r *Runtime) create(ctx context.Context, spec sandbox.Spec, d desired, fp, 
 	}
 	cfg := &container.Config{
 		Image:       from,
-		Entrypoint:  []string{agentPath, "agent", "--init", "--listen", runPath + "/" + socketName},
+		Entrypoint:  []string{agentPath, "agent", "--init", "--listen", runPath + "/" + socketName, "--key-file", keyPath},
 		Cmd:         []string{},
 		WorkingDir:  spec.OfficeRuntimePath,
 		Labels:      labels,

@@ -10,8 +10,9 @@ import (
 )
 
 // hardeningVersion changes whenever the container's creation settings
-// change in a way existing containers should pick up.
-const hardeningVersion = 1
+// change in a way existing containers should pick up (2: the agent
+// proves it holds its channel key, mounted at keyPath).
+const hardeningVersion = 2
 
 // desired is what a conversation's container must be built from.
 type desired struct {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/moby/moby/client"
 
+	"github.com/hutchsandbox/hutch/internal/agent"
 	"github.com/hutchsandbox/hutch/internal/atomicfile"
 	"github.com/hutchsandbox/hutch/internal/engine"
 	"github.com/hutchsandbox/hutch/internal/errdefs"
@@ -62,10 +63,35 @@ func clearRuntimeState(stateDir, key string) {
 }
 
 func prepareSocketDir(dir string) error {
+	// Only ever called while no agent runs in it: what a past run of the
+	// container left there (a link planted in place of the socket
+	// included) goes. RemoveAll does not follow links.
+	if err := os.RemoveAll(dir); err != nil {
+		return fmt.Errorf("runtime socket dir: %w", err)
+	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("runtime socket dir: %w", err)
 	}
 	return nil
+}
+
+// prepareChannel makes what an office's container mounts for its agent's
+// channel: the socket dir and the channel key file (a run dir on tmpfs
+// loses both when the host restarts, while the container stays).
+func (r *Runtime) prepareChannel(officeKey string) error {
+	if err := prepareSocketDir(socketDir(r.cfg.RunDir, officeKey)); err != nil {
+		return err
+	}
+	key, err := r.channelKey(officeKey)
+	if err != nil {
+		return err
+	}
+	return agent.WriteChannelKey(keyFile(r.cfg.RunDir, officeKey), key)
+}
+
+// channelKey is the key an office's agent proves it holds.
+func (r *Runtime) channelKey(officeKey string) ([]byte, error) {
+	return agent.ChannelKey(r.cfg.StateDir, "image\x00"+officeKey)
 }
 
 // effective is the limits an office's running container must have: the
@@ -239,6 +265,7 @@ func (r *Runtime) Remove(ctx context.Context, key string) error {
 	}
 	clearRuntimeState(r.cfg.StateDir, key)
 	_ = os.RemoveAll(socketDir(r.cfg.RunDir, key))
+	_ = os.Remove(keyFile(r.cfg.RunDir, key))
 	r.log.Info("removed runtime", "office_key", key)
 	return nil
 }

@@ -26,6 +26,8 @@ const (
 	runPath = "/hutch/run"
 	// socketName is the agent's socket inside runPath.
 	socketName = "agent.sock"
+	// keyPath is where the agent's channel key is bind-mounted read-only.
+	keyPath = "/hutch/key"
 )
 
 // socketDir is the host directory bind-mounted at runPath. It is named by
@@ -34,6 +36,12 @@ const (
 func socketDir(runDir, officeKey string) string {
 	sum := sha256.Sum256([]byte(officeKey))
 	return filepath.Join(runDir, "rt", hex.EncodeToString(sum[:8]))
+}
+
+// keyFile is the host file mounted at keyPath: beside the socket dir,
+// not in it, so nothing inside can replace it.
+func keyFile(runDir, officeKey string) string {
+	return socketDir(runDir, officeKey) + ".key"
 }
 
 // DefaultNetworkPool is where office networks take their subnets. Docker's

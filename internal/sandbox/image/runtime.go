@@ -161,21 +161,31 @@ func (r *Runtime) Agent(ctx context.Context, spec sandbox.Spec) (*agent.Client, 
 // clientLocked returns the session's agent client, dialing the runtime's
 // socket. One client per office lives as long as this process; it
 // re-dials by itself when the container restarted.
-func (r *Runtime) clientLocked(s *session) *agent.Client {
+func (r *Runtime) clientLocked(s *session) (*agent.Client, error) {
 	if s.client == nil {
 		sock := filepath.Join(socketDir(r.cfg.RunDir, s.Key), socketName)
-		s.client = agent.NewClient(func(ctx context.Context) (net.Conn, error) {
+		cl := agent.NewClient(func(ctx context.Context) (net.Conn, error) {
 			var d net.Dialer
 			return d.DialContext(ctx, "unix", sock)
 		}, r.log.With("office_key", s.Key))
+		key, err := r.channelKey(s.Key)
+		if err != nil {
+			return nil, err
+		}
+		s.client = cl.RequireProof(key, fmt.Sprintf(
+			"The channel of container %s is answered by a process that is not its agent: something inside it replaced the agent's socket. Nothing was sent to it. Remove the runtime (hutch sandbox rm, or the admin portal) to give the conversation a new one.",
+			ContainerName(s.Key)))
 	}
-	return s.client
+	return s.client, nil
 }
 
 // waitAgent waits for a freshly started container's agent to answer,
 // failing early with the container's last output when it exits instead.
 func (r *Runtime) waitAgent(ctx context.Context, s *session, id string) error {
-	cl := r.clientLocked(s)
+	cl, err := r.clientLocked(s)
+	if err != nil {
+		return err
+	}
 	deadline := time.Now().Add(30 * time.Second)
 	delay := 2 * time.Millisecond
 	for i := 0; ; i++ {
@@ -187,6 +197,9 @@ func (r *Runtime) waitAgent(ctx context.Context, s *session, id string) error {
 		}
 		if ctx.Err() != nil {
 			return ctx.Err()
+		}
+		if errors.Is(err, errdefs.ErrFailedPrecondition) {
+			return err // an agent answered and failed the channel proof
 		}
 		if i%20 == 19 {
 			if st, ierr := r.inspect(ctx, id); ierr == nil && !st.running {
