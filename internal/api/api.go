@@ -1,6 +1,7 @@
 package api
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -11,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/hutchsandbox/hutch/internal/errdefs"
 	"github.com/hutchsandbox/hutch/internal/office"
@@ -188,15 +190,25 @@ func bytesReader(b []byte) io.Reader { return strings.NewReader(string(b)) }
 // errAlreadyWritten marks an error reported inside a started response.
 var errAlreadyWritten = errors.New("response already written")
 
-// decode reads a JSON body strictly.
+// decode reads a JSON body strictly. The body must be valid UTF-8, as
+// JSON text must be: encoding/json would put U+FFFD in place of invalid
+// bytes, and two conversation ids differing only there would decode
+// alike.
 func decode(r *http.Request, v any) error {
-	dec := json.NewDecoder(r.Body)
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
 			return err
 		}
+		return errdefs.New(errdefs.ErrInvalid, "Malformed JSON body: "+err.Error())
+	}
+	if !utf8.Valid(body) {
+		return errdefs.New(errdefs.ErrInvalid, "Malformed JSON body: not valid UTF-8")
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
 		return errdefs.New(errdefs.ErrInvalid, "Malformed JSON body: "+err.Error())
 	}
 	if dec.More() {

@@ -21,6 +21,11 @@ const (
 	msgIDMarker    = "Conversation id must be non-empty and not a path marker"
 	msgIDSeparator = "Conversation id must not contain path separators or control characters"
 	msgIDUTF8      = "Conversation id must be valid UTF-8"
+	// The texts below are hutch's own: the reference system has no such
+	// limits.
+	msgIDTooLong     = "Conversation id must be at most 256 bytes"
+	msgIDReplacement = "Conversation id must not contain U+FFFD, the character a decoder puts in place of bytes that are not valid UTF-8"
+	msgIDBidi        = "Conversation id must not contain bidirectional control characters (U+061C, U+200E, U+200F, U+202A to U+202E, U+2066 to U+2069)"
 	msgAddressForm = "Conversation must be written <platform>/<conversation-id>, e.g. slack/C0123ABC"
 )
 
@@ -63,12 +68,37 @@ func ValidateConversationID(id string) error {
 	if !utf8.ValidString(id) {
 		return errdefs.New(errdefs.ErrInvalid, msgIDUTF8)
 	}
+	// An id goes into the registry, container labels, logs and listings:
+	// a megabyte of it costs all of them.
+	if len(id) > MaxConversationIDBytes {
+		return errdefs.New(errdefs.ErrInvalid, msgIDTooLong)
+	}
 	for _, r := range id {
-		if r == '/' || r == '\\' || r <= 0x1f || (r >= 0x7f && r <= 0x9f) {
+		switch {
+		case r == '/' || r == '\\' || r <= 0x1f || (r >= 0x7f && r <= 0x9f):
 			return errdefs.New(errdefs.ErrInvalid, msgIDSeparator)
+		case r == utf8.RuneError:
+			// A JSON decoder turns invalid bytes (and lone surrogate
+			// escapes) into U+FFFD before any check sees them: two ids
+			// that differ only there would share one office.
+			return errdefs.New(errdefs.ErrInvalid, msgIDReplacement)
+		case isBidiControl(r):
+			// They make an id read differently from what it is, in
+			// listings, logs and the admin portal.
+			return errdefs.New(errdefs.ErrInvalid, msgIDBidi)
 		}
 	}
 	return nil
+}
+
+// MaxConversationIDBytes bounds a conversation id. Platforms' ids are far
+// shorter (Slack's are 11 characters, Discord's 19 digits).
+const MaxConversationIDBytes = 256
+
+// isBidiControl reports the characters that reorder text: the implicit
+// marks and the embedding, override and isolate controls.
+func isBidiControl(r rune) bool {
+	return r == 0x061c || r == 0x200e || r == 0x200f || (r >= 0x202a && r <= 0x202e) || (r >= 0x2066 && r <= 0x2069)
 }
 
 // Validate reports whether a holds a known platform and a valid

@@ -1,6 +1,7 @@
 package office_test
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -37,6 +38,14 @@ func TestNewAddress(t *testing.T) {
 		{"c1_first", "slack", "a\u0080b", msgSeparator},
 		{"c1_last", "slack", "a\u009fb", msgSeparator},
 		{"invalid_utf8", "slack", "a\xffb", "Conversation id must be valid UTF-8"},
+		{"replacement_char", "web", "rel-u\ufffd", "Conversation id must not contain U+FFFD, the character a decoder puts in place of bytes that are not valid UTF-8"},
+		{"bidi_override", "web", "invoice\u202egnp.exe", "Conversation id must not contain bidirectional control characters (U+061C, U+200E, U+200F, U+202A to U+202E, U+2066 to U+2069)"},
+		{"bidi_isolate", "web", "a\u2067b", "Conversation id must not contain bidirectional control characters (U+061C, U+200E, U+200F, U+202A to U+202E, U+2066 to U+2069)"},
+		{"arabic_letter_mark", "web", "a\u061cb", "Conversation id must not contain bidirectional control characters (U+061C, U+200E, U+200F, U+202A to U+202E, U+2066 to U+2069)"},
+		{"longest", "web", strings.Repeat("x", 256), ""},
+		{"too_long", "web", strings.Repeat("x", 257), "Conversation id must be at most 256 bytes"},
+		{"mib", "web", strings.Repeat("x", 1<<20), "Conversation id must be at most 256 bytes"},
+		{"emoji_zwj", "web", "team-\U0001F469\u200d\U0001F4BB", ""},
 		{"bad_platform", "irc", "x", `Unsupported platform: "irc" (use slack, discord, telegram, github or web)`},
 	}
 	for _, tc := range tests {
