@@ -343,6 +343,10 @@ func (h *handler) door(args []string) (Reply, error) {
 	if len(args) == 0 {
 		return text(fmt.Sprintf("Door policy: %s\n\nChange it with `/sandbox door <word>`:\n%s", service.Describe(before.Decision), doorList())), nil
 	}
+	if sees := unenforced(h.mode); sees != "" {
+		return text(fmt.Sprintf("The door policy was not changed: `%s` mode cannot enforce one (its commands see %s, whatever the policy says), so a change from chat, where any participant can send one, would only widen what this conversation may run. The operator sets it with `hutch door set %s <word>` or in the admin portal.",
+			h.mode, sees, h.conv)), nil
+	}
 	word := strings.ToLower(args[0])
 	setting, err := projection.ParseDoorWord(word)
 	if err != nil {
@@ -373,7 +377,8 @@ func (h *handler) door(args []string) (Reply, error) {
 	case after.Decision.Policy == before.Decision.Policy:
 		lines = append(lines, "The effective policy did not change.")
 	default:
-		lines = append(lines, h.takesEffect())
+		// Only the managed modes get here (see unenforced).
+		lines = append(lines, "It takes effect on the next command (the runtime is re-created with the new mounts; what was installed in it is kept).")
 	}
 	return text(strings.Join(lines, "\n")), nil
 }
@@ -392,18 +397,22 @@ func refusal(pol service.Policy, mode sandbox.Mode) error {
 // busy reports whether a command runs in the conversation's runtime.
 func (h *handler) busy() (bool, error) { return h.svc.Busy(h.ctx, h.mode, h.conv) }
 
-// takesEffect says when and how a new door policy reaches the runtime.
-func (h *handler) takesEffect() string {
-	switch sandbox.CapabilitiesOf(h.mode.Kind).Workspace {
+// unenforced says what a mode's commands see when the mode cannot enforce
+// a door policy, and "" when it can: only where hutch projects an
+// isolated office (the managed modes) may chat change the door, as the
+// reference system offers its door command only there.
+func unenforced(mode sandbox.Mode) string {
+	switch sandbox.CapabilitiesOf(mode.Kind).Workspace {
 	case sandbox.WorkspaceManaged:
-		return "It takes effect on the next command (the runtime is re-created with the new mounts; what was installed in it is kept)."
+		return ""
 	case sandbox.WorkspaceHost:
-		return "It takes effect on the next command, but `host` mode runs commands on the host, where they see every host path whatever the policy."
+		return "every host path"
 	case sandbox.WorkspaceSelfManaged:
-		return fmt.Sprintf("`%s` mode cannot enforce it: the container sees whatever its operator mounted, and hutch does not change its mounts.", h.mode)
+		return "whatever the container's operator mounted"
 	}
-	return fmt.Sprintf("`%s` mode cannot enforce it: its runtime does not see the host workspace.", h.mode)
+	return "their own remote workspace"
 }
+
 
 // formatLimits renders limits as "2 CPUs, 4GiB memory, 1024 processes";
 // a zero field is unlimited. withPids leaves the process count out when false.

@@ -91,25 +91,31 @@ func TestHostMode(t *testing.T) {
 		{"host_boost", "/sandbox boost"},
 		{"host_limits", "/sandbox limits cpus=2 memory=4g"},
 		{"door_show", "/sandbox door"},
-		{"door_unknown", "/sandbox door wide-open"},
 		{"door_usage", "/sandbox door shared full"},
 		{"host_door_shared", "/sandbox door shared"},
-		{"door_unchanged", "/sandbox door shared"},
-		{"host_status_shared", "/sandbox"},
 		{"host_door_full", "@hutch: /sandbox DOOR Full"},
-		{"host_door_isolated", "/sandbox door isolated"},
-		{"host_door_default", "/sandbox door default"},
 	}
 	for _, s := range steps {
 		golden(t, s.golden, send(t, svc, host, conv, s.message))
 	}
+	// Chat changed nothing: in host mode the door decides whether commands
+	// run on the host at all, and any participant can send a message.
 	pol, err := svc.Resolve(conv, host, "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if pol.Decision.Source != projection.SourceDefault {
-		t.Errorf("after door default: source %v, want no setting", pol.Decision.Source)
+	if pol.Decision.Source != projection.SourceDefault || pol.Refusal == nil {
+		t.Errorf("after the door commands: source %v, refusal %v; want no setting and commands refused", pol.Decision.Source, pol.Refusal)
 	}
+	// The operator can.
+	shared, err := projection.ParseDoorWord("shared")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := svc.SetDoor(conv, shared); err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "host_status_shared", send(t, svc, host, conv, "/sandbox"))
 }
 
 func TestDoor_OtherModes(t *testing.T) {

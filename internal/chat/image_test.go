@@ -57,6 +57,12 @@ func TestImageMode(t *testing.T) {
 		t.Errorf("policy after the change: %v, %v; want full", pol.Decision.Policy, err)
 	}
 	step("image_door_isolated", "/sandbox door isolated")
+	step("door_unchanged", "/sandbox door isolated")
+	step("door_unknown", "/sandbox door wide-open")
+	step("image_door_default", "/sandbox door default")
+	if pol, err := svc.Resolve(conv, mode, ""); err != nil || pol.Decision.Source != projection.SourceDefault {
+		t.Errorf("after door default: source %v, %v; want no setting", pol.Decision.Source, err)
+	}
 }
 
 // TestImageMode_BusyDoor: a door change while a command runs in the
