@@ -26,7 +26,7 @@ import (
 type session struct {
 	cmd    *exec.Cmd
 	gate   string
-	stderr bytes.Buffer
+	stderr syncBuffer // read while the process may still write it
 	done   chan error
 }
 
@@ -73,16 +73,37 @@ func (s *session) wait(t *testing.T, want func(error) bool) {
 	}
 }
 
-// attached waits until n sessions are counted.
-func (f *fixture) attached(t *testing.T, n int) {
+// attached waits until every one of ss is counted as a session. When
+// that does not happen it says what each session process printed and
+// whether it ended.
+func (f *fixture) attached(t *testing.T, ss ...*session) {
 	t.Helper()
 	// A hang detector, not a performance bound: under CI's full load (the
 	// Kubernetes tests start a dozen pods beside it) an attach once took
 	// longer than 30 s.
-	waitFor(t, 2*time.Minute, "sessions to attach", func() bool {
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
 		got, err := f.sessions().Count()
-		return err == nil && got == n
-	})
+		if err == nil && got == len(ss) {
+			return
+		}
+		if time.Now().After(deadline) {
+			var b strings.Builder
+			fmt.Fprintf(&b, "waited 2m for %d sessions to attach: counted %d (%v)", len(ss), got, err)
+			for _, s := range ss {
+				state := "running"
+				select {
+				case err := <-s.done:
+					state = fmt.Sprintf("ended: %v", err)
+					s.done <- err
+				default:
+				}
+				fmt.Fprintf(&b, "\nsession %s %s; stderr: %q", filepath.Base(s.gate), state, s.stderr.String())
+			}
+			t.Fatal(b.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
 
 func (f *fixture) count(t *testing.T) int {
@@ -102,7 +123,7 @@ func TestSessions_LastLeaves(t *testing.T) {
 	f := newFixture(t, map[string]any{project.KeyPersist: false})
 	f.mustHutch(t, "up")
 	a, b := startSession(t, f, "gate-a"), startSession(t, f, "gate-b")
-	f.attached(t, 2)
+	f.attached(t, a, b)
 	if out, _ := f.mustHutch(t, "status"); !bytes.Contains([]byte(out), []byte("2 attached")) {
 		t.Errorf("status with two sessions:\n%s", out)
 	}
@@ -136,7 +157,7 @@ func TestSessions_Persist(t *testing.T) {
 	f := newFixture(t, nil)
 	f.mustHutch(t, "up")
 	a, b := startSession(t, f, "gate-a"), startSession(t, f, "gate-b")
-	f.attached(t, 2)
+	f.attached(t, a, b)
 	a.end(t)
 	b.end(t)
 	if _, running := f.running(t, f.name); !running {
@@ -155,7 +176,7 @@ func TestSessions_Killed(t *testing.T) {
 	f := newFixture(t, map[string]any{project.KeyPersist: false})
 	f.mustHutch(t, "up")
 	a, k := startSession(t, f, "gate-a"), startSession(t, f, "gate-k")
-	f.attached(t, 2)
+	f.attached(t, a, k)
 	if err := k.cmd.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
