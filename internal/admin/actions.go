@@ -204,6 +204,9 @@ var limitKeys = []struct {
 	{"sandbox.pids", "Process ceiling of a runtime", func(v string) error { _, err := settings.ParsePids(v); return err }},
 	{"sandbox.boost.cpus", "CPUs of a boost", func(v string) error { _, err := settings.ParseCPUs(v); return err }},
 	{"sandbox.boost.memory", "Memory of a boost", func(v string) error { _, err := settings.ParseMemory(v); return err }},
+	{"sandbox.ceiling.cpus", "Most CPUs of a runtime", func(v string) error { _, err := settings.ParseCPUs(v); return err }},
+	{"sandbox.ceiling.memory", "Most memory of a runtime", func(v string) error { _, err := settings.ParseMemory(v); return err }},
+	{"sandbox.ceiling.pids", "Most processes of a runtime", func(v string) error { _, err := settings.ParsePids(v); return err }},
 }
 
 // limitField is one input of the limits page.

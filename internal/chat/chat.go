@@ -248,7 +248,7 @@ func lifecycleReply(err error, what string) (Reply, bool) {
 	switch {
 	case errdefs.IsFailedPrecondition(err), errdefs.IsNotFound(err):
 		return text(fmt.Sprintf("This conversation's runtime is not running, and %s last one run of it. Run a command first, then try again.", what)), true
-	case errdefs.IsNotSupported(err):
+	case errdefs.IsNotSupported(err), errdefs.IsInvalid(err): // a mode without it, a value above the ceiling
 		return text(err.Error()), true
 	}
 	return Reply{}, false

@@ -49,6 +49,7 @@ func TestImageMode(t *testing.T) {
 	step("image_status_running", "/sandbox")
 	step("image_boost", "/sandbox boost")
 	step("image_status_boosted", "/sandbox")
+	step("image_limits_over_ceiling", "/sandbox limits memory=20g")
 	step("image_limits", "/sandbox limits cpus=1 memory=2g pids=512")
 	step("image_status_limits", "/sandbox")
 

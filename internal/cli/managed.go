@@ -39,7 +39,7 @@ func (g *globals) managed(ctx context.Context, svc *service.Service, addr *offic
 	if m, err := g.sandboxMode(""); err == nil && sandbox.CapabilitiesOf(m.Kind).ManagedLifecycle {
 		return svc.ManagedFor(ctx, m)
 	}
-	return svc.Managed(ctx)
+	return svc.ManagedFor(ctx, sandbox.Mode{Kind: sandbox.KindImage})
 }
 
 // daemonLifecycle speaks the daemon's /v1/sandbox API for one conversation.

@@ -200,7 +200,16 @@ type ManagedRuntime interface {
 
 // ManagedFor returns the lifecycle of the managed mode m (image,
 // gondolin or kube).
+// Its boosts and temporary limits stay under Ceiling.
 func (s *Service) ManagedFor(ctx context.Context, m sandbox.Mode) (ManagedRuntime, error) {
+	rt, err := s.managedFor(ctx, m)
+	if err != nil {
+		return nil, err
+	}
+	return ceilinged{ManagedRuntime: rt, svc: s}, nil
+}
+
+func (s *Service) managedFor(ctx context.Context, m sandbox.Mode) (ManagedRuntime, error) {
 	if rt, ok := s.injectedManaged(m); ok {
 		return rt, nil
 	}

@@ -26,6 +26,12 @@ type Runtime struct {
 	// BoostCPUs and BoostMemoryBytes are what a boost raises limits to.
 	BoostCPUs        float64
 	BoostMemoryBytes int64
+	// CeilingCPUs, CeilingMemoryBytes and CeilingPids bound the limits
+	// anyone but the operator's settings can give a runtime: the agent's
+	// sandbox tool, /sandbox limits and boosts, the API.
+	CeilingCPUs        float64
+	CeilingMemoryBytes int64
+	CeilingPids        int64
 	// IdleTimeout stops a runtime that ran nothing for this long.
 	IdleTimeout time.Duration
 	// TimeZone is the IANA zone commands run in (TZ), in every mode.
@@ -54,6 +60,9 @@ var RuntimeKeys = []runtimeKey{
 	{"sandbox.pids", []string{"pids"}, "process ceiling of a runtime", parsePidsValue, func(r *Runtime, v any) { r.Pids = v.(int64) }},
 	{"sandbox.boost.cpus", []string{"boost", "cpus"}, "CPUs a boost raises to", parseCPUValue, func(r *Runtime, v any) { r.BoostCPUs = v.(float64) }},
 	{"sandbox.boost.memory", []string{"boost", "memory"}, "memory a boost raises to", parseMemoryValue, func(r *Runtime, v any) { r.BoostMemoryBytes = v.(int64) }},
+	{"sandbox.ceiling.cpus", []string{"ceiling", "cpus"}, "most CPUs a boost or temporary limits may give a runtime; unset: the boost size", parseCPUValue, func(r *Runtime, v any) { r.CeilingCPUs = v.(float64) }},
+	{"sandbox.ceiling.memory", []string{"ceiling", "memory"}, "most memory a boost or temporary limits may give a runtime; unset: the boost size", parseMemoryValue, func(r *Runtime, v any) { r.CeilingMemoryBytes = v.(int64) }},
+	{"sandbox.ceiling.pids", []string{"ceiling", "pids"}, "most processes temporary limits may give a runtime; unset: sandbox.pids", parsePidsValue, func(r *Runtime, v any) { r.CeilingPids = v.(int64) }},
 	{"sandbox.idleTimeout", []string{"idleTimeout"}, "stop a runtime idle this long (10m, 1h)", parseDurationValue, func(r *Runtime, v any) { r.IdleTimeout = v.(time.Duration) }},
 	{"sandbox.timezone", []string{"timezone"}, "time zone commands run in, in every mode (Europe/Berlin, UTC)", parseTimeZoneValue, func(r *Runtime, v any) { r.TimeZone = v.(string) }},
 	{"sandbox.network.allow", []string{"network", "allow"}, "hosts a microVM may reach through hutch's proxy, comma-separated (github.com,*.npmjs.org); unset: no network", parseAllowValue, func(r *Runtime, v any) { r.NetworkAllow = v.([]string) }},
