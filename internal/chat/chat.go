@@ -413,7 +413,6 @@ func unenforced(mode sandbox.Mode) string {
 	return "their own remote workspace"
 }
 
-
 // formatLimits renders limits as "2 CPUs, 4GiB memory, 1024 processes";
 // a zero field is unlimited. withPids leaves the process count out when false.
 func formatLimits(l sandbox.Limits, withPids bool) string {

@@ -26,7 +26,7 @@ const (
 	msgIDTooLong     = "Conversation id must be at most 256 bytes"
 	msgIDReplacement = "Conversation id must not contain U+FFFD, the character a decoder puts in place of bytes that are not valid UTF-8"
 	msgIDBidi        = "Conversation id must not contain bidirectional control characters (U+061C, U+200E, U+200F, U+202A to U+202E, U+2066 to U+2069)"
-	msgAddressForm = "Conversation must be written <platform>/<conversation-id>, e.g. slack/C0123ABC"
+	msgAddressForm   = "Conversation must be written <platform>/<conversation-id>, e.g. slack/C0123ABC"
 )
 
 // NewAddress validates platform and conversationID and returns their
