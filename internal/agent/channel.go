@@ -14,8 +14,6 @@ import (
 	"os"
 	"path/filepath"
 
-	"golang.org/x/net/http2"
-
 	"github.com/hutchsandbox/hutch/internal/atomicfile"
 	"github.com/hutchsandbox/hutch/internal/errdefs"
 )
@@ -155,7 +153,7 @@ func (c *Client) RequireProof(key []byte, refusal string) *Client {
 // hello challenges a fresh connection's agent. Only the challenge goes
 // out: nothing of a command, a file or an env reaches an agent that
 // fails it.
-func (c *Client) hello(ctx context.Context, cc *http2.ClientConn) error {
+func (c *Client) hello(ctx context.Context, cc http.RoundTripper) error {
 	challenge := make([]byte, challengeBytes)
 	if _, err := rand.Read(challenge); err != nil {
 		return err
