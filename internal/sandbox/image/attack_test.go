@@ -5,12 +5,18 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/moby/moby/client"
+
+	"github.com/hutchsandbox/hutch/internal/engine"
+	"github.com/hutchsandbox/hutch/internal/errdefs"
 	"github.com/hutchsandbox/hutch/internal/sandbox"
 	"github.com/hutchsandbox/hutch/internal/sandbox/image"
 )
@@ -55,5 +61,54 @@ func TestAttack_ChannelRedirect(t *testing.T) {
 	// The victim is served as before, by a fresh process too.
 	if got, _ := run(t, f.runtime(t), victim, "echo ok", nil); got != "ok\n" {
 		t.Errorf("victim after the attack: %q", got)
+	}
+}
+
+// TestAttack_OtherInstallation: two hutch installations (two state dirs)
+// on one engine serve the same conversation id, as every newcomer does
+// with the daemon's own example, web/hello. The second must refuse the
+// first's container, naming it, and never re-create it, commit its
+// writable layer, relabel it or mount its own workspace into it; nor
+// may it finish the first's interrupted re-create from its snapshot.
+func TestAttack_OtherInstallation(t *testing.T) {
+	first, second := newFixture(t), newFixture(t)
+	ctx := context.Background()
+	mine := first.office(t, "hello")
+	theirs := second.office(t, "hello")
+	run(t, first.rt, mine, "echo kept > /root/layer-file", nil)
+	before := first.inspect(t, mine)
+
+	_, err := second.rt.Exec(ctx, theirs, sandbox.ExecRequest{Argv: []string{"cat /root/layer-file"}, Stdout: io.Discard, Stderr: io.Discard, Timeout: time.Minute})
+	if !errors.Is(err, errdefs.ErrConflict) || !strings.Contains(err.Error(), image.ContainerName(mine.OfficeKey)) || !strings.Contains(err.Error(), "another hutch installation") {
+		t.Errorf("the second installation's command: %v; want a conflict naming %s", err, image.ContainerName(mine.OfficeKey))
+	}
+	after := first.inspect(t, mine)
+	if after.Container.ID != before.Container.ID || after.Container.Config.Labels[engine.LabelStateDir] != first.state {
+		t.Errorf("the first installation's container was replaced or relabelled: id %s -> %s, state dir %q", before.Container.ID, after.Container.ID, after.Container.Config.Labels[engine.LabelStateDir])
+	}
+	for _, m := range after.Container.Mounts {
+		if strings.HasPrefix(m.Source, second.ws) {
+			t.Errorf("the second installation's workspace is mounted into the first's container: %s", m.Source)
+		}
+	}
+	if got, _ := run(t, first.rt, mine, "cat /root/layer-file", nil); got != "kept\n" {
+		t.Errorf("the first installation's writable layer: %q", got)
+	}
+
+	// The first installation is mid re-create: its container is gone and
+	// its snapshot holds the writable layer. The second must not take it.
+	if _, err := first.cli.ContainerCommit(ctx, after.Container.ID, client.ContainerCommitOptions{Reference: image.SnapshotRef(mine.OfficeKey)}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_, _ = first.cli.ImageRemove(context.Background(), image.SnapshotRef(mine.OfficeKey), client.ImageRemoveOptions{Force: true})
+	})
+	if _, err := first.cli.ContainerRemove(ctx, after.Container.ID, client.ContainerRemoveOptions{Force: true}); err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	_, err = second.rt.Exec(ctx, theirs, sandbox.ExecRequest{Argv: []string{"cat /root/layer-file"}, Stdout: &out, Stderr: io.Discard, Timeout: time.Minute})
+	if !errors.Is(err, errdefs.ErrConflict) || !strings.Contains(err.Error(), image.SnapshotRef(mine.OfficeKey)) {
+		t.Errorf("the second installation with the first's snapshot about: %v (stdout %q); want a conflict naming the snapshot", err, out.String())
 	}
 }

@@ -33,6 +33,7 @@ import (
 type containerState struct {
 	exists      bool
 	id          string
+	name        string // without the leading slash
 	running     bool
 	exitCode    int
 	fingerprint string
@@ -54,7 +55,7 @@ func (r *Runtime) inspect(ctx context.Context, nameOrID string) (containerState,
 		return containerState{}, engine.Classify(err, "inspect container "+nameOrID)
 	}
 	c := res.Container
-	st := containerState{exists: true, id: c.ID, imageRef: c.Image}
+	st := containerState{exists: true, id: c.ID, name: strings.TrimPrefix(c.Name, "/"), imageRef: c.Image}
 	if c.State != nil {
 		st.running = c.State.Running
 		st.exitCode = c.State.ExitCode
@@ -80,6 +81,19 @@ func (r *Runtime) inspect(ctx context.Context, nameOrID string) (containerState,
 		}
 	}
 	return st, nil
+}
+
+// mine refuses a container another installation (another state dir)
+// made: two installations on one engine name an office's container
+// alike, and one must never re-create, commit, relabel or mount into the
+// other's. Errors are of class errdefs.ErrConflict.
+func (r *Runtime) mine(st containerState) error {
+	if !st.exists || st.labels[engine.LabelStateDir] == r.cfg.StateDir {
+		return nil
+	}
+	return errdefs.New(errdefs.ErrConflict, fmt.Sprintf(
+		"Container %s belongs to another hutch installation (state dir %q), which serves the same conversation on this engine; hutch leaves it alone. Serve this conversation from that installation, or remove the container there first.",
+		st.name, st.labels[engine.LabelStateDir]))
 }
 
 // desired computes what the office's container must be built from.
@@ -178,6 +192,9 @@ func (r *Runtime) ensureLocked(ctx context.Context, s *session, spec sandbox.Spe
 	if err != nil {
 		return nil, err
 	}
+	if err := r.mine(st); err != nil {
+		return nil, err
+	}
 	// The warm path: a running container this process has checked, built
 	// from what the office needs and on its network. Only its limits may
 	// need a live update; nothing is provisioned, so no lock is taken.
@@ -198,6 +215,9 @@ func (r *Runtime) ensureLocked(ctx context.Context, s *session, spec sandbox.Spe
 	}
 	defer unlock()
 	if st, err = r.inspect(ctx, name); err != nil {
+		return nil, err
+	}
+	if err := r.mine(st); err != nil {
 		return nil, err
 	}
 	switch {
@@ -565,8 +585,20 @@ func (r *Runtime) dropSnapshotImage(ctx context.Context, id string) {
 }
 
 func (r *Runtime) snapshotExists(ctx context.Context, key string) (bool, error) {
-	_, err := r.api.ImageInspect(ctx, SnapshotRef(key))
+	res, err := r.api.ImageInspect(ctx, SnapshotRef(key))
 	if err == nil {
+		// A snapshot carries the labels of the container it was taken
+		// from: another installation's is that installation's writable
+		// layer, never ours to resume.
+		var labels map[string]string
+		if res.Config != nil {
+			labels = res.Config.Labels
+		}
+		if owner := labels[engine.LabelStateDir]; owner != r.cfg.StateDir {
+			return false, errdefs.New(errdefs.ErrConflict, fmt.Sprintf(
+				"The snapshot %s belongs to another hutch installation (state dir %q), which is re-creating its container for the same conversation on this engine; hutch leaves it alone. Serve this conversation from that installation, or give this one an engine of its own.",
+				SnapshotRef(key), owner))
+		}
 		return true, nil
 	}
 	if engine.IsNotFound(err) {
