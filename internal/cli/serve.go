@@ -15,7 +15,7 @@ import (
 
 func newServeCmd(g *globals) *cobra.Command {
 	var (
-		modeFlag, tcp, platforms, adminAddr, adminURL string
+		modeFlag, tcp, platforms, adminAddr, adminURL, tlsCert, tlsKey string
 		grace                                         time.Duration
 	)
 	cmd := &cobra.Command{
@@ -23,7 +23,9 @@ func newServeCmd(g *globals) *cobra.Command {
 		Short: "Run the hutch daemon: the HTTP API on a unix socket",
 		Long: `Run hutch as a long-lived daemon. It serves the HTTP API (docs/api.md) on
 <state-dir>/hutch.sock (0600) and, with --listen-tcp, on TCP behind a bearer
-token. At start it checks that its mode can work here (the engine answers,
+token. A TCP listener (the API's, the admin portal's) on an address other
+than loopback needs TLS (--tls-cert, --tls-key): the token and the
+portal's session would cross the network in clear. At start it checks that its mode can work here (the engine answers,
 the image is present, the container exists and runs), adopts the managed
 runtimes of known offices and removes those nothing accounts for. While it
 runs it stops idle runtimes (sandbox.idleTimeout, default 10m).
@@ -77,6 +79,7 @@ WORKSPACE, when given, is the workspace root (like --workspace).`,
 			err = daemon.Run(ctx, daemon.Options{
 				Service: svc, Mode: mode, TCP: tcp, Token: g.env("HUTCH_API_TOKEN"), Grace: grace,
 				Version: Version, Out: g.stdout, Log: log, Admin: adminAddr, AdminURL: adminURL,
+				TLSCert: tlsCert, TLSKey: tlsKey,
 			})
 			if err != nil {
 				return err
@@ -89,6 +92,8 @@ WORKSPACE, when given, is the workspace root (like --workspace).`,
 	cmd.Flags().StringVar(&platforms, "platforms", "", "enabled platforms for the start-up migration, comma-separated (default: the platforms setting)")
 	cmd.Flags().DurationVar(&grace, "grace", 30*time.Second, "at shutdown, how long running commands may finish before they are killed")
 	cmd.Flags().StringVar(&adminAddr, "admin-listen", "127.0.0.1:0", "serve the admin portal on this TCP address (a free port on loopback by default; off: no portal)")
+	cmd.Flags().StringVar(&tlsCert, "tls-cert", "", "PEM certificate (chain) the TCP listeners, --listen-tcp and --admin-listen, serve TLS with; without it they must be on a loopback address")
+	cmd.Flags().StringVar(&tlsKey, "tls-key", "", "PEM private key of --tls-cert")
 	cmd.Flags().StringVar(&adminURL, "admin-url", "", "where browsers reach the admin portal, when not at its listen address (a reverse proxy, TLS): https://host[:port]")
 	return cmd
 }

@@ -8,6 +8,7 @@ package daemon
 import (
 	"context"
 	"crypto/rand"
+	"crypto/tls"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -57,6 +58,56 @@ type Options struct {
 	// (default of hutch serve: a free port on 127.0.0.1); AdminURL is
 	// where browsers reach it, when not at that address (a proxy, TLS).
 	Admin, AdminURL string
+	// TLSCert and TLSKey, when set, are the PEM files the TCP listeners
+	// (the API and the admin portal) serve TLS with. Without them a TCP
+	// listener must be on a loopback address: the bearer token and the
+	// portal's session cookie would cross the network in clear.
+	TLSCert, TLSKey string
+}
+
+// idleTimeout closes keep-alive connections that carry nothing for this
+// long; the header timeout bounds a client that never finishes its
+// request line. Bodies have no deadline: an exec's stdin may stream for
+// as long as its command runs.
+const (
+	idleTimeout       = 2 * time.Minute
+	readHeaderTimeout = 10 * time.Second
+)
+
+// tlsConfig loads the certificate the TCP listeners serve, or returns nil
+// when none is configured.
+func (o Options) tlsConfig() (*tls.Config, error) {
+	if (o.TLSCert == "") != (o.TLSKey == "") {
+		return nil, errdefs.New(errdefs.ErrInvalid, "TLS needs both a certificate and its key (--tls-cert and --tls-key)")
+	}
+	if o.TLSCert == "" {
+		return nil, nil
+	}
+	cert, err := tls.LoadX509KeyPair(o.TLSCert, o.TLSKey)
+	if err != nil {
+		return nil, errdefs.New(errdefs.ErrInvalid, fmt.Sprintf("Cannot load the TLS certificate %s with key %s: %v", o.TLSCert, o.TLSKey, err))
+	}
+	return &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}, nil
+}
+
+// listenTCP listens on addr for what (the API, the admin portal): with
+// TLS when tc is set; without, only on a loopback address, judged by
+// the address actually bound (a host name, an empty host or 0.0.0.0
+// bind wider than they read). It returns the listener and its URL.
+func listenTCP(addr, what string, tc *tls.Config) (net.Listener, string, error) {
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, "", errdefs.New(errdefs.ErrUnavailable, fmt.Sprintf("Cannot serve %s on %s: %v", what, addr, err))
+	}
+	if tc != nil {
+		return tls.NewListener(l, tc), "https://" + l.Addr().String(), nil
+	}
+	if ta, ok := l.Addr().(*net.TCPAddr); !ok || !ta.IP.IsLoopback() {
+		_ = l.Close()
+		return nil, "", errdefs.New(errdefs.ErrInvalid, fmt.Sprintf(
+			"Serving %s on %s (not a loopback address) needs TLS, or its secrets cross the network in clear: give --tls-cert and --tls-key, or listen on 127.0.0.1 behind a proxy that terminates TLS.", what, addr))
+	}
+	return l, "http://" + l.Addr().String(), nil
 }
 
 // SocketPath is where a state dir's daemon listens.
@@ -99,6 +150,10 @@ func Run(ctx context.Context, o Options) error {
 			return err
 		}
 	}
+	tc, err := o.tlsConfig()
+	if err != nil {
+		return err
+	}
 	sock := SocketPath(layout.StateDir)
 	ul, err := listenUnix(sock)
 	if err != nil {
@@ -112,12 +167,14 @@ func Run(ctx context.Context, o Options) error {
 		pURL   string
 	)
 	if o.Admin != "" {
-		if pl, err = net.Listen("tcp", o.Admin); err != nil {
-			return errdefs.New(errdefs.ErrUnavailable, fmt.Sprintf("Cannot serve the admin portal on %s: %v", o.Admin, err))
+		var listenURL string
+		if pl, listenURL, err = listenTCP(o.Admin, "the admin portal", tc); err != nil {
+			_ = ul.Close()
+			return err
 		}
 		pURL = o.AdminURL
 		if pURL == "" {
-			pURL = "http://" + pl.Addr().String()
+			pURL = listenURL
 		}
 		ad, err := admin.New(admin.Options{Service: svc, Mode: o.Mode, BaseURL: pURL, Log: o.Log})
 		if err != nil {
@@ -125,7 +182,7 @@ func Run(ctx context.Context, o Options) error {
 			return err
 		}
 		srv.AdminLink = ad.Link
-		portal = &http.Server{Handler: ad.Handler(), ReadHeaderTimeout: 10 * time.Second}
+		portal = &http.Server{Handler: ad.Handler(), ReadHeaderTimeout: readHeaderTimeout, IdleTimeout: idleTimeout}
 	}
 	// Requests live under reqCtx: when the grace period ends, cancelling
 	// it aborts running commands (killing their process groups) and lets
@@ -133,7 +190,7 @@ func Run(ctx context.Context, o Options) error {
 	reqCtx, abortRequests := context.WithCancel(context.Background())
 	defer abortRequests()
 	base := func(net.Listener) context.Context { return reqCtx }
-	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second, BaseContext: base}
+	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: readHeaderTimeout, IdleTimeout: idleTimeout, BaseContext: base}
 	errc := make(chan error, 3)
 	go func() { errc <- hs.Serve(ul) }()
 	if portal != nil {
@@ -147,18 +204,21 @@ func Run(ctx context.Context, o Options) error {
 				return err
 			}
 		}
-		tl, err := net.Listen("tcp", o.TCP)
+		tl, tURL, err := listenTCP(o.TCP, "the API", tc)
 		if err != nil {
 			_ = ul.Close()
-			return errdefs.New(errdefs.ErrUnavailable, fmt.Sprintf("Cannot listen on %s: %v", o.TCP, err))
+			if pl != nil {
+				_ = pl.Close()
+			}
+			return err
 		}
 		tsrv := *srv
 		tsrv.Token = token
-		ths = &http.Server{Handler: tsrv.Handler(), ReadHeaderTimeout: 10 * time.Second, BaseContext: base}
+		ths = &http.Server{Handler: tsrv.Handler(), ReadHeaderTimeout: readHeaderTimeout, IdleTimeout: idleTimeout, BaseContext: base}
 		go func() { errc <- ths.Serve(tl) }()
 		// The banner's writes are best-effort: the servers are up, and a
 		// daemon does not stop because its standard output went away.
-		_, _ = fmt.Fprintf(o.Out, "  TCP:         http://%s (bearer token in %s)\n", tl.Addr(), filepath.Join(layout.StateDir, TokenName))
+		_, _ = fmt.Fprintf(o.Out, "  TCP:         %s (bearer token in %s)\n", tURL, filepath.Join(layout.StateDir, TokenName))
 	}
 	_, _ = fmt.Fprintf(o.Out, "hutch serve: ready\n  Sandbox:     %s\n  State dir:   %s\n  Workspace:   %s\n  Socket:      %s\n", o.Mode, layout.StateDir, layout.Workspace, sock)
 	if idle > 0 {
