@@ -87,6 +87,7 @@ func (s *Server) init() {
 		s.mux.HandleFunc("GET "+pathFile, s.handleReadFile)
 		s.mux.HandleFunc("PUT "+pathFile, s.handleWriteFile)
 		s.mux.HandleFunc("GET "+pathStat, s.handleStat)
+		s.mux.HandleFunc("GET "+pathIdentity, s.handleIdentity)
 		s.mux.HandleFunc("GET "+pathList, s.handleList)
 		s.mux.HandleFunc("GET "+pathUsage, s.handleUsage)
 		s.mux.HandleFunc("POST "+pathGuestSetup, s.handleGuestSetup)

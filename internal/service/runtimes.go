@@ -81,14 +81,15 @@ func (s *Service) imageLocked(ctx context.Context, ref string) (*image.Runtime, 
 		return nil, err
 	}
 	return image.New(image.Config{
-		Engine:   e,
-		Image:    ref,
-		StateDir: s.layout.StateDir,
-		RunDir:   s.layout.RunDir,
-		Agent:    b.agent,
-		Boost:    b.boost,
-		Log:      s.log,
-		Event:    func(e string) { s.metrics.Event(sandbox.KindImage, e, 1) },
+		Engine:    e,
+		Image:     ref,
+		StateDir:  s.layout.StateDir,
+		Workspace: s.layout.Workspace,
+		RunDir:    s.layout.RunDir,
+		Agent:     b.agent,
+		Boost:     b.boost,
+		Log:       s.log,
+		Event:     func(e string) { s.metrics.Event(sandbox.KindImage, e, 1) },
 	})
 }
 

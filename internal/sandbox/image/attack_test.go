@@ -112,3 +112,76 @@ func TestAttack_OtherInstallation(t *testing.T) {
 		t.Errorf("the second installation with the first's snapshot about: %v (stdout %q); want a conflict naming the snapshot", err, out.String())
 	}
 }
+
+// fullDoor is the spec of a conversation whose door projects the whole
+// workspace, read-write.
+func (f *fixture) fullDoor(t *testing.T, id string) sandbox.Spec {
+	t.Helper()
+	s := f.office(t, id)
+	s.Mounts = []sandbox.Mount{{HostPath: f.ws, RuntimePath: "/workspace"}}
+	return s
+}
+
+// TestAttack_MountSourceLinked: a conversation with the full door moves
+// another office away and puts a link to hutch's state dir in its place.
+// The victim's next start must refuse the link, and nothing of the state
+// dir may be mounted anywhere.
+func TestAttack_MountSourceLinked(t *testing.T) {
+	f := newFixture(t)
+	attacker := f.fullDoor(t, "attacker-full")
+	victim := f.office(t, "victim-iso")
+	if err := os.WriteFile(filepath.Join(f.state, "vault-secret"), []byte("s3cret"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	run(t, f.rt, attacker, "mv /workspace/"+victim.OfficeKey+" /workspace/moved && ln -s "+f.state+" /workspace/"+victim.OfficeKey, nil)
+
+	var out bytes.Buffer
+	_, err := f.rt.Exec(context.Background(), victim, sandbox.ExecRequest{Argv: []string{"cat " + victim.OfficeRuntimePath + "/vault-secret"}, Stdout: &out, Stderr: io.Discard, Timeout: time.Minute})
+	if !errors.Is(err, errdefs.ErrFailedPrecondition) || !strings.Contains(err.Error(), "is a symbolic link") {
+		t.Errorf("victim's start through a linked office: %v (stdout %q); want the link refusal", err, out.String())
+	}
+	if strings.Contains(out.String(), "s3cret") {
+		t.Errorf("hutch's state dir was mounted into the victim's runtime")
+	}
+	if _, err := f.cli.ContainerInspect(context.Background(), image.ContainerName(victim.OfficeKey), client.ContainerInspectOptions{}); err == nil {
+		res := f.inspect(t, victim)
+		if res.Container.State != nil && res.Container.State.Running {
+			t.Errorf("the victim's container runs with a linked mount source")
+		}
+	}
+}
+
+// TestAttack_MountSourceSwappedInTheRace: the swap lands after hutch
+// checked the office and before the engine mounts it (played here by a
+// hook at exactly that point). The container must be removed before any
+// command runs in it.
+func TestAttack_MountSourceSwappedInTheRace(t *testing.T) {
+	f := newFixture(t)
+	victim := f.office(t, "victim-race")
+	if err := os.WriteFile(filepath.Join(f.state, "vault-secret"), []byte("s3cret"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	restore := image.BeforeStart(func(s sandbox.Spec) {
+		if s.OfficeKey != victim.OfficeKey {
+			return
+		}
+		if err := os.Rename(victim.OfficeDir, victim.OfficeDir+"-moved"); err != nil {
+			t.Error(err)
+		}
+		if err := os.Symlink(f.state, victim.OfficeDir); err != nil {
+			t.Error(err)
+		}
+	})
+	defer restore()
+	var out bytes.Buffer
+	_, err := f.rt.Exec(context.Background(), victim, sandbox.ExecRequest{Argv: []string{"cat " + victim.OfficeRuntimePath + "/vault-secret"}, Stdout: &out, Stderr: io.Discard, Timeout: time.Minute})
+	if !errors.Is(err, errdefs.ErrFailedPrecondition) || !strings.Contains(err.Error(), "was removed before anything ran in it") {
+		t.Errorf("a start whose source was swapped in the race: %v (stdout %q); want the container removed", err, out.String())
+	}
+	if strings.Contains(out.String(), "s3cret") {
+		t.Errorf("the command ran with hutch's state dir mounted")
+	}
+	if _, err := f.cli.ContainerInspect(context.Background(), image.ContainerName(victim.OfficeKey), client.ContainerInspectOptions{}); !engine.IsNotFound(err) {
+		t.Errorf("the container with the swapped mount is still there: %v", err)
+	}
+}

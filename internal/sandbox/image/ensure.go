@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -25,6 +26,7 @@ import (
 	"github.com/hutchsandbox/hutch/internal/agent"
 	"github.com/hutchsandbox/hutch/internal/engine"
 	"github.com/hutchsandbox/hutch/internal/errdefs"
+	"github.com/hutchsandbox/hutch/internal/pin"
 	"github.com/hutchsandbox/hutch/internal/sandbox"
 	"github.com/hutchsandbox/hutch/internal/sandbox/managed"
 )
@@ -277,7 +279,7 @@ func (r *Runtime) ensureLocked(ctx context.Context, s *session, spec sandbox.Spe
 			}
 		}
 		if !st.running {
-			if err := r.start(ctx, s, st.id); err != nil {
+			if err := r.start(ctx, s, spec, st.id); err != nil {
 				return nil, err
 			}
 			if st, err = r.inspect(ctx, st.id); err != nil {
@@ -319,7 +321,7 @@ func (r *Runtime) createAndStart(ctx context.Context, s *session, spec sandbox.S
 		if err != nil {
 			return err
 		}
-		return r.start(ctx, s, id)
+		return r.start(ctx, s, spec, id)
 	}
 	type netResult struct {
 		id  string
@@ -331,6 +333,14 @@ func (r *Runtime) createAndStart(ctx context.Context, s *session, spec sandbox.S
 		netc <- netResult{id, err}
 	}()
 	id, err := r.create(ctx, spec, d, fp, from, because, "none")
+	var pins []*pin.File
+	if err == nil {
+		pins, err = r.pinMounts(spec)
+	}
+	defer closePins(pins)
+	if h := testHookBeforeStart.Load(); err == nil && h != nil {
+		(*h)(spec)
+	}
 	if err == nil {
 		if _, serr := r.api.ContainerStart(ctx, id, client.ContainerStartOptions{}); serr != nil {
 			err = engine.Classify(serr, "start container "+ContainerName(spec.OfficeKey))
@@ -348,7 +358,10 @@ func (r *Runtime) createAndStart(ctx context.Context, s *session, spec sandbox.S
 	}
 	r.event("started")
 	clearRuntimeState(r.cfg.StateDir, s.Key)
-	return r.waitAgent(ctx, s, id)
+	if err := r.waitAgent(ctx, s, id); err != nil {
+		return err
+	}
+	return r.verifyMounts(ctx, s, id, spec, pins)
 }
 
 // attachNetwork moves a container from "none" onto its office network.
@@ -364,9 +377,17 @@ func (r *Runtime) attachNetwork(ctx context.Context, containerID, netID, key str
 	return nil
 }
 
-func (r *Runtime) start(ctx context.Context, s *session, id string) error {
+func (r *Runtime) start(ctx context.Context, s *session, spec sandbox.Spec, id string) error {
 	if err := r.prepareChannel(s.Key); err != nil {
 		return err
+	}
+	pins, err := r.pinMounts(spec)
+	if err != nil {
+		return err
+	}
+	defer closePins(pins)
+	if h := testHookBeforeStart.Load(); h != nil {
+		(*h)(spec)
 	}
 	if _, err := r.api.ContainerStart(ctx, id, client.ContainerStartOptions{}); err != nil {
 		return engine.Classify(err, "start container "+ContainerName(s.Key))
@@ -375,8 +396,16 @@ func (r *Runtime) start(ctx context.Context, s *session, id string) error {
 	// Temporary limits and boosts end when a runtime stops; a start is a
 	// new life.
 	clearRuntimeState(r.cfg.StateDir, s.Key)
-	return r.waitAgent(ctx, s, id)
+	if err := r.waitAgent(ctx, s, id); err != nil {
+		return err
+	}
+	return r.verifyMounts(ctx, s, id, spec, pins)
 }
+
+// testHookBeforeStart, set by tests only, runs between the pinning of a
+// start's mount sources and the start: where a racing runtime would swap
+// one.
+var testHookBeforeStart atomic.Pointer[func(sandbox.Spec)]
 
 // create makes the container. A racing creator (another hutch process)
 // is not an error: its container is used.

@@ -79,7 +79,7 @@ func newFixture(t *testing.T) *fixture {
 // hutch process would.
 func (f *fixture) runtime(t *testing.T) *image.Runtime {
 	t.Helper()
-	rt, err := image.New(image.Config{Engine: f.eng, Image: f.img, StateDir: f.state, RunDir: f.run, Agent: f.agent, Log: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))})
+	rt, err := image.New(image.Config{Engine: f.eng, Image: f.img, StateDir: f.state, Workspace: f.ws, RunDir: f.run, Agent: f.agent, Log: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -532,7 +532,7 @@ func TestReconcile(t *testing.T) {
 func TestNetwork_SubnetTaken(t *testing.T) {
 	f := newFixture(t)
 	pool := netip.MustParsePrefix("10.214.255.240/28") // two /29s, outside the default pool
-	rt, err := image.New(image.Config{Engine: f.eng, Image: f.img, StateDir: f.state, RunDir: f.run, Agent: f.agent, NetworkPool: pool})
+	rt, err := image.New(image.Config{Engine: f.eng, Image: f.img, StateDir: f.state, Workspace: f.ws, RunDir: f.run, Agent: f.agent, NetworkPool: pool})
 	if err != nil {
 		t.Fatal(err)
 	}

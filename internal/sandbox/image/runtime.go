@@ -34,6 +34,11 @@ type Config struct {
 	// RunDir holds the staged agent binary and one socket directory per
 	// runtime. It is mounted piecewise (one socket dir per container).
 	RunDir string
+	// Workspace is the directory the offices' mount sources lie in: each
+	// start opens them beneath it with no link followed and checks, once
+	// the container runs, that it mounted those (see mounts.go). Empty:
+	// a source's own parent directory is its root.
+	Workspace string
 	// Agent is the verified static hutch binary.
 	Agent agentbin.Binary
 	// NetworkPool is where office networks take subnets (default DefaultNetworkPool).
