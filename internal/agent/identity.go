@@ -11,7 +11,7 @@ import (
 
 // pathIdentity answers which file a path is, by device and inode, without
 // following a link: ?path=... The host compares it with what it checked
-// before the engine mounted a bind source (see package pin).
+// before the engine mounted a bind source (see package beneath).
 const pathIdentity = "/v1/identity"
 
 // Identity is a file's device and inode numbers.

@@ -16,7 +16,7 @@ import (
 func newServeCmd(g *globals) *cobra.Command {
 	var (
 		modeFlag, tcp, platforms, adminAddr, adminURL, tlsCert, tlsKey string
-		grace                                         time.Duration
+		grace                                                          time.Duration
 	)
 	cmd := &cobra.Command{
 		Use:   "serve [--sandbox MODE] [--state-dir DIR] [WORKSPACE]",

@@ -50,3 +50,25 @@ func TestAttack_ChannelRedirect(t *testing.T) {
 		t.Errorf("victim after the attack: %q", out)
 	}
 }
+
+// TestAttack_ExcludeThroughLink: the sandbox, which writes the checkout,
+// replaces .git/info/exclude with a link to a file of the user's on the
+// host. hutch's own write of the worktrees line must not land there.
+func TestAttack_ExcludeThroughLink(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, nil)
+	bashrc := filepath.Join(f.home, ".bashrc")
+	if err := os.WriteFile(bashrc, []byte("# mine\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	b := f.box(t)
+	tg := up(t, b)
+	mustRun(t, tg, "", "sh", "-c", "mkdir -p .git/info && ln -sf "+bashrc+" .git/info/exclude")
+	_, err := b.Worktree(context.Background(), tg, "alice")
+	if got, _ := os.ReadFile(bashrc); string(got) != "# mine\n" {
+		t.Errorf("hutch wrote through the planted link into %s: %q", bashrc, got)
+	}
+	if err == nil || !strings.Contains(err.Error(), "is a symbolic link") {
+		t.Errorf("Worktree with a planted exclude link: %v; want the link refusal", err)
+	}
+}

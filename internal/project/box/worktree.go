@@ -3,14 +3,13 @@ package box
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
 
+	"github.com/hutchsandbox/hutch/internal/beneath"
 	"github.com/hutchsandbox/hutch/internal/errdefs"
 )
 
@@ -63,15 +62,18 @@ func (b *Box) Worktree(ctx context.Context, t *Target, member string) (string, e
 
 // excludeWorktrees adds /.worktrees/ to .git/info/exclude once. In a
 // linked worktree or submodule (.git is a file) the checkout's own git
-// dir is not at hand, so nothing is added there.
+// dir is not at hand, so nothing is added there. The checkout is mounted
+// read-write into the sandbox, which may have put a link anywhere on the
+// way: the file is read and replaced beneath the project without
+// following one (a link is refused), so the line never lands elsewhere.
 func excludeWorktrees(projectDir string) error {
 	gitDir := filepath.Join(projectDir, ".git")
-	if fi, err := os.Stat(gitDir); err != nil || !fi.IsDir() {
+	if fi, err := os.Lstat(gitDir); err != nil || !fi.IsDir() {
 		return nil
 	}
 	path := filepath.Join(gitDir, "info", "exclude")
-	data, err := os.ReadFile(path)
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+	data, err := beneath.ReadFile(projectDir, path)
+	if err != nil && !errdefs.IsNotFound(err) {
 		return err
 	}
 	const line = "/" + WorktreesDir + "/"
@@ -84,8 +86,5 @@ func excludeWorktrees(projectDir string) error {
 		data = append(data, '\n')
 	}
 	data = append(data, []byte("# hutch: team members' worktrees\n"+line+"\n")...)
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return err
-	}
-	return os.WriteFile(path, data, 0o644)
+	return beneath.WriteFile(projectDir, path, data, 0o644)
 }

@@ -24,9 +24,9 @@ import (
 	"github.com/moby/moby/client"
 
 	"github.com/hutchsandbox/hutch/internal/agent"
+	"github.com/hutchsandbox/hutch/internal/beneath"
 	"github.com/hutchsandbox/hutch/internal/engine"
 	"github.com/hutchsandbox/hutch/internal/errdefs"
-	"github.com/hutchsandbox/hutch/internal/pin"
 	"github.com/hutchsandbox/hutch/internal/sandbox"
 	"github.com/hutchsandbox/hutch/internal/sandbox/managed"
 )
@@ -333,7 +333,7 @@ func (r *Runtime) createAndStart(ctx context.Context, s *session, spec sandbox.S
 		netc <- netResult{id, err}
 	}()
 	id, err := r.create(ctx, spec, d, fp, from, because, "none")
-	var pins []*pin.File
+	var pins []*beneath.File
 	if err == nil {
 		pins, err = r.pinMounts(spec)
 	}

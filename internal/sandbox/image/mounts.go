@@ -8,8 +8,8 @@ import (
 
 	"github.com/moby/moby/client"
 
+	"github.com/hutchsandbox/hutch/internal/beneath"
 	"github.com/hutchsandbox/hutch/internal/errdefs"
-	"github.com/hutchsandbox/hutch/internal/pin"
 	"github.com/hutchsandbox/hutch/internal/sandbox"
 )
 
@@ -24,14 +24,14 @@ import (
 // container.
 
 // pinMounts opens every mount source of spec. The caller closes them.
-func (r *Runtime) pinMounts(spec sandbox.Spec) ([]*pin.File, error) {
-	pins := make([]*pin.File, 0, len(spec.Mounts))
+func (r *Runtime) pinMounts(spec sandbox.Spec) ([]*beneath.File, error) {
+	pins := make([]*beneath.File, 0, len(spec.Mounts))
 	for _, m := range spec.Mounts {
 		root := filepath.Dir(m.HostPath)
 		if ws := r.cfg.Workspace; ws != "" && (m.HostPath == ws || strings.HasPrefix(m.HostPath, ws+"/")) {
 			root = ws
 		}
-		f, err := pin.Open(root, m.HostPath)
+		f, err := beneath.Open(root, m.HostPath)
 		if err != nil {
 			closePins(pins)
 			return nil, fmt.Errorf("mount source for %s: %w", m.RuntimePath, err)
@@ -41,7 +41,7 @@ func (r *Runtime) pinMounts(spec sandbox.Spec) ([]*pin.File, error) {
 	return pins, nil
 }
 
-func closePins(pins []*pin.File) {
+func closePins(pins []*beneath.File) {
 	for _, p := range pins {
 		_ = p.Close()
 	}
@@ -50,7 +50,7 @@ func closePins(pins []*pin.File) {
 // verifyMounts checks, through the container's freshly started agent,
 // that every mount target is the source pinned before the start. On a
 // mismatch it removes the container: nothing has run in it yet.
-func (r *Runtime) verifyMounts(ctx context.Context, s *session, id string, spec sandbox.Spec, pins []*pin.File) error {
+func (r *Runtime) verifyMounts(ctx context.Context, s *session, id string, spec sandbox.Spec, pins []*beneath.File) error {
 	cl, err := r.clientLocked(s)
 	if err != nil {
 		return err
