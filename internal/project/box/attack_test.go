@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/hutchsandbox/hutch/internal/project"
 	"github.com/hutchsandbox/hutch/internal/project/box"
 )
 
@@ -70,5 +71,83 @@ func TestAttack_ExcludeThroughLink(t *testing.T) {
 	}
 	if err == nil || !strings.Contains(err.Error(), "is a symbolic link") {
 		t.Errorf("Worktree with a planted exclude link: %v; want the link refusal", err)
+	}
+}
+
+// mountInProject is a fixture whose settings mount <project>/data at
+// /data, read-write, and a directory of the user's with a secret in it.
+func mountInProject(t *testing.T) (f *fixture, data, secretDir string) {
+	t.Helper()
+	f = newFixture(t, nil)
+	data = filepath.Join(f.project, "data")
+	secretDir = filepath.Join(f.home, ".ssh")
+	for _, d := range []string{data, secretDir} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(secretDir, "id_ed25519"), []byte("PRIVATE KEY"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	f.writeSettings(t, map[string]any{project.KeyImage: f.busybox, project.KeyUser: "root", project.KeyMount: []string{data + ":/data"}})
+	return f, data, secretDir
+}
+
+// TestAttack_ProjectMountLinked: the sandbox replaces a mount source that
+// lies in the project with a link to ~/.ssh. The next start must refuse
+// it, and nothing of ~/.ssh may show inside.
+func TestAttack_ProjectMountLinked(t *testing.T) {
+	t.Parallel()
+	f, data, secretDir := mountInProject(t)
+	b := f.box(t)
+	mustRun(t, up(t, b), "", "sh", "-c", "rm -rf "+data+" && ln -s "+secretDir+" "+data)
+	if _, err := b.Stop(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	tg, err := f.box(t).Up(context.Background())
+	if err == nil {
+		out, _, _ := run(t, tg, "/", "sh", "-c", "cat /data/id_ed25519")
+		_ = tg.Agent().Close()
+		t.Fatalf("the sandbox started with its mount source linked to ~/.ssh: /data holds %q", out)
+	}
+	if !strings.Contains(err.Error(), "is a symbolic link") {
+		t.Errorf("Up with a linked mount source: %v; want the link refusal", err)
+	}
+}
+
+// TestAttack_ProjectMountSwappedInTheRace: the swap lands after the check
+// and before the engine mounts (played by a hook at exactly that point).
+// The sandbox must be stopped before anything runs in it.
+func TestAttack_ProjectMountSwappedInTheRace(t *testing.T) {
+	// Not parallel: the hook is the package's.
+	f, data, secretDir := mountInProject(t)
+	b := f.box(t)
+	mustRun(t, up(t, b), "", "true")
+	if _, err := b.Stop(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	restore := box.BeforeStart(func(s project.Spec) {
+		if s.Name != f.name {
+			return
+		}
+		if err := os.Rename(data, data+"-moved"); err != nil {
+			t.Error(err)
+		}
+		if err := os.Symlink(secretDir, data); err != nil {
+			t.Error(err)
+		}
+	})
+	defer restore()
+	tg, err := f.box(t).Up(context.Background())
+	if err == nil {
+		out, _, _ := run(t, tg, "/", "sh", "-c", "cat /data/id_ed25519")
+		_ = tg.Agent().Close()
+		t.Fatalf("the sandbox came up with a swapped mount: /data holds %q", out)
+	}
+	if !strings.Contains(err.Error(), "before anything ran in it") {
+		t.Errorf("Up with a mount swapped in the race: %v; want the sandbox stopped", err)
+	}
+	if _, running := f.running(t, f.name); running {
+		t.Errorf("the sandbox with the swapped mount still runs")
 	}
 }

@@ -20,6 +20,7 @@ import (
 
 	"github.com/hutchsandbox/hutch/internal/agent"
 	"github.com/hutchsandbox/hutch/internal/agentbin"
+	"github.com/hutchsandbox/hutch/internal/beneath"
 	"github.com/hutchsandbox/hutch/internal/engine"
 	"github.com/hutchsandbox/hutch/internal/errdefs"
 	"github.com/hutchsandbox/hutch/internal/imagebuild"
@@ -193,10 +194,18 @@ func (b *Box) Up(ctx context.Context) (*Target, error) {
 		}
 		created = true
 	}
+	var pins []*beneath.File
+	defer func() { closePins(pins) }()
 	if !st.running {
 		b.stage("Starting the sandbox…")
 		if err := b.prepareChannel(); err != nil {
 			return nil, err
+		}
+		if pins, err = b.pinMounts(); err != nil {
+			return nil, err
+		}
+		if h := testHookBeforeStart.Load(); h != nil {
+			(*h)(b.spec)
 		}
 		if _, err := b.opts.Engine.Client.ContainerStart(ctx, st.id, client.ContainerStartOptions{}); err != nil {
 			return nil, engine.Classify(err, "start the sandbox "+b.spec.Name)
@@ -209,6 +218,12 @@ func (b *Box) Up(ctx context.Context) (*Target, error) {
 	t := &Target{Name: b.spec.Name, ID: st.id, Workdir: b.spec.Workdir, Env: b.env(), User: b.spec.User, Notes: notes, agent: cl}
 	if err := b.waitAgent(ctx, t); err != nil {
 		return nil, err
+	}
+	if pins != nil {
+		if err := b.verifyMounts(ctx, t, pins); err != nil {
+			_ = t.agent.Close()
+			return nil, err
+		}
 	}
 	if created {
 		if err := b.openHome(ctx, st.id); err != nil {
