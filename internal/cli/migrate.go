@@ -29,8 +29,11 @@ This moves each to its office (<workspace>/<office-key>), with its vault
 (<state-dir>/vaults/<legacy-key>) and host state
 (<state-dir>/conversations/<raw-id>), and re-creates managed containers of
 the old layout on the new paths, keeping their writable layer. hutch serve
-does the same at every start before it accepts work; this runs it alone
-and exits.
+does the same at its start, before it accepts work, until a migration has
+completed (recorded in <state-dir>/workspace-migrated); after that it no
+longer looks, since a conversation whose door grants the workspace can
+make directories shaped like raw ids there. This command always looks,
+runs it alone and exits.
 
 Every move is journaled in <state-dir>/office-registry.json, so a run
 killed at any point is finished by the next one. Names that are not

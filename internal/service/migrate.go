@@ -3,9 +3,12 @@ package service
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 
+	"github.com/hutchsandbox/hutch/internal/atomicfile"
 	"github.com/hutchsandbox/hutch/internal/errdefs"
 	"github.com/hutchsandbox/hutch/internal/migrate"
 	"github.com/hutchsandbox/hutch/internal/migrate/apply"
@@ -26,7 +29,18 @@ type MigrateOptions struct {
 	Progress func(done, total int)
 	// Hook is apply.Options.Hook (crash-injection tests).
 	Hook func(point string)
+	// Startup marks the run at a daemon's start. Once a migration has
+	// completed, a start no longer looks at the workspace: a conversation
+	// whose door grants the workspace can make raw-id-shaped directories
+	// there, which would otherwise stop the next start on a conflict or be
+	// moved into the office of a conversation that does not exist yet.
+	// `hutch migrate`, run by the operator, always looks.
+	Startup bool
 }
+
+// migratedMarker, in the state dir, records that a migration completed:
+// from then on the workspace is on the office layout.
+const migratedMarker = "workspace-migrated"
 
 // MigrateReport is what a migration did or, on a dry run, would do.
 type MigrateReport struct {
@@ -35,6 +49,9 @@ type MigrateReport struct {
 	// Containers is what bringing managed containers onto the office
 	// paths did (zero when there was nothing to bring or no engine).
 	Containers image.RelayoutReport
+	// Skipped is set when a start did not look at the workspace because a
+	// migration completed before (see MigrateOptions.Startup).
+	Skipped bool
 }
 
 // Platforms returns the enabled platforms: the "platforms" setting, else
@@ -70,6 +87,13 @@ func (s *Service) Migrate(ctx context.Context, o MigrateOptions) (MigrateReport,
 		}
 	}
 	rep := MigrateReport{Platforms: ps}
+	marker := filepath.Join(s.layout.StateDir, migratedMarker)
+	if o.Startup && !o.DryRun {
+		if _, err := os.Stat(marker); err == nil {
+			rep.Skipped = true
+			return rep, nil
+		}
+	}
 	var err error
 	rep.Report, err = apply.Run(ctx, apply.Options{
 		Workspace: s.layout.Workspace,
@@ -88,6 +112,12 @@ func (s *Service) Migrate(ctx context.Context, o MigrateOptions) (MigrateReport,
 	})
 	if err == nil && rep.RelayoutError != nil {
 		s.log.Warn("managed containers of the raw-id layout were not brought onto the office paths; the next start tries again", "error", rep.RelayoutError)
+	}
+	if err == nil && !o.DryRun && rep.RelayoutError == nil {
+		text := "The workspace is on the office layout: hutch serve no longer migrates at start; hutch migrate still does.\n"
+		if werr := atomicfile.WriteFile(marker, []byte(text), 0o600); werr != nil {
+			return rep, fmt.Errorf("record the completed migration: %w", werr)
+		}
 	}
 	return rep, err
 }
