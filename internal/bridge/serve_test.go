@@ -1,17 +1,9 @@
 package bridge_test
 
 import (
-	"bytes"
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/json"
-	"encoding/pem"
-	"math/big"
 	"net"
 	"net/http"
 	"os"
@@ -25,6 +17,7 @@ import (
 	"github.com/hutchsandbox/hutch/internal/bridge/protocol"
 	"github.com/hutchsandbox/hutch/internal/errdefs"
 	"github.com/hutchsandbox/hutch/internal/sandbox"
+	"github.com/hutchsandbox/hutch/internal/testenv"
 )
 
 // served is a bridge run by Serve on loopback.
@@ -134,7 +127,7 @@ func TestServe_GraceOverKills(t *testing.T) {
 
 func TestServe_TLS(t *testing.T) {
 	dir := t.TempDir()
-	cert, key, pool := selfSigned(t, dir)
+	cert, key, pool := testenv.SelfSigned(t, dir)
 	s := serve(t, bridge.ServeOptions{TLSCert: cert, TLSKey: key})
 	if !strings.HasPrefix(s.url, "https://127.0.0.1:") || !strings.Contains(s.out.String(), " on "+s.url+" ") {
 		t.Fatalf("URL %q, banner %q; want https", s.url, s.out.String())
@@ -202,47 +195,4 @@ func TestLoadOrCreateToken(t *testing.T) {
 	if _, err := bridge.LoadOrCreateToken(path); !errdefs.IsFailedPrecondition(err) || !strings.Contains(err.Error(), "chmod 600 "+path) {
 		t.Errorf("a token file others can read: %v; want a refusal saying chmod 600", err)
 	}
-}
-
-// selfSigned writes a certificate for 127.0.0.1 and its key into dir.
-func selfSigned(t *testing.T, dir string) (certFile, keyFile string, pool *x509.CertPool) {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1),
-		Subject:      pkix.Name{CommonName: "hutch bridge test"},
-		IPAddresses:  []net.IP{net.ParseIP("127.0.0.1")},
-		NotBefore:    time.Now().Add(-time.Hour),
-		NotAfter:     time.Now().Add(time.Hour),
-		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kder, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	certFile, keyFile = filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
-	var cb, kb bytes.Buffer
-	_ = pem.Encode(&cb, &pem.Block{Type: "CERTIFICATE", Bytes: der})
-	_ = pem.Encode(&kb, &pem.Block{Type: "EC PRIVATE KEY", Bytes: kder})
-	if err := os.WriteFile(certFile, cb.Bytes(), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(keyFile, kb.Bytes(), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	c, err := x509.ParseCertificate(der)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pool = x509.NewCertPool()
-	pool.AddCert(c)
-	return certFile, keyFile, pool
 }

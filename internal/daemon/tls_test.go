@@ -2,19 +2,9 @@ package daemon_test
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"errors"
-	"math/big"
-	"net"
 	"net/http"
-	"os"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -24,46 +14,8 @@ import (
 	"github.com/hutchsandbox/hutch/internal/daemon"
 	"github.com/hutchsandbox/hutch/internal/errdefs"
 	"github.com/hutchsandbox/hutch/internal/sandbox"
+	"github.com/hutchsandbox/hutch/internal/testenv"
 )
-
-// selfSigned writes a certificate for 127.0.0.1 and its key, and returns
-// their paths and a pool that trusts the certificate.
-func selfSigned(t *testing.T) (certFile, keyFile string, pool *x509.CertPool) {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "hutch test"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)}, KeyUsage: x509.KeyUsageDigitalSignature,
-		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kder, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	certFile, keyFile = filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
-	if err := os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kder}), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	cert, err := x509.ParseCertificate(der)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pool = x509.NewCertPool()
-	pool.AddCert(cert)
-	return certFile, keyFile, pool
-}
 
 // TestAttack_TokenInClear: a TCP listener on an address others reach
 // would carry the bearer token (and the portal's session) in clear. It is
@@ -88,7 +40,7 @@ func TestAttack_TokenInClear(t *testing.T) {
 		}
 	}
 
-	cert, key, pool := selfSigned(t)
+	cert, key, pool := testenv.SelfSigned(t, t.TempDir())
 	const token = "0123456789abcdef0123456789abcdef-tls"
 	d := start(t, hostService(t), daemon.Options{Mode: host, TCP: "0.0.0.0:0", Token: token, TLSCert: cert, TLSKey: key, Admin: "0.0.0.0:0"})
 	m := regexp.MustCompile(`TCP:\s+https://\S+:(\d+)`).FindStringSubmatch(d.out.String())
