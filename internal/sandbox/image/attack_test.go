@@ -8,6 +8,7 @@ import (
 	"errors"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -19,6 +20,7 @@ import (
 	"github.com/hutchsandbox/hutch/internal/errdefs"
 	"github.com/hutchsandbox/hutch/internal/sandbox"
 	"github.com/hutchsandbox/hutch/internal/sandbox/image"
+	"github.com/hutchsandbox/hutch/internal/testenv"
 )
 
 // hostSocket is where an office's agent socket sits on the host: a path
@@ -40,7 +42,31 @@ func TestAttack_ChannelRedirect(t *testing.T) {
 	attacker := f.office(t, "attacker")
 	run(t, f.rt, victim, "true", nil)
 	run(t, f.rt, attacker, "true", nil)
-	run(t, f.rt, attacker, "ln -s "+f.hostSocket(victim.OfficeKey)+" /hutch/run/evil && mv -f /hutch/run/evil /hutch/run/agent.sock", nil)
+	// First line: the socket dir is sealed once the agent listens, so
+	// the runtime can neither plant the link nor fill the host's run dir.
+	for _, cmd := range []string{
+		"ln -s " + f.hostSocket(victim.OfficeKey) + " /hutch/run/evil && mv -f /hutch/run/evil /hutch/run/agent.sock",
+		"rm -f /hutch/run/agent.sock",
+		"head -c 1048576 /dev/zero > /hutch/run/fill",
+	} {
+		res, err := f.rt.Exec(context.Background(), attacker, sandbox.ExecRequest{Argv: []string{cmd}, Stdout: io.Discard, Stderr: io.Discard, Timeout: time.Minute})
+		if err != nil || res.ExitCode == 0 {
+			t.Errorf("%q in the socket dir: exit %d, %v; want it refused", cmd, res.ExitCode, err)
+		}
+	}
+	// Second line: where the seal is missing (hutch not root, a file
+	// system without the flag), the link gets planted; played here from
+	// the host.
+	sockDir := filepath.Dir(f.hostSocket(attacker.OfficeKey))
+	if out, err := exec.Command("chattr", "-i", sockDir).CombinedOutput(); err != nil {
+		t.Fatalf("chattr -i %s: %v %s", sockDir, err, out)
+	}
+	if err := os.Symlink(f.hostSocket(victim.OfficeKey), sockDir+"/evil"); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(sockDir+"/evil", f.hostSocket(attacker.OfficeKey)); err != nil {
+		t.Fatal(err)
+	}
 
 	rt := f.runtime(t) // a fresh process: it dials the socket path again
 	var out, errb bytes.Buffer
@@ -73,8 +99,11 @@ func TestAttack_ChannelRedirect(t *testing.T) {
 func TestAttack_OtherInstallation(t *testing.T) {
 	first, second := newFixture(t), newFixture(t)
 	ctx := context.Background()
-	mine := first.office(t, "hello")
-	theirs := second.office(t, "hello")
+	// The same id in both, as the daemon's example gives everyone; unique
+	// to this test run, so that no other run's container is in the way.
+	id := "hello-" + testenv.Name(t)
+	mine := first.exactOffice(t, id)
+	theirs := second.exactOffice(t, id)
 	run(t, first.rt, mine, "echo kept > /root/layer-file", nil)
 	before := first.inspect(t, mine)
 

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 	"io"
 	"log/slog"
@@ -22,6 +23,7 @@ import (
 	"github.com/moby/moby/api/types/network"
 	"github.com/moby/moby/client"
 
+	"github.com/hutchsandbox/hutch/internal/agent"
 	"github.com/hutchsandbox/hutch/internal/agentbin"
 	"github.com/hutchsandbox/hutch/internal/engine"
 	"github.com/hutchsandbox/hutch/internal/errdefs"
@@ -70,7 +72,7 @@ func newFixture(t *testing.T) *fixture {
 	}
 	f.run = run
 	testenv.CleanupContainers(t, cli, engine.LabelStateDir+"="+f.state)
-	t.Cleanup(func() { _ = os.RemoveAll(run) })
+	t.Cleanup(func() { _ = agent.RemoveSocketDir(run) }) // sealed socket dirs included
 	f.rt = f.runtime(t)
 	return f
 }
@@ -87,7 +89,17 @@ func (f *fixture) runtime(t *testing.T) *image.Runtime {
 }
 
 // office makes an office directory and the spec of its conversation.
+// The id gets a suffix of this installation's own: two runs of the tests
+// on one engine (or two tests of one run) never name the same container,
+// which hutch would refuse as another installation's.
 func (f *fixture) office(t *testing.T, id string) sandbox.Spec {
+	t.Helper()
+	sum := sha256.Sum256([]byte(f.state))
+	return f.exactOffice(t, id+"-"+hex.EncodeToString(sum[:3]))
+}
+
+// exactOffice is office with the id as given.
+func (f *fixture) exactOffice(t *testing.T, id string) sandbox.Spec {
 	t.Helper()
 	addr, err := office.NewAddress("web", id)
 	if err != nil {
