@@ -16,6 +16,7 @@ import (
 	"github.com/chromedp/chromedp"
 	mobyclient "github.com/moby/moby/client"
 
+	"github.com/hutchsandbox/hutch/internal/agent"
 	"github.com/hutchsandbox/hutch/internal/engine"
 	"github.com/hutchsandbox/hutch/internal/office"
 	"github.com/hutchsandbox/hutch/internal/sandbox"
@@ -233,14 +234,14 @@ func TestBrowser_ImageMode(t *testing.T) {
 // newImagePortal serves a portal over a service in mode (image:), with a
 // fresh state dir and workspace and agent as the runtimes' agent. The
 // run dir is short: it holds Unix sockets.
-func newImagePortal(t *testing.T, mode sandbox.Mode, agent string) *portal {
+func newImagePortal(t *testing.T, mode sandbox.Mode, agentBin string) *portal {
 	t.Helper()
 	root := t.TempDir()
 	run, err := os.MkdirTemp("", "hr-")
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = os.RemoveAll(run) })
+	t.Cleanup(func() { _ = agent.RemoveSocketDir(run) }) // sealed socket dirs included
 	layout := service.Layout{StateDir: filepath.Join(root, "state"), Workspace: filepath.Join(root, "ws"), RunDir: run}
 	for _, d := range []string{layout.StateDir, layout.Workspace} {
 		if err := os.MkdirAll(d, 0o700); err != nil {
@@ -248,7 +249,7 @@ func newImagePortal(t *testing.T, mode sandbox.Mode, agent string) *portal {
 		}
 	}
 	svc := service.New(layout, nil)
-	svc.SetAgentBinary(agent)
+	svc.SetAgentBinary(agentBin)
 	t.Cleanup(func() { _ = svc.Close() })
 	p := &portal{svc: svc}
 	p.ts = httptest.NewServer(nil)

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/hutchsandbox/hutch/internal/agent"
 	"github.com/hutchsandbox/hutch/internal/bridge/protocol"
 	"github.com/hutchsandbox/hutch/internal/engine"
 	"github.com/hutchsandbox/hutch/internal/office"
@@ -24,7 +25,7 @@ func TestImageMode(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = os.RemoveAll(run) })
+	t.Cleanup(func() { _ = agent.RemoveSocketDir(run) }) // sealed socket dirs included
 	logs := &logBuffer{}
 	svc := newService(t, logs, func(k string) string {
 		if k == "HUTCH_RUN_DIR" {

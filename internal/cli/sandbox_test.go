@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/hutchsandbox/hutch/internal/agent"
 	"github.com/hutchsandbox/hutch/internal/engine"
 	"github.com/hutchsandbox/hutch/internal/testenv"
 )
@@ -21,7 +22,7 @@ func dockerEnv(t *testing.T) (*env, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = os.RemoveAll(run) })
+	t.Cleanup(func() { _ = agent.RemoveSocketDir(run) }) // sealed socket dirs included
 	extra := map[string]string{"HUTCH_AGENT_BINARY": bin, "HUTCH_RUN_DIR": run}
 	e.extra = extra
 	if err := os.MkdirAll(e.state, 0o700); err != nil {

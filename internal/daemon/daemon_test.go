@@ -23,6 +23,7 @@ import (
 
 	mobyclient "github.com/moby/moby/client"
 
+	"github.com/hutchsandbox/hutch/internal/agent"
 	"github.com/hutchsandbox/hutch/internal/api"
 	"github.com/hutchsandbox/hutch/internal/client"
 	"github.com/hutchsandbox/hutch/internal/daemon"
@@ -419,7 +420,7 @@ func TestDaemon_RestartAdopts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = os.RemoveAll(run) })
+	t.Cleanup(func() { _ = agent.RemoveSocketDir(run) }) // sealed socket dirs included
 	layout, err := service.ResolveLayout(service.LayoutOptions{StateDir: filepath.Join(t.TempDir(), "state"), Getenv: func(k string) string {
 		if k == "HUTCH_RUN_DIR" {
 			return run

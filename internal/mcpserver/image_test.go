@@ -11,6 +11,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/hutchsandbox/hutch/internal/agent"
 	"github.com/hutchsandbox/hutch/internal/engine"
 	"github.com/hutchsandbox/hutch/internal/mcpserver"
 	"github.com/hutchsandbox/hutch/internal/office"
@@ -40,7 +41,7 @@ func imageService(t *testing.T) (*service.Service, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = os.RemoveAll(run) })
+	t.Cleanup(func() { _ = agent.RemoveSocketDir(run) }) // sealed socket dirs included
 	layout, err := service.ResolveLayout(service.LayoutOptions{
 		StateDir: filepath.Join(t.TempDir(), "state"),
 		Getenv: func(k string) string {

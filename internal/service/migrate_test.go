@@ -15,6 +15,7 @@ import (
 	"github.com/moby/moby/api/types/mount"
 	"github.com/moby/moby/client"
 
+	"github.com/hutchsandbox/hutch/internal/agent"
 	"github.com/hutchsandbox/hutch/internal/engine"
 	"github.com/hutchsandbox/hutch/internal/migrate/legacytest"
 	"github.com/hutchsandbox/hutch/internal/office"
@@ -38,7 +39,7 @@ func TestMigrate_ManagedContainerSurvives(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = os.RemoveAll(run) })
+	t.Cleanup(func() { _ = agent.RemoveSocketDir(run) }) // sealed socket dirs included
 	root := t.TempDir()
 	layout, err := service.ResolveLayout(service.LayoutOptions{StateDir: filepath.Join(root, "state"), Workspace: filepath.Join(root, "ws"),
 		Getenv: func(k string) string {

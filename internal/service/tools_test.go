@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/hutchsandbox/hutch/internal/agent"
 	"github.com/hutchsandbox/hutch/internal/engine"
 	"github.com/hutchsandbox/hutch/internal/errdefs"
 	"github.com/hutchsandbox/hutch/internal/office"
@@ -26,7 +27,7 @@ func TestToolSandbox_ImageMode(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = os.RemoveAll(run) })
+	t.Cleanup(func() { _ = agent.RemoveSocketDir(run) }) // sealed socket dirs included
 	state := filepath.Join(t.TempDir(), "state")
 	layout, err := service.ResolveLayout(service.LayoutOptions{StateDir: state, Getenv: func(k string) string {
 		if k == "HUTCH_RUN_DIR" {

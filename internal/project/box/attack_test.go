@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -27,7 +28,29 @@ func TestAttack_ChannelRedirect(t *testing.T) {
 	mustRun(t, up(t, victim.box(t)), "", "true")
 	sum := sha256.Sum256([]byte("project\x00" + victim.name))
 	sock := filepath.Join(victim.run, "prj", hex.EncodeToString(sum[:8]), "agent.sock")
-	mustRun(t, up(t, attacker.box(t)), "", "sh", "-c", "ln -s "+sock+" /hutch/run/evil && mv -f /hutch/run/evil /hutch/run/agent.sock")
+	atg := up(t, attacker.box(t))
+	// First line: the socket dir is sealed once the agent listens.
+	for _, cmd := range []string{
+		"ln -s " + sock + " /hutch/run/evil && mv -f /hutch/run/evil /hutch/run/agent.sock",
+		"head -c 1048576 /dev/zero > /hutch/run/fill",
+	} {
+		if _, _, code := run(t, atg, "", "sh", "-c", cmd); code == 0 {
+			t.Errorf("%q succeeded in the socket dir", cmd)
+		}
+	}
+	// Second line: where the seal is missing, the link gets planted;
+	// played here from the host.
+	asum := sha256.Sum256([]byte("project\x00" + attacker.name))
+	sockDir := filepath.Join(attacker.run, "prj", hex.EncodeToString(asum[:8]))
+	if out, err := exec.Command("chattr", "-i", sockDir).CombinedOutput(); err != nil {
+		t.Fatalf("chattr -i %s: %v %s", sockDir, err, out)
+	}
+	if err := os.Symlink(sock, sockDir+"/evil"); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(sockDir+"/evil", sockDir+"/agent.sock"); err != nil {
+		t.Fatal(err)
+	}
 
 	planted := filepath.Join(victim.project, "planted")
 	ctx := context.Background()

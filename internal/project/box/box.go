@@ -196,7 +196,8 @@ func (b *Box) Up(ctx context.Context) (*Target, error) {
 	}
 	var pins []*beneath.File
 	defer func() { closePins(pins) }()
-	if !st.running {
+	started := !st.running
+	if started {
 		b.stage("Starting the sandbox…")
 		if err := b.prepareChannel(); err != nil {
 			return nil, err
@@ -219,7 +220,11 @@ func (b *Box) Up(ctx context.Context) (*Target, error) {
 	if err := b.waitAgent(ctx, t); err != nil {
 		return nil, err
 	}
-	if pins != nil {
+	if started {
+		// Its agent listens and nothing ran in it yet.
+		if err := agent.SealSocketDir(b.socketDir()); err != nil {
+			b.opts.Log.Debug("socket dir left writable from inside", "sandbox", b.spec.Name, "error", err)
+		}
 		if err := b.verifyMounts(ctx, t, pins); err != nil {
 			_ = t.agent.Close()
 			return nil, err
@@ -524,11 +529,11 @@ func (b *Box) socketDir() string {
 
 // prepareSocketDir makes the socket directory, empty: it is called only
 // while no agent runs in it, and what a past run left there (a link
-// planted in place of the socket included) goes; RemoveAll follows no
+// planted in place of the socket included) goes; removal follows no
 // link. It is open to every uid (the container may run as any user)
 // inside the run dir, which is private to hutch's user.
 func prepareSocketDir(dir string) error {
-	if err := os.RemoveAll(dir); err != nil {
+	if err := agent.RemoveSocketDir(dir); err != nil {
 		return fmt.Errorf("sandbox socket dir: %w", err)
 	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {

@@ -18,6 +18,7 @@ import (
 
 	"github.com/moby/moby/client"
 
+	"github.com/hutchsandbox/hutch/internal/agent"
 	"github.com/hutchsandbox/hutch/internal/agentbin"
 	"github.com/hutchsandbox/hutch/internal/engine"
 	"github.com/hutchsandbox/hutch/internal/imagebuild"
@@ -74,7 +75,7 @@ func newFixture(t *testing.T, settings map[string]any) *fixture {
 	if f.run, err = os.MkdirTemp("", "hp-"); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = os.RemoveAll(f.run) })
+	t.Cleanup(func() { _ = agent.RemoveSocketDir(f.run) }) // sealed socket dirs included
 	if f.project, err = box.FindProject(dir, f.home); err != nil {
 		t.Fatal(err)
 	}

@@ -65,8 +65,8 @@ func clearRuntimeState(stateDir, key string) {
 func prepareSocketDir(dir string) error {
 	// Only ever called while no agent runs in it: what a past run of the
 	// container left there (a link planted in place of the socket
-	// included) goes. RemoveAll does not follow links.
-	if err := os.RemoveAll(dir); err != nil {
+	// included) goes. Removal does not follow links.
+	if err := agent.RemoveSocketDir(dir); err != nil {
 		return fmt.Errorf("runtime socket dir: %w", err)
 	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
@@ -87,6 +87,15 @@ func (r *Runtime) prepareChannel(officeKey string) error {
 		return err
 	}
 	return agent.WriteChannelKey(keyFile(r.cfg.RunDir, officeKey), key)
+}
+
+// sealChannel makes the socket dir immutable once the agent listens (see
+// agent.SealSocketDir); where hutch cannot, the channel proof stands
+// alone and the runtime can still write that directory.
+func (r *Runtime) sealChannel(officeKey string) {
+	if err := agent.SealSocketDir(socketDir(r.cfg.RunDir, officeKey)); err != nil {
+		r.log.Debug("socket dir left writable from inside", "office_key", officeKey, "error", err)
+	}
 }
 
 // channelKey is the key an office's agent proves it holds.
@@ -264,7 +273,7 @@ func (r *Runtime) Remove(ctx context.Context, key string) error {
 		return err
 	}
 	clearRuntimeState(r.cfg.StateDir, key)
-	_ = os.RemoveAll(socketDir(r.cfg.RunDir, key))
+	_ = agent.RemoveSocketDir(socketDir(r.cfg.RunDir, key))
 	_ = os.Remove(keyFile(r.cfg.RunDir, key))
 	r.log.Info("removed runtime", "office_key", key)
 	return nil

@@ -50,7 +50,10 @@ func closePins(pins []*beneath.File) {
 // verifyMounts checks, through the container's freshly started agent,
 // that every mount target is the source pinned before the start. On a
 // mismatch it removes the container: nothing has run in it yet.
+// It also seals the socket dir: every start passes here once its agent
+// listens, before any command.
 func (r *Runtime) verifyMounts(ctx context.Context, s *session, id string, spec sandbox.Spec, pins []*beneath.File) error {
+	r.sealChannel(s.Key)
 	cl, err := r.clientLocked(s)
 	if err != nil {
 		return err

@@ -17,6 +17,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/hutchsandbox/hutch/internal/agent"
 	"github.com/hutchsandbox/hutch/internal/daemon"
 	"github.com/hutchsandbox/hutch/internal/settings"
 	"github.com/hutchsandbox/hutch/internal/testenv"
@@ -34,7 +35,7 @@ func TestServe(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = os.RemoveAll(run) })
+	t.Cleanup(func() { _ = agent.RemoveSocketDir(run) }) // sealed socket dirs included
 	for k, v := range map[string]string{"sandbox.kube.kubeconfig": f.cluster.Kubeconfig, "sandbox.kube.namespace": f.namespace, "sandbox.cpus": "0.2", "sandbox.memory": "128m"} {
 		if err := settings.SetRuntime(settings.GlobalPath(f.state), k, v); err != nil {
 			t.Fatal(err)

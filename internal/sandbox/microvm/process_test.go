@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hutchsandbox/hutch/internal/agent"
 	"github.com/hutchsandbox/hutch/internal/daemon"
 	"github.com/hutchsandbox/hutch/internal/testenv"
 )
@@ -81,7 +82,7 @@ func TestServe_ShutdownAndLeftovers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = os.RemoveAll(run) })
+	t.Cleanup(func() { _ = agent.RemoveSocketDir(run) }) // sealed socket dirs included
 	s := server{bin: testenv.HutchBinary(t), state: filepath.Join(root, "state"), run: run, assets: testenv.MicroVMAssets(t)}
 
 	first := s.start(t)
