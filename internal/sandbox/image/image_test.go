@@ -577,10 +577,10 @@ func TestKill9(t *testing.T) {
 	f := newFixture(t)
 	spec := f.office(t, "kill9")
 	run(t, f.rt, spec, `true`, nil)
-	cmd := exec.Command(testenv.HutchBinary(t), "exec", "--sandbox", "image:"+f.img, "--conversation", "web/kill9", "--",
+	cmd := exec.Command(testenv.HutchBinary(t), "exec", "--sandbox", "image:"+f.img, "--conversation", "web/"+spec.ConversationID, "--",
 		`sleep 300 & echo $! > /tmp/grandchild; echo $$ > /tmp/leader; sleep 300`)
 	cmd.Env = append(os.Environ(), "HUTCH_STATE_DIR="+f.state, "HUTCH_WORKSPACE="+f.ws, "HUTCH_RUN_DIR="+f.run, "HUTCH_AGENT_BINARY="+testenv.HutchBinary(t))
-	var stderr bytes.Buffer
+	var stderr testenv.LockedBuffer // read while hutch may still write it
 	cmd.Stderr = &stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

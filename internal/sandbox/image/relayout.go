@@ -491,6 +491,16 @@ func (rl *relayouter) finishCreated(ctx context.Context, p relayoutPlan, id stri
 	if !p.Running || running {
 		return nil
 	}
+	// A carried socket dir of hutch's own (the old container's agent
+	// listened there, and hutch sealed it) is emptied first, so the new
+	// agent can make its socket.
+	for _, m := range p.HostConfig.Mounts {
+		if m.Target == runPath {
+			if err := prepareSocketDir(m.Source); err != nil {
+				return err
+			}
+		}
+	}
 	if _, err := rl.api.ContainerStart(ctx, id, client.ContainerStartOptions{}); err != nil {
 		return engine.Classify(err, "start container "+p.Name)
 	}
