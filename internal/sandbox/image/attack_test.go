@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/client"
 
 	"github.com/hutchsandbox/hutch/internal/engine"
@@ -126,7 +127,11 @@ func TestAttack_OtherInstallation(t *testing.T) {
 
 	// The first installation is mid re-create: its container is gone and
 	// its snapshot holds the writable layer. The second must not take it.
-	if _, err := first.cli.ContainerCommit(ctx, after.Container.ID, client.ContainerCommitOptions{Reference: image.SnapshotRef(mine.OfficeKey)}); err != nil {
+	commit := client.ContainerCommitOptions{Reference: image.SnapshotRef(mine.OfficeKey)}
+	if first.eng.Flavor == engine.FlavorPodman {
+		commit.Config = &container.Config{} // Podman 4 decodes a body it then ignores
+	}
+	if _, err := first.cli.ContainerCommit(ctx, after.Container.ID, commit); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
