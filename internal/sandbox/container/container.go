@@ -222,8 +222,10 @@ func (r *Runtime) copyAgent(ctx context.Context, id string) error {
 }
 
 // agentStartWindow bounds how long dial keeps trying an agent that exits
-// before it says anything (see dial).
-const agentStartWindow = 10 * time.Second
+// before it says anything (see dial). Podman copies slowly under load:
+// in CI, with the image and project suites beside it, the copies of
+// three first uses at once outlasted 10 s ("text file busy").
+const agentStartWindow = 30 * time.Second
 
 // errAgentNotStarted is a dial whose agent ended its output streams
 // before writing a byte to stdout.
