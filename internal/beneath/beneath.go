@@ -63,6 +63,13 @@ func (f *File) Same(dev, ino uint64) bool { return f.Dev == dev && f.Ino == ino 
 // Close releases the file.
 func (f *File) Close() error { return unix.Close(f.fd) }
 
+// CloseAll releases every file of fs.
+func CloseAll(fs []*File) {
+	for _, f := range fs {
+		_ = f.Close()
+	}
+}
+
 // ReadFile reads the regular file path beneath root, following no link.
 // A missing file is an error of class errdefs.ErrNotFound.
 func ReadFile(root, path string) ([]byte, error) {

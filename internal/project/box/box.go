@@ -195,7 +195,7 @@ func (b *Box) Up(ctx context.Context) (*Target, error) {
 		created = true
 	}
 	var pins []*beneath.File
-	defer func() { closePins(pins) }()
+	defer func() { beneath.CloseAll(pins) }()
 	started := !st.running
 	if started {
 		b.stage("Starting the sandbox…")

@@ -38,18 +38,12 @@ func (b *Box) pinMounts() ([]*beneath.File, error) {
 		}
 		f, err := beneath.Open(root, m.Source)
 		if err != nil {
-			closePins(pins)
+			beneath.CloseAll(pins)
 			return nil, fmt.Errorf("mount source for %s: %w", m.Target, err)
 		}
 		pins = append(pins, f)
 	}
 	return pins, nil
-}
-
-func closePins(pins []*beneath.File) {
-	for _, p := range pins {
-		_ = p.Close()
-	}
 }
 
 // verifyMounts checks, through the freshly started agent, that every bind

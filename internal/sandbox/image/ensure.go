@@ -337,7 +337,7 @@ func (r *Runtime) createAndStart(ctx context.Context, s *session, spec sandbox.S
 	if err == nil {
 		pins, err = r.pinMounts(spec)
 	}
-	defer closePins(pins)
+	defer beneath.CloseAll(pins)
 	if h := testHookBeforeStart.Load(); err == nil && h != nil {
 		(*h)(spec)
 	}
@@ -385,7 +385,7 @@ func (r *Runtime) start(ctx context.Context, s *session, spec sandbox.Spec, id s
 	if err != nil {
 		return err
 	}
-	defer closePins(pins)
+	defer beneath.CloseAll(pins)
 	if h := testHookBeforeStart.Load(); h != nil {
 		(*h)(spec)
 	}

@@ -33,18 +33,12 @@ func (r *Runtime) pinMounts(spec sandbox.Spec) ([]*beneath.File, error) {
 		}
 		f, err := beneath.Open(root, m.HostPath)
 		if err != nil {
-			closePins(pins)
+			beneath.CloseAll(pins)
 			return nil, fmt.Errorf("mount source for %s: %w", m.RuntimePath, err)
 		}
 		pins = append(pins, f)
 	}
 	return pins, nil
-}
-
-func closePins(pins []*beneath.File) {
-	for _, p := range pins {
-		_ = p.Close()
-	}
 }
 
 // verifyMounts checks, through the container's freshly started agent,
