@@ -19,6 +19,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/hutchsandbox/hutch/internal/admin"
@@ -235,9 +236,12 @@ func Run(ctx context.Context, o Options) error {
 	idleCtx, stopIdle := context.WithCancel(context.Background())
 	go func() {
 		defer close(idleDone)
+		var wg sync.WaitGroup
+		wg.Go(func() { diskLoop(idleCtx, svc, o.Mode, o.Log) })
 		if idle > 0 {
 			idleLoop(idleCtx, svc, o.Mode, idle, o.Log, m)
 		}
+		wg.Wait()
 	}()
 
 	select {
@@ -337,6 +341,38 @@ func idleLoop(ctx context.Context, svc *service.Service, mode sandbox.Mode, idle
 		}
 		if err != nil {
 			log.Warn("idle stop", "error", err)
+		}
+	}
+}
+
+// diskTick is how often the daemon counts what runtimes hold outside
+// their mounts where the engine cannot cap it: at a host disk's write
+// speed a runtime may overshoot its ceiling by this much time's writes
+// before it is stopped.
+const diskTick = 15 * time.Second
+
+// diskLoop stops runtimes over the disk ceiling until ctx ends
+// (Service.EnforceDisk; modes whose engine caps the disk do nothing).
+func diskLoop(ctx context.Context, svc *service.Service, mode sandbox.Mode, log *slog.Logger) {
+	switch mode.Kind {
+	case sandbox.KindImage, sandbox.KindGondolin, sandbox.KindKube:
+	default:
+		return
+	}
+	t := time.NewTicker(diskTick)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		stopped, err := svc.EnforceDisk(ctx, mode)
+		for _, k := range stopped {
+			log.Warn("stopped a runtime over the disk ceiling", "office_key", k)
+		}
+		if err != nil && ctx.Err() == nil {
+			log.Warn("disk ceiling", "error", err)
 		}
 	}
 }

@@ -38,6 +38,7 @@ const (
 	EventStarted    = "started" // a stopped runtime was started
 	EventRecreated  = "recreated"
 	EventIdleStop   = "idle_stop"
+	EventDiskStop   = "disk_stop" // stopped over the disk ceiling
 	EventReconciled = "reconciled"
 )
 

@@ -166,6 +166,18 @@ type UsageReader interface {
 	Usage(ctx context.Context, officeKey string) (Usage, error)
 }
 
+// DiskEnforcer is implemented by the managed modes whose engine cannot
+// cap what a runtime writes outside its mounts on this host (image: an
+// overlay on a filesystem without project quotas), so hutch counts it.
+// EnforceDisk stops every running runtime of this installation that
+// holds more than ceiling bytes outside its office and mounts, and
+// returns their keys; such a runtime does not start again (the next
+// command is refused with errdefs.ErrFailedPrecondition) until it is
+// removed or the ceiling raised. Found by type assertion on a Lifecycle.
+type DiskEnforcer interface {
+	EnforceDisk(ctx context.Context, ceiling int64) ([]string, error)
+}
+
 // Checker is implemented by modes that can tell, before a daemon serves
 // anything, whether they can work here: the engine answers and the image
 // is present, the operator's container exists and runs, the bridge

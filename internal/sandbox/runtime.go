@@ -66,6 +66,10 @@ type Spec struct {
 	// Limits are the conversation's base resource limits (from settings);
 	// a boost or temporary limits override them until the runtime stops.
 	Limits Limits
+	// DiskCeiling is the most the runtime may write outside its office
+	// and mounts (sandbox.ceiling.disk), in the managed modes that
+	// enforce it; 0: none.
+	DiskCeiling int64
 	// NetworkAllow lists the hosts a runtime without a network of its own
 	// (a microVM) may reach through hutch's egress proxy
 	// (sandbox.network.allow); empty: no network.

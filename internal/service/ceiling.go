@@ -29,6 +29,33 @@ func (s *Service) Ceiling() (sandbox.Limits, error) {
 		Over(sandbox.Limits{CPUs: boost.CPUs, MemoryBytes: boost.MemoryBytes, Pids: base.Pids}), nil
 }
 
+// diskCeiling is sandbox.ceiling.disk, else the default.
+func diskCeiling(rs settings.Runtime) int64 {
+	if rs.CeilingDiskBytes > 0 {
+		return rs.CeilingDiskBytes
+	}
+	return managed.DefaultDiskCeiling
+}
+
+// EnforceDisk stops the runtimes of mode that hold more than the disk
+// ceiling outside their offices and mounts, where hutch counts it
+// (sandbox.DiskEnforcer); it returns their keys. Other modes: nothing.
+func (s *Service) EnforceDisk(ctx context.Context, mode sandbox.Mode) ([]string, error) {
+	rt, err := s.managedFor(ctx, mode)
+	if err != nil {
+		return nil, err
+	}
+	de, ok := rt.(sandbox.DiskEnforcer)
+	if !ok {
+		return nil, nil
+	}
+	rs, err := settings.LoadRuntime(settings.GlobalPath(s.layout.StateDir))
+	if err != nil {
+		return nil, err
+	}
+	return de.EnforceDisk(ctx, diskCeiling(rs))
+}
+
 // checkCeiling refuses limits with a field above ceiling's, naming the
 // setting that would allow it. Errors are of class errdefs.ErrInvalid.
 func checkCeiling(l, ceiling sandbox.Limits) error {

@@ -2,6 +2,7 @@ package service_test
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 
@@ -72,5 +73,61 @@ func set(t *testing.T, svc *service.Service, key, value string) {
 	t.Helper()
 	if err := svc.SetRuntimeSetting(key, value); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// diskCounted is a managed runtime that records the disk ceilings it is
+// handed: through EnforceDisk and on each command's spec.
+type diskCounted struct {
+	*mock.Runtime
+	enforced []int64
+	specs    []int64
+}
+
+func (d *diskCounted) EnforceDisk(_ context.Context, ceiling int64) ([]string, error) {
+	d.enforced = append(d.enforced, ceiling)
+	return nil, nil
+}
+
+func (d *diskCounted) Exec(ctx context.Context, spec sandbox.Spec, req sandbox.ExecRequest) (sandbox.ExecResult, error) {
+	d.specs = append(d.specs, spec.DiskCeiling)
+	return d.Runtime.Exec(ctx, spec, req)
+}
+
+// TestDiskCeiling: sandbox.ceiling.disk (default 10 GiB) reaches the
+// daemon's count and every command's spec; modes that do not count
+// disk are left alone.
+func TestDiskCeiling(t *testing.T) {
+	svc := newService(t)
+	mode := sandbox.Mode{Kind: sandbox.KindImage, Target: "img"}
+	rt := &diskCounted{Runtime: mock.New(mock.Config{Mode: mode})}
+	svc.SetRuntime(mode, rt)
+	addr, err := office.NewAddress("web", "disk")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	step := func() {
+		t.Helper()
+		if _, err := svc.EnforceDisk(ctx, mode); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := svc.Exec(ctx, service.ExecOptions{Address: addr, Mode: mode, Argv: []string{"true"}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	step()
+	set(t, svc, "sandbox.ceiling.disk", "20g")
+	step()
+	if want := []int64{10 << 30, 20 << 30}; !slices.Equal(rt.enforced, want) || !slices.Equal(rt.specs, want) {
+		t.Errorf("ceilings handed to EnforceDisk %v and to commands %v; want %v", rt.enforced, rt.specs, want)
+	}
+	if err := svc.SetRuntimeSetting("sandbox.ceiling.disk", "lots"); !errdefs.IsInvalid(err) || err.Error() != `Disk "lots" must be a positive size such as 10g or 500m` {
+		t.Errorf("a bad disk ceiling: %v", err)
+	}
+	other := sandbox.Mode{Kind: sandbox.KindKube, Target: "img"}
+	svc.SetRuntime(other, mock.New(mock.Config{Mode: other}))
+	if stopped, err := svc.EnforceDisk(ctx, other); err != nil || stopped != nil {
+		t.Errorf("EnforceDisk in a mode that does not count disk: %v, %v", stopped, err)
 	}
 }

@@ -448,6 +448,7 @@ func (s *Service) prepare(ctx context.Context, addr office.Address, mode sandbox
 	}
 	if caps.Limits {
 		spec.Limits = sandbox.Limits{CPUs: rs.CPUs, MemoryBytes: rs.MemoryBytes, Pids: rs.Pids}
+		spec.DiskCeiling = diskCeiling(rs)
 	}
 	if mode.Kind == sandbox.KindGondolin {
 		// A microVM has no network of its own: only what the allowlist

@@ -32,6 +32,10 @@ type Runtime struct {
 	CeilingCPUs        float64
 	CeilingMemoryBytes int64
 	CeilingPids        int64
+	// CeilingDiskBytes bounds what a runtime may write outside its
+	// office and mounts (image mode: its writable layer and the layers a
+	// re-create carried).
+	CeilingDiskBytes int64
 	// IdleTimeout stops a runtime that ran nothing for this long.
 	IdleTimeout time.Duration
 	// TimeZone is the IANA zone commands run in (TZ), in every mode.
@@ -63,6 +67,7 @@ var RuntimeKeys = []runtimeKey{
 	{"sandbox.ceiling.cpus", []string{"ceiling", "cpus"}, "most CPUs a boost or temporary limits may give a runtime; unset: the boost size", parseCPUValue, func(r *Runtime, v any) { r.CeilingCPUs = v.(float64) }},
 	{"sandbox.ceiling.memory", []string{"ceiling", "memory"}, "most memory a boost or temporary limits may give a runtime; unset: the boost size", parseMemoryValue, func(r *Runtime, v any) { r.CeilingMemoryBytes = v.(int64) }},
 	{"sandbox.ceiling.pids", []string{"ceiling", "pids"}, "most processes temporary limits may give a runtime; unset: sandbox.pids", parsePidsValue, func(r *Runtime, v any) { r.CeilingPids = v.(int64) }},
+	{"sandbox.ceiling.disk", []string{"ceiling", "disk"}, "most disk a runtime may fill outside its office and mounts, Docker units (20g); one over it is stopped until removed; unset: 10g", parseDiskValue, func(r *Runtime, v any) { r.CeilingDiskBytes = v.(int64) }},
 	{"sandbox.idleTimeout", []string{"idleTimeout"}, "stop a runtime idle this long (10m, 1h)", parseDurationValue, func(r *Runtime, v any) { r.IdleTimeout = v.(time.Duration) }},
 	{"sandbox.timezone", []string{"timezone"}, "time zone commands run in, in every mode (Europe/Berlin, UTC)", parseTimeZoneValue, func(r *Runtime, v any) { r.TimeZone = v.(string) }},
 	{"sandbox.network.allow", []string{"network", "allow"}, "hosts a microVM may reach through hutch's proxy, comma-separated (github.com,*.npmjs.org); unset: no network", parseAllowValue, func(r *Runtime, v any) { r.NetworkAllow = v.([]string) }},
@@ -131,6 +136,18 @@ func ParseMemory(s string) (int64, error) {
 	return v, nil
 }
 
+// ParseDisk parses a disk size in Docker's binary units (10g).
+func ParseDisk(s string) (int64, error) {
+	if err := checkPlain(s, "Disk"); err != nil {
+		return 0, err
+	}
+	v, err := units.RAMInBytes(s)
+	if err != nil || v <= 0 {
+		return 0, errdefs.New(errdefs.ErrInvalid, fmt.Sprintf("Disk %q must be a positive size such as 10g or 500m", s))
+	}
+	return v, nil
+}
+
 // ParsePids parses a positive process ceiling.
 func ParsePids(s string) (int64, error) {
 	if err := checkPlain(s, "Pids"); err != nil {
@@ -178,6 +195,7 @@ func parseTimeZoneValue(s string) (any, error) { return ParseTimeZone(s) }
 func parseCPUValue(s string) (any, error)      { return ParseCPUs(s) }
 func parseMemoryValue(s string) (any, error)   { return ParseMemory(s) }
 func parsePidsValue(s string) (any, error)     { return ParsePids(s) }
+func parseDiskValue(s string) (any, error)     { return ParseDisk(s) }
 func parseDurationValue(s string) (any, error) {
 	if err := checkPlain(s, "Duration"); err != nil {
 		return nil, err

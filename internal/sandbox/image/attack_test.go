@@ -269,3 +269,71 @@ func TestAttack_CrossOfficeNetwork(t *testing.T) {
 		t.Errorf("another conversation's runtime reached the victim's server at %s: %q", ip, out)
 	}
 }
+
+// TestAttack_FillTheDisk: a command writes past the disk ceiling, part of
+// it into its writable layer and part hidden in the snapshot a re-create
+// carries into the image the new container runs. The daemon's check
+// stops that runtime (and not a neighbour under the ceiling), its next
+// start is refused with a text that says how to get it back, and a
+// removal gives the conversation a fresh runtime with its office kept.
+func TestAttack_FillTheDisk(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	const ceiling = 64 << 20
+	attacker := f.office(t, "attacker-disk")
+	attacker.DiskCeiling = ceiling
+	neighbour := f.office(t, "neighbour-disk")
+	neighbour.DiskCeiling = ceiling
+	run(t, f.rt, neighbour, "mkdir -p /data && head -c 4194304 /dev/urandom > /data/small", nil)
+	run(t, f.rt, attacker, "echo kept > note && mkdir -p /data && head -c 41943040 /dev/urandom > /data/a", nil)
+	// A door change re-creates the container: the 40 MiB written so far
+	// are committed into a snapshot, and the new writable layer is empty.
+	extra := filepath.Join(f.ws, "extra-"+attacker.OfficeKey)
+	if err := os.MkdirAll(extra, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	attacker.Mounts = append(attacker.Mounts, sandbox.Mount{HostPath: extra, RuntimePath: "/extra", ReadOnly: true})
+	out, _ := run(t, f.rt, attacker, "head -c 41943040 /dev/urandom > /data/b && ls /data", nil)
+	if out != "a\nb\n" {
+		t.Fatalf("after the re-create /data holds %q; want the carried a and the new b", out)
+	}
+	if ls := f.inspect(t, attacker).Container.Config.Labels; ls[sandbox.LabelRecreatedAt] == "" {
+		t.Fatal("the door change did not re-create the container: the test would not hide anything in a snapshot")
+	}
+
+	stopped, err := f.rt.EnforceDisk(ctx, ceiling)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(stopped) != 1 || stopped[0] != attacker.OfficeKey {
+		t.Errorf("EnforceDisk stopped %v; want only the attacker's %s", stopped, attacker.OfficeKey)
+	}
+	if st := f.inspect(t, attacker).Container.State; st.Running {
+		t.Error("the attacker's container still runs after EnforceDisk")
+	}
+	if st := f.inspect(t, neighbour).Container.State; !st.Running {
+		t.Error("the neighbour under the ceiling was stopped")
+	}
+
+	var outb bytes.Buffer
+	_, err = f.rt.Exec(ctx, attacker, sandbox.ExecRequest{Argv: []string{"echo ran"}, Stdout: &outb, Stderr: io.Discard, Timeout: time.Minute})
+	want := "The runtime of web/" + attacker.ConversationID + " holds "
+	if !errors.Is(err, errdefs.ErrFailedPrecondition) || !strings.Contains(err.Error(), want) ||
+		!strings.Contains(err.Error(), "above this installation's disk ceiling of 64MiB") ||
+		!strings.HasSuffix(err.Error(), "hutch sandbox rm web/"+attacker.ConversationID+"; or the operator raises the ceiling: hutch sandbox settings sandbox.ceiling.disk <value>") {
+		t.Errorf("the next command of a runtime over its ceiling: %v (stdout %q); want the disk refusal", err, outb.String())
+	}
+	if outb.Len() > 0 {
+		t.Errorf("a command ran in a runtime over its ceiling: %q", outb.String())
+	}
+	if out, _ := run(t, f.rt, neighbour, "cat /data/small | wc -c", nil); strings.TrimSpace(out) != "4194304" {
+		t.Errorf("the neighbour's layer: %q", out)
+	}
+
+	if err := f.rt.Remove(ctx, attacker.OfficeKey); err != nil {
+		t.Fatal(err)
+	}
+	if out, _ := run(t, f.rt, attacker, "cat note; ls /data 2>/dev/null; true", nil); out != "kept\n" {
+		t.Errorf("after removal: %q; want the office's note and no /data", out)
+	}
+}

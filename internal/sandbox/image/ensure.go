@@ -246,6 +246,10 @@ func (r *Runtime) ensureLocked(ctx context.Context, s *session, spec sandbox.Spe
 			r.dropSnapshot(ctx, spec.OfficeKey)
 		}
 	case st.fingerprint != fp:
+		// A layer over the disk ceiling is not committed into a snapshot.
+		if err := r.checkDisk(ctx, spec, st); err != nil {
+			return nil, err
+		}
 		if err := s.WaitIdle(ctx); err != nil {
 			return nil, err
 		}
@@ -279,6 +283,9 @@ func (r *Runtime) ensureLocked(ctx context.Context, s *session, spec sandbox.Spe
 			}
 		}
 		if !st.running {
+			if err := r.checkDisk(ctx, spec, st); err != nil {
+				return nil, err
+			}
 			if err := r.start(ctx, s, spec, st.id); err != nil {
 				return nil, err
 			}

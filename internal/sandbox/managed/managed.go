@@ -28,6 +28,9 @@ var (
 	DefaultBoost = sandbox.Limits{CPUs: 2, MemoryBytes: 4 << 30}
 	// DefaultIdleTimeout stops a runtime that ran nothing for this long.
 	DefaultIdleTimeout = 10 * time.Minute
+	// DefaultDiskCeiling is the most a runtime may write outside its
+	// office and mounts: room for toolchains and caches of real work.
+	DefaultDiskCeiling int64 = 10 << 30
 )
 
 // KeptCapabilities is every capability a managed container (image:, and
