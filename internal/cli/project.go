@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"sort"
 	"strings"
 	"text/tabwriter"
 
@@ -159,15 +160,38 @@ func (p *projectCmd) devcontainer(l *loaded) (*devcontainer.Config, error) {
 		l.notes = append(l.notes, fmt.Sprintf("%s is new or changed since you last approved it, so it is not applied (agents can edit the project). Read it, then run `hutch project trust` to apply it.", l.dcPath))
 		return nil, nil
 	}
-	dc, err := devcontainer.Parse(l.dcPath, l.dcData, devcontainer.Vars{LocalWorkspaceFolder: l.dir, Getenv: func(k string) (string, bool) {
-		v := p.g.env(k)
-		return v, v != ""
-	}})
+	dc, err := p.parseDevcontainer(l)
 	if err != nil {
 		l.notes = append(l.notes, err.Error())
 		return nil, nil
 	}
+	moved, err := l.trust.Moved(l.dir, box.ResolveSources(l.dir, bindSources(dc)))
+	if err != nil {
+		return nil, err
+	}
+	if moved != "" {
+		l.notes = append(l.notes, fmt.Sprintf("%s is not applied: its %s (something changed a link on the way). Check it, then run `hutch project trust` to apply it.", l.dcPath, moved))
+		return nil, nil
+	}
 	return dc, nil
+}
+
+func (p *projectCmd) parseDevcontainer(l *loaded) (*devcontainer.Config, error) {
+	return devcontainer.Parse(l.dcPath, l.dcData, devcontainer.Vars{LocalWorkspaceFolder: l.dir, Getenv: func(k string) (string, bool) {
+		v := p.g.env(k)
+		return v, v != ""
+	}})
+}
+
+// bindSources lists the bind mount sources of a devcontainer.json.
+func bindSources(dc *devcontainer.Config) []string {
+	var out []string
+	for _, m := range dc.Mounts {
+		if m.Type == "bind" && m.Source != "" {
+			out = append(out, m.Source)
+		}
+	}
+	return out
 }
 
 // load resolves the project fully and connects to the engine.
@@ -675,12 +699,43 @@ file first.`,
 			if l.dcPath == "" {
 				return errdefs.New(errdefs.ErrNotFound, fmt.Sprintf("%s has no devcontainer.json (looked for %s)", l.dir, strings.Join(devcontainer.Candidates, ", ")))
 			}
-			if err := l.trust.Approve(l.dir, l.dcData); err != nil {
+			// A file that does not parse is approved all the same (its
+			// error is noted wherever it is read); it has no sources.
+			var sources map[string]string
+			if dc, err := p.parseDevcontainer(l); err == nil {
+				sources = box.ResolveSources(l.dir, bindSources(dc))
+			}
+			if err := l.trust.Approve(l.dir, l.dcData, sources); err != nil {
 				return err
 			}
-			return printf(p.g.stdout, "Approved %s (sha256 %s); run `hutch project rebuild` to apply it to a running sandbox.\n", l.dcPath, box.Digest(l.dcData)[:12])
+			if err := printf(p.g.stdout, "Approved %s (sha256 %s); run `hutch project rebuild` to apply it to a running sandbox.\n", l.dcPath, box.Digest(l.dcData)[:12]); err != nil {
+				return err
+			}
+			return printSources(p.g.stdout, sources)
 		},
 	}
+}
+
+// printSources lists the bind sources outside the project an approval
+// pinned, and where they resolve: the user approves those too.
+func printSources(w io.Writer, sources map[string]string) error {
+	if len(sources) == 0 {
+		return nil
+	}
+	names := make([]string, 0, len(sources))
+	for s := range sources {
+		names = append(names, s)
+	}
+	sort.Strings(names)
+	if err := printf(w, "Mount sources outside the project, as approved (a change of where one resolves needs approval again):\n"); err != nil {
+		return err
+	}
+	for _, s := range names {
+		if err := printf(w, "  %s -> %s\n", s, sources[s]); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func (p *projectCmd) worktreeCmd() *cobra.Command {

@@ -174,3 +174,50 @@ func TestAttack_ProjectMountSwappedInTheRace(t *testing.T) {
 		t.Errorf("the sandbox with the swapped mount still runs")
 	}
 }
+
+// TestAttack_ProjectMountOutsideRelinked: an approved devcontainer.json
+// mounts ~/shared read-write and ~/shared/link/.cache, a source outside
+// the project whose path runs through a link the sandbox can reach. The
+// sandbox points the link at the home directory, so that source now
+// names ~/.cache, which nobody approved. The next rebuild must not mount
+// it: the file is not applied until approved again, and says why.
+func TestAttack_ProjectMountOutsideRelinked(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, nil)
+	shared, harmless, secret := filepath.Join(f.home, "shared"), filepath.Join(f.home, "harmless"), filepath.Join(f.home, ".cache")
+	for _, d := range []string{shared, filepath.Join(harmless, ".cache"), secret} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(secret, "token"), []byte("s3cret"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(harmless, filepath.Join(shared, "link")); err != nil {
+		t.Fatal(err)
+	}
+	dc := filepath.Join(f.project, ".devcontainer", "devcontainer.json")
+	if err := os.MkdirAll(filepath.Dir(dc), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	body := `{"mounts": ["source=` + shared + `,target=/shared,type=bind", "source=` + shared + `/link/.cache,target=/data,type=bind"], "shutdownAction": "none"}`
+	if err := os.WriteFile(dc, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, _ := f.mustHutch(t, "trust")
+	if !strings.Contains(out, "  "+shared+"/link/.cache -> "+harmless+"/.cache\n") {
+		t.Errorf("trust does not show where the outside source resolves:\n%s", out)
+	}
+	f.mustHutch(t, "up")
+	if out, _ := f.mustHutch(t, "exec", "--", "sh", "-c", "ls -A /data; ln -sfn "+f.home+" /shared/link.new && mv -T /shared/link.new /shared/link && echo relinked"); out != "relinked\n" {
+		t.Fatalf("the sandbox relinking through its mount: %q", out)
+	}
+	_, errOut := f.mustHutch(t, "rebuild")
+	want := dc + " is not applied: its mount source " + shared + "/link/.cache now resolves to " + secret + ", not to " + harmless + "/.cache as when it was approved"
+	if !strings.Contains(errOut, want) {
+		t.Errorf("rebuild after the relink does not say why the file is not applied:\n%s\nwant %q", errOut, want)
+	}
+	if out, _, _ := f.hutch(t, "exec", "--", "sh", "-c", "cat /data/token 2>&1; ls /shared 2>&1"); strings.Contains(out, "s3cret") {
+		t.Errorf("the relinked source was mounted: %q", out)
+	}
+}

@@ -1,8 +1,10 @@
 package box_test
 
 import (
+	"maps"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/hutchsandbox/hutch/internal/project/box"
@@ -61,7 +63,7 @@ func TestTrust(t *testing.T) {
 		}
 	}
 	trusted("/p/a", v1, false)
-	if err := tr.Approve("/p/a", v1); err != nil {
+	if err := tr.Approve("/p/a", v1, nil); err != nil {
 		t.Fatal(err)
 	}
 	trusted("/p/a", v1, true)
@@ -79,5 +81,68 @@ func TestTrust(t *testing.T) {
 	}
 	if _, err := tr.Trusted("/p/a", v1); err == nil {
 		t.Error("a malformed trust store was read without an error")
+	}
+}
+
+// TestTrust_Sources: an approval pins where the bind sources outside the
+// project resolve; a link changed after it (the sandbox may reach the
+// link's directory through another mount) is reported by Moved, as is
+// a source the approval did not record (a store written before sources
+// were). Sources inside the project are not pinned here.
+func TestTrust_Sources(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	project := filepath.Join(dir, "proj")
+	shared := filepath.Join(dir, "shared")
+	for _, d := range []string{project, shared, filepath.Join(dir, "data"), filepath.Join(dir, "secret")} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	link := filepath.Join(shared, "link")
+	if err := os.Symlink(filepath.Join(dir, "data"), link); err != nil {
+		t.Fatal(err)
+	}
+	sources := []string{link, filepath.Join(project, "cache"), "../shared", filepath.Join(dir, "nothing")}
+	got := box.ResolveSources(project, sources)
+	want := map[string]string{link: filepath.Join(dir, "data"), "../shared": shared, filepath.Join(dir, "nothing"): "missing: " + filepath.Join(dir, "nothing")}
+	if !maps.Equal(got, want) {
+		t.Fatalf("ResolveSources = %v; want %v", got, want)
+	}
+	path := filepath.Join(dir, "trusted.json")
+	// A store from before sources were recorded: the digest alone.
+	data := []byte(`{"mounts": []}`)
+	if err := os.WriteFile(path, []byte(`{"`+project+`": "`+box.Digest(data)+`"}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tr := box.NewTrust(path)
+	if ok, err := tr.Trusted(project, data); err != nil || !ok {
+		t.Errorf("an old store's approval: %v, %v", ok, err)
+	}
+	if moved, err := tr.Moved(project, got); err != nil || !strings.Contains(moved, "was not recorded when it was approved") {
+		t.Errorf("Moved against an approval without sources = %q, %v", moved, err)
+	}
+	if moved, err := tr.Moved(project, map[string]string{}); err != nil || moved != "" {
+		t.Errorf("Moved with no outside sources = %q, %v", moved, err)
+	}
+	if err := tr.Approve(project, data, got); err != nil {
+		t.Fatal(err)
+	}
+	if moved, err := tr.Moved(project, box.ResolveSources(project, sources)); err != nil || moved != "" {
+		t.Errorf("Moved right after approval = %q, %v", moved, err)
+	}
+	// The sandbox retargets the link through its mount of shared.
+	if err := os.Remove(link); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(dir, "secret"), link); err != nil {
+		t.Fatal(err)
+	}
+	moved, err := tr.Moved(project, box.ResolveSources(project, sources))
+	if wantMoved := "mount source " + link + " now resolves to " + filepath.Join(dir, "secret") + ", not to " + filepath.Join(dir, "data") + " as when it was approved"; err != nil || moved != wantMoved {
+		t.Errorf("Moved after the link changed = %q, %v; want %q", moved, err, wantMoved)
+	}
+	if ok, err := tr.Trusted(project, data); err != nil || !ok {
+		t.Errorf("the content is still the approved one: %v, %v", ok, err)
 	}
 }
