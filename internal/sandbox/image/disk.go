@@ -77,17 +77,24 @@ func (r *Runtime) kill(ctx context.Context, id, key string) error {
 }
 
 // diskUse is what a container holds outside its mounts, from the sizes
-// the engine reported: its root filesystem less its base image, and at
-// least its writable layer (when the base image cannot be measured, or
-// the engine reports no root filesystem size).
+// the engine reported: its writable layer, plus what the image it runs
+// holds beyond its base image (a re-create's snapshot). Docker counts
+// the writable layer into the root filesystem's size; Podman reports
+// the image's size there. When the base image cannot be measured, the
+// writable layer alone.
 func (r *Runtime) diskUse(ctx context.Context, rw, rootFS int64, baseImageID string) int64 {
-	use := rw
-	if rootFS > 0 && baseImageID != "" {
-		if img, err := r.api.ImageInspect(ctx, baseImageID); err == nil && img.Size > 0 && rootFS-img.Size > use {
-			use = rootFS - img.Size
-		}
+	if rootFS <= 0 || baseImageID == "" {
+		return rw
 	}
-	return use
+	img, err := r.api.ImageInspect(ctx, baseImageID)
+	if err != nil || img.Size <= 0 {
+		return rw
+	}
+	carried := rootFS - img.Size
+	if r.cfg.Engine.Flavor != engine.FlavorPodman {
+		carried -= rw
+	}
+	return rw + max(carried, 0)
 }
 
 // checkDisk refuses to start or re-create an office's container whose
