@@ -47,6 +47,7 @@ func (r *Runtime) desired(spec sandbox.Spec) (desired, error) {
 		NodeSelector: r.cfg.NodeSelector,
 		RuntimeClass: r.cfg.RuntimeClass,
 		Hardening:    hardeningVersion,
+		Disk:         spec.DiskCeiling,
 	}, nil
 }
 

@@ -95,7 +95,8 @@ func (r *Runtime) resize(ctx context.Context, pod *corev1.Pod, l sandbox.Limits)
 	pods := r.cluster.Client.CoreV1().Pods(r.cluster.Namespace)
 	want := pod.DeepCopy()
 	if c := sandboxContainer(want); c != nil {
-		c.Resources = resources(l)
+		// Only CPU and memory resize; ephemeral storage stays as made.
+		c.Resources = withDisk(resources(l), diskOf(c.Resources))
 	}
 	got, err := pods.UpdateResize(ctx, pod.Name, want, metav1.UpdateOptions{})
 	if err == nil {

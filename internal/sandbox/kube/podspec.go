@@ -132,6 +132,11 @@ type desired struct {
 	NodeSelector map[string]string `json:"nodeSelector,omitempty"`
 	RuntimeClass string            `json:"runtimeClass,omitempty"`
 	Hardening    int               `json:"hardening"`
+	// Disk is the container's ephemeral-storage limit (the disk
+	// ceiling): the kubelet evicts a pod whose writable layer and
+	// scratch volumes grow past it. Not in the fingerprint: a new
+	// ceiling applies to pods made after it, it re-creates none.
+	Disk int64 `json:"-"`
 }
 
 func (d desired) fingerprint() string {
@@ -307,6 +312,25 @@ func resources(l sandbox.Limits) corev1.ResourceRequirements {
 	}
 }
 
+// withDisk adds an ephemeral-storage limit of disk bytes (none when 0),
+// requesting little of it (a request reserves node disk for the
+// scheduler; a limit alone would request all of it).
+func withDisk(r corev1.ResourceRequirements, disk int64) corev1.ResourceRequirements {
+	if disk > 0 {
+		r.Limits[corev1.ResourceEphemeralStorage] = *resource.NewQuantity(disk, resource.BinarySI)
+		r.Requests[corev1.ResourceEphemeralStorage] = *resource.NewQuantity(min(disk, 64<<20), resource.BinarySI)
+	}
+	return r
+}
+
+// diskOf is the ephemeral-storage limit of requirements; 0 when none.
+func diskOf(r corev1.ResourceRequirements) int64 {
+	if q, ok := r.Limits[corev1.ResourceEphemeralStorage]; ok {
+		return q.Value()
+	}
+	return 0
+}
+
 // limitsOf reads the caps back from requirements.
 func limitsOf(r corev1.ResourceRequirements) sandbox.Limits {
 	var l sandbox.Limits
@@ -418,7 +442,7 @@ func buildPod(o owner, d desired, workspace, agentSHA string, fp string, limits 
 				VolumeMounts:             mounts,
 				SecurityContext:          hardened(),
 				TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
-				Resources:                resources(limits),
+				Resources:                withDisk(resources(limits), d.Disk),
 				ResizePolicy: []corev1.ContainerResizePolicy{
 					{ResourceName: corev1.ResourceCPU, RestartPolicy: corev1.NotRequired},
 					{ResourceName: corev1.ResourceMemory, RestartPolicy: corev1.NotRequired},
