@@ -82,11 +82,11 @@ func TestAttack_WithdrawnVaultFileStays(t *testing.T) {
 	}
 
 	spec.VaultFiles = nil // hutch vault rm .netrc; hutch vault rm ssh
-	out, _ = run(t, f.rt, spec, "cat /root/.netrc 2>&1; cat /root/.ssh/id_test 2>&1; ls -a /root")
+	out, _ = run(t, f.rt, spec, "cat /root/.netrc /root/.ssh/id_test 2>&1; for p in /root/.netrc /root/.ssh/id_test; do test -e $p && echo present: $p; done; true")
 	if strings.Contains(out, netrc.String()) || strings.Contains(out, key.String()) {
 		t.Errorf("after the vault files were withdrawn the guest still reads them:\n%s", out)
 	}
-	if strings.Contains(out, ".netrc") && !strings.Contains(out, "No such file") {
+	if strings.Contains(out, "present:") {
 		t.Errorf("a withdrawn vault file's path is still there:\n%s", out)
 	}
 	for _, s := range []withdrawnSecret{netrc, key} {
@@ -117,11 +117,11 @@ func TestAttack_SharedMemoryAfterDowngrade(t *testing.T) {
 	}
 
 	isolated := f.office(t, "downgrade") // the door becomes isolated/conversation
-	out, _ = run(t, f.rt, isolated, "cat /workspace/MEMORY.md 2>&1; ls -a /workspace")
+	out, _ = run(t, f.rt, isolated, "cat /workspace/MEMORY.md 2>&1; test -e /workspace/MEMORY.md && echo present; true")
 	if strings.Contains(out, secret.String()) || strings.Contains(out, "guest note") {
 		t.Errorf("after the downgrade the isolated guest reads the shared memory:\n%s", out)
 	}
-	if strings.Contains(out, "MEMORY.md") && !strings.Contains(out, "No such file") {
+	if strings.Contains(out, "present") {
 		t.Errorf("after the downgrade MEMORY.md is still there:\n%s", out)
 	}
 	if files := filesHolding(t, f, isolated, secret); files != "" {
@@ -174,11 +174,10 @@ func TestAttack_MovedVaultFileStays(t *testing.T) {
 	}
 
 	spec.VaultFiles = []sandbox.Mount{{HostPath: p, RuntimePath: "/etc/hutch-token", ReadOnly: true}}
-	out, _ := run(t, f.rt, spec, "cat /etc/hutch-token; echo; cat /root/token 2>&1")
-	if !strings.HasPrefix(out, secret.String()+"\n") {
+	if out, _ := run(t, f.rt, spec, "cat /etc/hutch-token"); out != secret.String() {
 		t.Errorf("at the new path the guest sees %q", out)
 	}
-	if strings.Count(out, secret.String()) != 1 || !strings.Contains(out, "No such file") {
+	if out, _ := run(t, f.rt, spec, "cat /root/token 2>&1; test -e /root/token && echo present; true"); strings.Contains(out, secret.String()) || strings.Contains(out, "present") {
 		t.Errorf("the old path still holds the file:\n%s", out)
 	}
 	files := filesHolding(t, f, spec, secret)
