@@ -115,8 +115,9 @@ const (
 
 // GuestSetup is what the daemon asks of a microVM's guest once it is
 // connected, and again after every reconnect: the same request applied
-// twice leaves the guest as it was after the first (mounts already there
-// are kept, files are rewritten, limits are set again).
+// twice leaves the guest as it was after the first (volatile tmpfs and
+// mounts already there are kept, files are projected again, limits are
+// set again).
 type GuestSetup struct {
 	// Withdraw names the files an earlier setup of the same root disk
 	// projected and this one does not: each is removed first (a bind
