@@ -22,9 +22,10 @@
 //     then resolve, symlinks included, within those roots (see confine.go
 //     and ReadFileWithin); without any, nothing is confined.
 //   - Only an agent that is a microVM's init (Server.Guest set; others
-//     answer 404): POST /v1/guest/setup, a JSON GuestSetup (virtiofs
-//     mounts, files, the commands' pids and memory limits, their time
-//     zone, the network card and proxy), 204 once applied;
+//     answer 404): POST /v1/guest/setup, a JSON GuestSetup (withdrawn
+//     files, volatile tmpfs dirs, virtiofs mounts, files held in memory,
+//     the commands' pids and memory limits, their time zone, the network
+//     card and proxy), 204 once applied;
 //     POST /v1/guest/poweroff kills every command, answers 204 and then
 //     powers the VM off.
 //

@@ -115,13 +115,25 @@ const (
 
 // GuestSetup is what the daemon asks of a microVM's guest once it is
 // connected, and again after every reconnect: the same request applied
-// twice leaves the guest as it was after the first (mounts already there
-// are kept, files are rewritten, limits are set again).
+// twice leaves the guest as it was after the first (volatile tmpfs and
+// mounts already there are kept, files are projected again, limits are
+// set again).
 type GuestSetup struct {
+	// Withdraw names the files an earlier setup of the same root disk
+	// projected and this one does not: each is removed first (a bind
+	// mount on it undone), unless its path now passes through a symlink
+	// or a non-directory or is a directory, which hutch did not put
+	// there. The daemon keeps the list; the guest's disk is never asked.
+	Withdraw []string `json:"withdraw,omitempty"`
+	// Volatile are directories that get a fresh tmpfs of their own
+	// before the mounts: what lands there (mount points, files, what a
+	// command writes beside them) lives in the VM's memory and is gone
+	// when it stops. A tmpfs of this kind already there is kept.
+	Volatile []string `json:"volatile,omitempty"`
 	// Mounts are virtiofs shares to mount, in order (a parent before a
 	// mount inside it).
 	Mounts []GuestMount `json:"mounts,omitempty"`
-	// Files are written after the mounts, so they may land inside one.
+	// Files are projected after the mounts, so they may land inside one.
 	Files []GuestFile `json:"files,omitempty"`
 	// Pids > 0 is the commands' pids.max; 0 leaves it as it is.
 	Pids int64 `json:"pids,omitempty"`
@@ -156,8 +168,11 @@ type GuestMount struct {
 	ReadOnly bool   `json:"readOnly,omitempty"`
 }
 
-// GuestFile is one file the guest writes (atomically, owned by root,
-// parents created 0755). Its Data may be a credential: it is never logged.
+// GuestFile is one file the guest projects: its content is held in the
+// VM's memory (a tmpfs file owned by root) and bind-mounted onto Path,
+// where an empty file stands on the root disk (parents created 0755), so
+// no byte of it reaches the disk. Its Data may be a credential: it is
+// never logged.
 type GuestFile struct {
 	Path string `json:"path"`
 	// Mode is the file's permission bits (nothing else); 0 means 0644.
@@ -193,6 +208,21 @@ func (g GuestSetup) Validate() error {
 			return invalid("Guest mount target %s is named twice", m.Target)
 		}
 		targets[m.Target] = true
+	}
+	for _, p := range g.Withdraw {
+		if err := guestPath("Guest withdrawn path", p); err != nil {
+			return err
+		}
+	}
+	volatile := make(map[string]bool, len(g.Volatile))
+	for _, d := range g.Volatile {
+		if err := guestPath("Guest volatile directory", d); err != nil {
+			return err
+		}
+		if volatile[d] {
+			return invalid("Guest volatile directory %s is named twice", d)
+		}
+		volatile[d] = true
 	}
 	paths := make(map[string]bool, len(g.Files))
 	for _, f := range g.Files {

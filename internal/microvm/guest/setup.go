@@ -68,21 +68,36 @@ func (o *Ops) host(p string) string {
 	return filepath.Join(o.Root, p)
 }
 
-// Setup mounts, writes, limits and configures what setup asks for, in
-// that order (a file may land in a share mounted just before). Applied
-// twice it leaves the guest as the first time did: a share already
-// mounted at its target is kept, files are written again, limits and the
-// network card's address are set again.
+// Setup withdraws, mounts, projects, limits and configures what setup
+// asks for, in that order (a volatile directory holds shares' mount
+// points, a file may land in a share mounted just before). Applied twice
+// it leaves the guest as the first time did: a volatile tmpfs or a share
+// already mounted at its target is kept, files are projected again,
+// limits and the network card's address are set again.
 func (o *Ops) Setup(ctx context.Context, setup agent.GuestSetup) error {
 	if err := setup.Validate(); err != nil {
 		return err
 	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	if len(setup.Mounts) > 0 {
+	if len(setup.Withdraw) > 0 {
 		infos, err := o.sys.mountinfo()
 		if err != nil {
 			return err
+		}
+		if err := o.withdraw(setup.Withdraw, infos); err != nil {
+			return err
+		}
+	}
+	if len(setup.Volatile) > 0 || len(setup.Mounts) > 0 {
+		infos, err := o.sys.mountinfo()
+		if err != nil {
+			return err
+		}
+		for _, d := range setup.Volatile {
+			if err := o.mountVolatile(d, infos); err != nil {
+				return err
+			}
 		}
 		for _, m := range setup.Mounts {
 			if err := ctx.Err(); err != nil {
@@ -94,17 +109,8 @@ func (o *Ops) Setup(ctx context.Context, setup agent.GuestSetup) error {
 		}
 	}
 	if len(setup.Files) > 0 {
-		infos, err := o.sys.mountinfo()
-		if err != nil {
+		if err := o.projectFiles(ctx, setup.Files); err != nil {
 			return err
-		}
-		for _, f := range setup.Files {
-			if err := ctx.Err(); err != nil {
-				return err
-			}
-			if err := o.writeFile(f, infos); err != nil {
-				return err
-			}
 		}
 	}
 	if err := o.limit(setup); err != nil {
@@ -113,6 +119,66 @@ func (o *Ops) Setup(ctx context.Context, setup agent.GuestSetup) error {
 	if setup.Network != nil {
 		return o.configureNetwork(setup.Network)
 	}
+	return nil
+}
+
+// withdraw removes the files an earlier setup projected that this one
+// does not, and the bind mounts on them. A path that passes through a
+// symlink or a non-directory now, or names a directory, is left alone: a
+// command moved what hutch put there, and what it keeps is its own.
+func (o *Ops) withdraw(paths []string, infos []mountEntry) error {
+	for _, p := range paths {
+		if !plainDirs(o.Root, filepath.Dir(p)) {
+			o.log().Info("guest: withdrawn file not removed: its directory moved", "path", p)
+			continue
+		}
+		hp := o.host(p)
+		for range mountsAt(infos, hp) {
+			if err := o.sys.unmount(hp, unix.MNT_DETACH); err != nil {
+				return fmt.Errorf("guest: unmount the withdrawn %s: %w", p, err)
+			}
+		}
+		fi, err := os.Lstat(hp)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			continue
+		case err != nil:
+			return fmt.Errorf("guest: %w", err)
+		case fi.IsDir():
+			o.log().Info("guest: withdrawn file not removed: a directory stands there", "path", p)
+			continue
+		}
+		if err := os.Remove(hp); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("guest: remove the withdrawn %s: %w", p, err)
+		}
+		o.log().Info("guest: withdrawn file removed", "path", p)
+	}
+	return nil
+}
+
+// volatileSource names the tmpfs of a volatile directory in mountinfo.
+const volatileSource = "hutch-volatile"
+
+// mountVolatile mounts a fresh tmpfs on dir, unless one is already there.
+func (o *Ops) mountVolatile(dir string, infos []mountEntry) error {
+	target := o.host(dir)
+	at := mountsAt(infos, target)
+	for _, e := range at {
+		if e.FSType == "tmpfs" && e.Source == volatileSource {
+			o.log().Debug("guest: volatile directory already mounted", "target", dir)
+			return nil
+		}
+	}
+	if len(at) > 0 {
+		return errdefs.New(errdefs.ErrConflict, fmt.Sprintf("Guest volatile directory %s already holds a %s mount", dir, at[len(at)-1].FSType))
+	}
+	if err := mkdirAll(o.Root, dir); err != nil {
+		return err
+	}
+	if err := o.sys.mount(volatileSource, target, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=0755"); err != nil {
+		return fmt.Errorf("guest: mount a tmpfs on %s: %w", dir, err)
+	}
+	o.log().Info("guest: volatile directory mounted", "target", dir)
 	return nil
 }
 
@@ -143,11 +209,59 @@ func (o *Ops) mountShare(m agent.GuestMount, infos []mountEntry) error {
 	return nil
 }
 
-// writeFile writes one file atomically (the agent is root, so the file is
-// root's) and, when asked, bind-mounts it read-only onto itself. A file
-// that is such a mount from an earlier setup is unmounted first: a rename
-// over a mount point fails.
-func (o *Ops) writeFile(f agent.GuestFile, infos []mountEntry) error {
+// filesStage is where a setup's files are written before they are bound
+// onto their paths: a tmpfs of its own, detached once they are, so that
+// nothing but the bind mounts reaches the content (a read-only file has
+// no writable second name).
+const filesStage = "/run/hutch/files"
+
+// filesSource names the stage's tmpfs in mountinfo.
+const filesSource = "hutch-files"
+
+// projectFiles writes files into a fresh tmpfs at filesStage and binds each
+// onto its path, then detaches the stage.
+func (o *Ops) projectFiles(ctx context.Context, files []agent.GuestFile) error {
+	infos, err := o.sys.mountinfo()
+	if err != nil {
+		return err
+	}
+	stage := o.host(filesStage)
+	for range mountsAt(infos, stage) { // left by a setup that failed half-way
+		if err := o.sys.unmount(stage, unix.MNT_DETACH); err != nil {
+			return fmt.Errorf("guest: unmount the files stage: %w", err)
+		}
+	}
+	if err := mkdirAll(o.Root, filesStage); err != nil {
+		return err
+	}
+	if err := o.sys.mount(filesSource, stage, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=0700"); err != nil {
+		return fmt.Errorf("guest: mount the files stage: %w", err)
+	}
+	defer func() {
+		if err := o.sys.unmount(stage, unix.MNT_DETACH); err != nil {
+			o.log().Warn("guest: the files stage stays mounted", "err", err)
+			return
+		}
+		_ = os.RemoveAll(stage) // empty once detached
+	}()
+	for i, f := range files {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if err := o.projectFile(f, filepath.Join(stage, strconv.Itoa(i)), infos); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// projectFile writes one file's content at src, in the stage, and binds it
+// onto the file's path, where an empty file stands on whatever disk holds
+// the path (it replaces an earlier copy or a planted symlink). A read-only
+// file's bind is made read-only, so that even root inside the guest cannot
+// change it. A file that is such a bind from an earlier setup is unbound
+// first: a rename over a mount point fails.
+func (o *Ops) projectFile(f agent.GuestFile, src string, infos []mountEntry) error {
 	if err := mkdirAll(o.Root, filepath.Dir(f.Path)); err != nil {
 		return err
 	}
@@ -155,28 +269,50 @@ func (o *Ops) writeFile(f agent.GuestFile, infos []mountEntry) error {
 	if fi, err := os.Lstat(p); err == nil && fi.IsDir() {
 		return errdefs.New(errdefs.ErrFailedPrecondition, "Guest file path is a directory: "+f.Path)
 	}
-	for range mountsAt(infos, p) {
-		if err := o.sys.unmount(p, unix.MNT_DETACH); err != nil {
-			return fmt.Errorf("guest: unmount the read-only %s before rewriting it: %w", f.Path, err)
-		}
-	}
 	mode := fs.FileMode(f.Mode).Perm()
 	if f.Mode == 0 {
 		mode = 0o644
 	}
-	if err := atomicfile.WriteFile(p, f.Data, mode); err != nil {
+	if err := writeNew(src, f.Data, mode); err != nil {
+		return err
+	}
+	for range mountsAt(infos, p) {
+		if err := o.sys.unmount(p, unix.MNT_DETACH); err != nil {
+			return fmt.Errorf("guest: unmount the earlier %s before projecting it again: %w", f.Path, err)
+		}
+	}
+	if err := atomicfile.WriteFile(p, nil, 0o600); err != nil {
 		return fmt.Errorf("guest: %w", err)
 	}
+	if err := o.sys.mount(src, p, "", unix.MS_BIND, ""); err != nil {
+		return fmt.Errorf("guest: bind %s: %w", f.Path, err)
+	}
 	if f.ReadOnly {
-		if err := o.sys.mount(p, p, "", unix.MS_BIND, ""); err != nil {
-			return fmt.Errorf("guest: bind %s onto itself: %w", f.Path, err)
-		}
 		if err := o.sys.mount("", p, "", unix.MS_BIND|unix.MS_REMOUNT|unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV, ""); err != nil {
 			_ = o.sys.unmount(p, unix.MNT_DETACH)
 			return fmt.Errorf("guest: make %s read-only: %w", f.Path, err)
 		}
 	}
-	o.log().Info("guest: file written", "path", f.Path, "mode", fmt.Sprintf("%#o", mode), "bytes", len(f.Data), "read_only", f.ReadOnly)
+	o.log().Info("guest: file projected", "path", f.Path, "mode", fmt.Sprintf("%#o", mode), "bytes", len(f.Data), "read_only", f.ReadOnly)
+	return nil
+}
+
+// writeNew creates the file p with data and exactly mode.
+func writeNew(p string, data []byte, mode fs.FileMode) error {
+	fh, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return fmt.Errorf("guest: %w", err)
+	}
+	_, err = fh.Write(data)
+	if err == nil {
+		err = fh.Chmod(mode)
+	}
+	if cerr := fh.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("guest: %w", err)
+	}
 	return nil
 }
 
@@ -234,6 +370,26 @@ func (o *Ops) PowerOff() {
 	if err := o.sys.reboot(); err != nil {
 		o.log().Error("guest: power off failed", "err", err)
 	}
+}
+
+// plainDirs reports whether the guest directory dir exists under root
+// and every part of it is a directory, none a symlink.
+func plainDirs(root, dir string) bool {
+	cur := root
+	if cur == "" {
+		cur = "/"
+	}
+	for _, part := range strings.Split(strings.TrimPrefix(dir, "/"), "/") {
+		if part == "" {
+			continue
+		}
+		cur = filepath.Join(cur, part)
+		fi, err := os.Lstat(cur)
+		if err != nil || !fi.IsDir() {
+			return false // a symlink is not a directory to Lstat
+		}
+	}
+	return true
 }
 
 // mkdirAll creates the guest directory dir under root and its missing

@@ -29,6 +29,14 @@ type fakeSystem struct {
 	mountErr error // the next virtiofs mount's answer
 	rebooted bool
 	synced   bool
+	// shown is what a bind mount shows at its target: its source's
+	// content and mode when it was bound.
+	shown map[string]shownFile
+}
+
+type shownFile struct {
+	data string
+	mode fs.FileMode
 }
 
 func (f *fakeSystem) mount(source, target, fstype string, flags uintptr, data string) error {
@@ -42,7 +50,19 @@ func (f *fakeSystem) mount(source, target, fstype string, flags uintptr, data st
 		return err
 	case flags&unix.MS_REMOUNT != 0:
 	case flags&unix.MS_BIND != 0:
-		f.mounted = append(f.mounted, mountEntry{Target: target, FSType: "ext4", Source: "/dev/vda"})
+		data, err := os.ReadFile(source)
+		if err != nil {
+			return err
+		}
+		fi, err := os.Stat(source)
+		if err != nil {
+			return err
+		}
+		if f.shown == nil {
+			f.shown = map[string]shownFile{}
+		}
+		f.shown[target] = shownFile{string(data), fi.Mode()}
+		f.mounted = append(f.mounted, mountEntry{Target: target, FSType: "tmpfs", Source: filesSource})
 	default:
 		f.mounted = append(f.mounted, mountEntry{Target: target, FSType: fstype, Source: source})
 	}
@@ -56,6 +76,7 @@ func (f *fakeSystem) unmount(target string, flags int) error {
 	for i := len(f.mounted) - 1; i >= 0; i-- {
 		if f.mounted[i].Target == target {
 			f.mounted = append(f.mounted[:i], f.mounted[i+1:]...)
+			delete(f.shown, target)
 			return nil
 		}
 	}
@@ -199,50 +220,62 @@ func TestOps_Mounts(t *testing.T) {
 func TestOps_Files(t *testing.T) {
 	o, sys := newTestOps(t)
 	setup := agent.GuestSetup{Files: []agent.GuestFile{
-		{Path: "/run/hutch/vault/token", Mode: 0o600, Data: []byte("s3cret"), ReadOnly: true},
+		{Path: "/root/.netrc", Mode: 0o600, Data: []byte("s3cret"), ReadOnly: true},
 		{Path: "/etc/hutch/motd", Data: []byte("hello\n")},
 	}}
 	if err := o.Setup(context.Background(), setup); err != nil {
 		t.Fatal(err)
 	}
-	token := filepath.Join(o.Root, "/run/hutch/vault/token")
+	token, motd := filepath.Join(o.Root, "/root/.netrc"), filepath.Join(o.Root, "/etc/hutch/motd")
+	stage := filepath.Join(o.Root, filesStage)
 	want := []string{
-		"mount " + token + " " + token + "  bind",
+		"mount hutch-files " + stage + " tmpfs nosuid,nodev",
+		"mount " + stage + "/0 " + token + "  bind",
 		"mount  " + token + "  ro,nosuid,nodev,bind,remount",
+		"mount " + stage + "/1 " + motd + "  bind",
+		fmt.Sprintf("umount %s %#x", stage, unix.MNT_DETACH),
 	}
 	if diff := cmp.Diff(want, sys.takeCalls()); diff != "" {
 		t.Errorf("calls mismatch (-want +got):\n%s", diff)
 	}
-	checkFile(t, token, "s3cret", 0o600)
-	checkFile(t, filepath.Join(o.Root, "/etc/hutch/motd"), "hello\n", 0o644)
-	for _, d := range []string{"/run", "/run/hutch", "/run/hutch/vault", "/etc", "/etc/hutch"} {
+	checkShown(t, sys, token, "s3cret", 0o600)
+	checkShown(t, sys, motd, "hello\n", 0o644)
+	// On the disk: empty files, the content held in memory only.
+	checkFile(t, token, "", 0o600)
+	checkFile(t, motd, "", 0o600)
+	for _, d := range []string{"/root", "/etc", "/etc/hutch"} {
 		fi, err := os.Stat(filepath.Join(o.Root, d))
 		if err != nil || fi.Mode() != fs.ModeDir|0o755 {
 			t.Errorf("%s: %v, %v; want a 0755 directory", d, fi.Mode(), err)
 		}
 	}
+	if _, err := os.Stat(stage); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("the files stage is left: %v", err)
+	}
 
 	t.Run("rewritten_after_unmounting", func(t *testing.T) {
 		setup.Files[0].Data = []byte("rotated")
 		setup.Files[0].Mode = 0o400
-		if err := o.Setup(context.Background(), setup); err != nil {
+		if err := o.Setup(context.Background(), agent.GuestSetup{Files: setup.Files[:1]}); err != nil {
 			t.Fatal(err)
 		}
 		want := []string{
+			"mount hutch-files " + stage + " tmpfs nosuid,nodev",
 			fmt.Sprintf("umount %s %#x", token, unix.MNT_DETACH),
-			"mount " + token + " " + token + "  bind",
+			"mount " + stage + "/0 " + token + "  bind",
 			"mount  " + token + "  ro,nosuid,nodev,bind,remount",
+			fmt.Sprintf("umount %s %#x", stage, unix.MNT_DETACH),
 		}
 		if diff := cmp.Diff(want, sys.takeCalls()); diff != "" {
 			t.Errorf("calls mismatch (-want +got):\n%s", diff)
 		}
-		checkFile(t, token, "rotated", 0o400)
+		checkShown(t, sys, token, "rotated", 0o400)
+		checkFile(t, token, "", 0o600)
 		if got := len(mountsAt(sys.mounted, token)); got != 1 {
 			t.Errorf("%d mounts on the token, want 1", got)
 		}
 	})
 	t.Run("replaces_a_planted_symlink", func(t *testing.T) {
-		motd := filepath.Join(o.Root, "/etc/hutch/motd")
 		victim := filepath.Join(t.TempDir(), "victim")
 		if err := os.WriteFile(victim, []byte("keep"), 0o600); err != nil {
 			t.Fatal(err)
@@ -254,8 +287,21 @@ func TestOps_Files(t *testing.T) {
 		if err := o.Setup(context.Background(), agent.GuestSetup{Files: setup.Files[1:]}); err != nil {
 			t.Fatal(err)
 		}
-		checkFile(t, motd, "hello\n", 0o644)
+		checkShown(t, sys, motd, "hello\n", 0o644)
+		checkFile(t, motd, "", 0o600)
 		checkFile(t, victim, "keep", 0o600)
+	})
+	t.Run("replaces_an_earlier_copy", func(t *testing.T) {
+		// A disk from before files were held in memory has the content.
+		old := filepath.Join(o.Root, "/root/.old-copy")
+		if err := os.WriteFile(old, []byte("old secret"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := o.Setup(context.Background(), agent.GuestSetup{Files: []agent.GuestFile{{Path: "/root/.old-copy", Mode: 0o600, Data: []byte("new")}}}); err != nil {
+			t.Fatal(err)
+		}
+		checkShown(t, sys, old, "new", 0o600)
+		checkFile(t, old, "", 0o600)
 	})
 	t.Run("refused", func(t *testing.T) {
 		if err := os.Symlink("/etc", filepath.Join(o.Root, "link")); err != nil {
@@ -285,6 +331,92 @@ func TestOps_Files(t *testing.T) {
 			})
 		}
 	})
+}
+
+// TestOps_Withdraw: a file an earlier setup projected is unbound and
+// removed; one whose directory a command replaced with a symlink, and a
+// directory, are left.
+func TestOps_Withdraw(t *testing.T) {
+	o, sys := newTestOps(t)
+	if err := o.Setup(context.Background(), agent.GuestSetup{Files: []agent.GuestFile{
+		{Path: "/root/.netrc", Mode: 0o600, Data: []byte("s3cret"), ReadOnly: true},
+	}}); err != nil {
+		t.Fatal(err)
+	}
+	victim := filepath.Join(t.TempDir(), "victim")
+	if err := os.WriteFile(filepath.Join(victim), []byte("keep"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Dir(victim), filepath.Join(o.Root, "moved")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(o.Root, "/srv/dir"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	sys.takeCalls()
+	err := o.Setup(context.Background(), agent.GuestSetup{Withdraw: []string{"/root/.netrc", "/root/never", "/moved/victim", "/srv/dir"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	token := filepath.Join(o.Root, "/root/.netrc")
+	if diff := cmp.Diff([]string{fmt.Sprintf("umount %s %#x", token, unix.MNT_DETACH)}, sys.takeCalls()); diff != "" {
+		t.Errorf("calls mismatch (-want +got):\n%s", diff)
+	}
+	if _, err := os.Lstat(token); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("the withdrawn file is still there: %v", err)
+	}
+	checkFile(t, victim, "keep", 0o600)
+	if fi, err := os.Stat(filepath.Join(o.Root, "/srv/dir")); err != nil || !fi.IsDir() {
+		t.Errorf("a directory at a withdrawn path was removed: %v", err)
+	}
+	t.Run("refused", func(t *testing.T) {
+		err := o.Setup(context.Background(), agent.GuestSetup{Withdraw: []string{"/root/../etc/passwd"}})
+		if want := `Guest withdrawn path must be clean (no .., . or //): "/root/../etc/passwd"`; !errdefs.IsInvalid(err) || err.Error() != want {
+			t.Errorf("Setup got %v, want %q", err, want)
+		}
+	})
+}
+
+// TestOps_Volatile: a volatile directory gets a tmpfs before the shares
+// mounted in it, once.
+func TestOps_Volatile(t *testing.T) {
+	o, sys := newTestOps(t)
+	setup := agent.GuestSetup{
+		Volatile: []string{"/workspace"},
+		Mounts:   []agent.GuestMount{{Tag: "office", Target: "/workspace/k"}},
+	}
+	if err := o.Setup(context.Background(), setup); err != nil {
+		t.Fatal(err)
+	}
+	ws := filepath.Join(o.Root, "/workspace")
+	want := []string{
+		"mount hutch-volatile " + ws + " tmpfs nosuid,nodev",
+		"mount office " + ws + "/k virtiofs nosuid,nodev",
+	}
+	if diff := cmp.Diff(want, sys.takeCalls()); diff != "" {
+		t.Errorf("calls mismatch (-want +got):\n%s", diff)
+	}
+	if err := o.Setup(context.Background(), setup); err != nil {
+		t.Fatal(err)
+	}
+	if calls := sys.takeCalls(); len(calls) != 0 {
+		t.Errorf("a repeated setup mounted again: %q", calls)
+	}
+	err := o.Setup(context.Background(), agent.GuestSetup{Volatile: []string{"/workspace/k"}})
+	if want := "Guest volatile directory /workspace/k already holds a virtiofs mount"; !errdefs.IsConflict(err) || err.Error() != want {
+		t.Errorf("Setup got %v, want conflict %q", err, want)
+	}
+}
+
+// checkShown checks what the bind mount at path shows.
+func checkShown(t *testing.T, sys *fakeSystem, path, content string, mode fs.FileMode) {
+	t.Helper()
+	sys.mu.Lock()
+	got, ok := sys.shown[path]
+	sys.mu.Unlock()
+	if !ok || got.data != content || got.mode != mode {
+		t.Errorf("%s shows %q mode %v (mounted: %v), want %q mode %v", path, got.data, got.mode, ok, content, mode)
+	}
 }
 
 func checkFile(t *testing.T, path, content string, mode fs.FileMode) {

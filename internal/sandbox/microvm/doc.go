@@ -20,6 +20,16 @@
 // at shutdown, last writer winning and a conflict logged; vault files are
 // copied in owner-only 0600 and never read back.
 //
+// What the root disk keeps across re-creation must hold nothing a later
+// plan does not grant, so no projected byte is written to it: /workspace
+// is a fresh tmpfs at every boot (the shares' mount points, MEMORY.md and
+// what a command writes beside them live in memory), and a copied file's
+// content lives in a tmpfs of the guest, bind-mounted onto an empty file
+// at its path. The paths of the files projected onto an office's disk are
+// recorded beside the disk in the state dir, never on it; a boot whose
+// plan lacks one (a vault entry removed or moved, a door downgraded) has
+// the guest remove it before anything else.
+//
 // Limits are the VM's: whole vCPUs (a fractional CPU value is rounded up),
 // its memory, and a pids ceiling on the guest cgroup commands run in. A
 // change of what a VM was built from (assets, agent, mounts, vault file

@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io/fs"
 	"os"
@@ -13,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/hutchsandbox/hutch/internal/atomicfile"
 	"github.com/hutchsandbox/hutch/internal/errdefs"
 	"github.com/hutchsandbox/hutch/internal/microvm/assets"
 	"github.com/hutchsandbox/hutch/internal/microvm/egress"
@@ -161,4 +163,66 @@ func projectSpec(spec sandbox.Spec) (plan, error) {
 		}
 	}
 	return p, nil
+}
+
+// projectedName is the file beside an office's root disk that lists the
+// guest paths of the files hutch projected onto that disk, so that the
+// next boot withdraws those its plan no longer has. It lives in the state
+// dir, never on the guest's disk: nothing a command does can add to it,
+// and it names guest paths only, which the guest removes in the guest.
+const projectedName = "projected.json"
+
+type projectedFiles struct {
+	Files []string `json:"files"`
+}
+
+// filePaths returns the guest paths of p's files, sorted.
+func (p plan) filePaths() []string {
+	out := make([]string, 0, len(p.Files))
+	for _, f := range p.Files {
+		out = append(out, f.RuntimePath)
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// projected returns what the office's disk was last given (nil: nothing
+// recorded).
+func (r *Runtime) projected(key string) []string {
+	data, err := os.ReadFile(filepath.Join(r.diskDir(key), projectedName))
+	if err != nil {
+		if !errors.Is(err, fs.ErrNotExist) {
+			r.log.Warn("cannot read what the root disk was given; nothing is withdrawn from it", "office_key", key, "error", err)
+		}
+		return nil
+	}
+	var pf projectedFiles
+	if err := json.Unmarshal(data, &pf); err != nil {
+		r.log.Warn("what the root disk was given is not readable; nothing is withdrawn from it", "office_key", key, "error", err)
+		return nil
+	}
+	return pf.Files
+}
+
+// recordProjected records paths as what the office's disk holds.
+func (r *Runtime) recordProjected(key string, paths []string) error {
+	data, err := json.Marshal(projectedFiles{Files: paths})
+	if err != nil {
+		return err
+	}
+	if err := atomicfile.WriteFile(filepath.Join(r.diskDir(key), projectedName), append(data, '\n'), 0o600); err != nil {
+		return fmt.Errorf("record what the root disk of office %s is given: %w", key, err)
+	}
+	return nil
+}
+
+// withdrawn returns the paths of prev that cur lacks.
+func withdrawn(prev, cur []string) []string {
+	var out []string
+	for _, p := range prev {
+		if !slices.Contains(cur, p) {
+			out = append(out, p)
+		}
+	}
+	return out
 }

@@ -167,3 +167,45 @@ func withBoost(s *session, b *sandbox.Limits) *session {
 	s.boost = b
 	return s
 }
+
+// TestWithdrawn: a boot withdraws exactly the paths the last plan
+// projected and this one lacks.
+func TestWithdrawn(t *testing.T) {
+	p := plan{Files: []copied{{RuntimePath: "/root/.netrc"}, {RuntimePath: "/workspace/MEMORY.md"}, {RuntimePath: "/root/.netrc"}}}
+	cur := p.filePaths()
+	if diff := cmp.Diff([]string{"/root/.netrc", "/workspace/MEMORY.md"}, cur); diff != "" {
+		t.Errorf("filePaths mismatch (-want +got):\n%s", diff)
+	}
+	prev := []string{"/root/.netrc", "/root/.ssh/id_ed25519", "/workspace/MEMORY.md", "/etc/token"}
+	if diff := cmp.Diff([]string{"/root/.ssh/id_ed25519", "/etc/token"}, withdrawn(prev, cur)); diff != "" {
+		t.Errorf("withdrawn mismatch (-want +got):\n%s", diff)
+	}
+	if got := withdrawn(nil, cur); got != nil {
+		t.Errorf("withdrawn with no record = %q, want nothing", got)
+	}
+}
+
+// TestProjectedRecord: the record of what a disk was given survives a
+// round trip; a missing or unreadable one withdraws nothing.
+func TestProjectedRecord(t *testing.T) {
+	r := &Runtime{cfg: Config{StateDir: t.TempDir()}, log: slog.New(slog.DiscardHandler)}
+	if got := r.projected("k"); got != nil {
+		t.Errorf("no record: %q", got)
+	}
+	if err := os.MkdirAll(r.diskDir("k"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"/root/.netrc", "/workspace/MEMORY.md"}
+	if err := r.recordProjected("k", want); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(want, r.projected("k")); diff != "" {
+		t.Errorf("round trip mismatch (-want +got):\n%s", diff)
+	}
+	if err := os.WriteFile(filepath.Join(r.diskDir("k"), projectedName), []byte("{"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if got := r.projected("k"); got != nil {
+		t.Errorf("unreadable record: %q", got)
+	}
+}

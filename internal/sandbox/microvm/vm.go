@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -25,6 +26,7 @@ import (
 	"github.com/hutchsandbox/hutch/internal/microvm/assets"
 	"github.com/hutchsandbox/hutch/internal/microvm/egress"
 	"github.com/hutchsandbox/hutch/internal/microvm/qemu"
+	"github.com/hutchsandbox/hutch/internal/projection"
 	"github.com/hutchsandbox/hutch/internal/sandbox"
 )
 
@@ -156,6 +158,13 @@ func (r *Runtime) boot(ctx context.Context, s *session, spec sandbox.Spec, m ass
 	if err != nil {
 		return nil, err
 	}
+	// Until the guest has applied this plan, its disk may hold what the
+	// last one projected and what this one does.
+	prev, cur := r.projected(s.Key), p.filePaths()
+	withdraw := withdrawn(prev, cur)
+	if err := r.recordProjected(s.Key, append(slices.Clone(withdraw), cur...)); err != nil {
+		return nil, err
+	}
 	initrd, err := r.stageInitrd(m)
 	if err != nil {
 		return nil, err
@@ -230,7 +239,10 @@ func (r *Runtime) boot(ctx context.Context, s *session, spec sandbox.Spec, m ass
 	if err := r.waitAgent(ctx, v); err != nil {
 		return nil, err
 	}
-	if err := r.setup(ctx, v, p, d.Limits); err != nil {
+	if err := r.setup(ctx, v, p, withdraw, d.Limits); err != nil {
+		return nil, err
+	}
+	if err := r.recordProjected(s.Key, cur); err != nil {
 		return nil, err
 	}
 	v.started = time.Now()
@@ -324,10 +336,21 @@ func qemuError(dir string) string {
 	return ""
 }
 
-// setup hands the guest its projection: virtiofs mounts, copied files,
-// the commands' pids and memory ceilings and the time zone.
-func (r *Runtime) setup(ctx context.Context, v *vm, p plan, l sandbox.Limits) error {
-	gs := agent.GuestSetup{Pids: l.Pids, MemoryBytes: commandMemory(l.MemoryBytes), TimeZone: r.cfg.TimeZone}
+// setup hands the guest its projection: the files an earlier plan
+// projected onto the disk and this one withdraws, /workspace as a tmpfs,
+// virtiofs mounts, copied files (held in the guest's memory), the
+// commands' pids and memory ceilings and the time zone.
+func (r *Runtime) setup(ctx context.Context, v *vm, p plan, withdraw []string, l sandbox.Limits) error {
+	gs := agent.GuestSetup{
+		Withdraw: withdraw,
+		// What the projection puts under /workspace besides shares (the
+		// shares' mount points, MEMORY.md, a write's staging file beside
+		// it) never reaches the root disk, so no later plan finds it.
+		Volatile:    []string{projection.RuntimeRoot},
+		Pids:        l.Pids,
+		MemoryBytes: commandMemory(l.MemoryBytes),
+		TimeZone:    r.cfg.TimeZone,
+	}
 	if v.stopEgress != nil {
 		gs.Network = &agent.GuestNetwork{Address: guestAddress, Proxy: "http://" + qemu.ProxyAddr}
 	}
@@ -452,6 +475,10 @@ func (r *Runtime) ensureDisk(ctx context.Context, key string, m assets.Manifest)
 		r.log.Warn("the microVM root filesystem was rebuilt; the office's root disk starts fresh from it and its changes are not kept", "office_key", key)
 	}
 	if err := os.MkdirAll(dd, 0o700); err != nil {
+		return "", fmt.Errorf("microVM disk dir: %w", err)
+	}
+	// A fresh disk holds nothing projected.
+	if err := os.Remove(filepath.Join(dd, projectedName)); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return "", fmt.Errorf("microVM disk dir: %w", err)
 	}
 	tmp := disk + ".new"
