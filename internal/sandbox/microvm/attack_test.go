@@ -3,6 +3,7 @@ package microvm_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -183,5 +184,42 @@ func TestAttack_MovedVaultFileStays(t *testing.T) {
 	files := filesHolding(t, f, spec, secret)
 	if strings.TrimSpace(files) != "/etc/hutch-token" {
 		t.Errorf("files holding the token: %q; want the new path only", files)
+	}
+}
+
+// TestAttack_DiskFromBeforeTheRecord: a root disk made before hutch kept
+// projected files off it (its root.json has no layout) may hold copies
+// of vault files an old guest wrote, and no record says which. Its next
+// boot starts from a fresh disk, so nothing on it survives.
+func TestAttack_DiskFromBeforeTheRecord(t *testing.T) {
+	f := newFixture(t)
+	spec := f.office(t, "old-disk")
+	if _, res := run(t, f.rt, spec, "echo copy > /root/old-vault-copy && sync"); res.ExitCode != 0 {
+		t.Fatalf("write: %+v", res)
+	}
+	if err := f.rt.Stop(context.Background(), spec.OfficeKey); err != nil {
+		t.Fatal(err)
+	}
+	meta := filepath.Join(f.state, "conversations", spec.OfficeKey, "microvm", "root.json")
+	data, err := os.ReadFile(meta)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(data, &m); err != nil {
+		t.Fatal(err)
+	}
+	if m["layout"] == nil {
+		t.Fatalf("a disk made now records no layout: %s", data)
+	}
+	delete(m, "layout")
+	if data, err = json.Marshal(m); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(meta, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if out, _ := run(t, f.rt, spec, "cat /root/old-vault-copy 2>/dev/null; true"); out != "" {
+		t.Errorf("the old disk was kept: /root/old-vault-copy holds %q", out)
 	}
 }

@@ -455,6 +455,12 @@ func (r *Runtime) startVirtiofsd(ctx context.Context, dir string, i int, source,
 	}
 }
 
+// diskLayout is what a root disk made now holds of hutch's: 1, nothing
+// projected (see projectedName). A disk of an earlier layout (none
+// recorded) may hold copies of vault files an old guest wrote onto it,
+// and no record says which: it starts fresh.
+const diskLayout = 1
+
 // ensureDisk returns the office's root disk, a qcow2 overlay over the
 // root filesystem asset, made when missing. An overlay of another root
 // filesystem (the assets were rebuilt) cannot be kept: its blocks mean
@@ -466,13 +472,20 @@ func (r *Runtime) ensureDisk(ctx context.Context, key string, m assets.Manifest)
 	rootfs, _ := m.Asset("rootfs")
 	var base struct {
 		Rootfs string `json:"rootfsSha256"`
+		Layout int    `json:"layout"`
 	}
-	if data, err := os.ReadFile(meta); err == nil && json.Unmarshal(data, &base) == nil && base.Rootfs == rootfs.SHA256 {
+	data, err := os.ReadFile(meta)
+	known := err == nil && json.Unmarshal(data, &base) == nil
+	if known && base.Rootfs == rootfs.SHA256 && base.Layout == diskLayout {
 		if _, err := os.Stat(disk); err == nil {
 			return disk, nil
 		}
 	} else if _, err := os.Stat(disk); err == nil {
-		r.log.Warn("the microVM root filesystem was rebuilt; the office's root disk starts fresh from it and its changes are not kept", "office_key", key)
+		if known && base.Rootfs == rootfs.SHA256 {
+			r.log.Warn("the office's root disk was made before hutch kept projected files off it and may hold withdrawn vault files; it starts fresh and its changes are not kept", "office_key", key)
+		} else {
+			r.log.Warn("the microVM root filesystem was rebuilt; the office's root disk starts fresh from it and its changes are not kept", "office_key", key)
+		}
 	}
 	if err := os.MkdirAll(dd, 0o700); err != nil {
 		return "", fmt.Errorf("microVM disk dir: %w", err)
@@ -490,8 +503,8 @@ func (r *Runtime) ensureDisk(ctx context.Context, key string, m assets.Manifest)
 	if err := os.Rename(tmp, disk); err != nil {
 		return "", fmt.Errorf("root disk: %w", err)
 	}
-	base.Rootfs = rootfs.SHA256
-	data, _ := json.Marshal(base)
+	base.Rootfs, base.Layout = rootfs.SHA256, diskLayout
+	data, _ = json.Marshal(base)
 	if err := atomicfile.WriteFile(meta, append(data, '\n'), 0o600); err != nil {
 		return "", err
 	}
