@@ -1,0 +1,58 @@
+package kube_test
+
+import (
+	"context"
+	"io"
+	"testing"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/hutchsandbox/hutch/internal/sandbox"
+	"github.com/hutchsandbox/hutch/internal/sandbox/kube"
+)
+
+// TestAttack_CrossPodReach: a conversation's pod cannot connect to
+// another's, though pods share the cluster's network. The NetworkPolicy
+// hutch makes admits no ingress to its pods; this shows a cluster
+// enforcing it (hack/kube-up runs kube-network-policies for that) keeps
+// the attacker out. On a cluster whose network plugin ignores
+// NetworkPolicy it fails: there pods reach each other by IP.
+func TestAttack_CrossPodReach(t *testing.T) {
+	f := newFixture(t)
+	victim := f.office(t, "victim-pod")
+	attacker := f.office(t, "attacker-pod")
+	// The victim serves on 8080 until the test ends (the command runs in
+	// the background of its agent's process group until killed).
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	served := make(chan struct{})
+	go func() {
+		defer close(served)
+		_, _ = f.rt.Exec(ctx, victim, sandbox.ExecRequest{Argv: []string{"while true; do echo secret | nc -l -p 8080; done"}, Stdout: io.Discard, Stderr: io.Discard, Timeout: 5 * time.Minute})
+	}()
+	defer func() { cancel(); <-served }()
+	run(t, f.rt, attacker, "true", nil)
+	var ip string
+	for deadline := time.Now().Add(2 * time.Minute); ip == ""; {
+		p, err := f.cluster.Client.CoreV1().Pods(f.namespace).Get(context.Background(), kube.PodName(victim.OfficeKey), metav1.GetOptions{})
+		if err != nil && !apierrors.IsNotFound(err) {
+			t.Fatal(err)
+		}
+		if err == nil {
+			ip = p.Status.PodIP
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the victim's pod has no IP address")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	probe := "for i in 1 2 3 4 5; do if nc -w 2 " + ip + " 8080 </dev/null | grep -q secret; then echo reached; exit 0; fi; sleep 0.5; done; echo unreachable"
+	if out, _ := run(t, f.rt, victim, probe, nil); out != "reached\n" {
+		t.Fatalf("the victim does not reach its own server at %s: %q (the probe proves nothing)", ip, out)
+	}
+	if out, _ := run(t, f.rt, attacker, probe, nil); out != "unreachable\n" {
+		t.Errorf("another conversation's pod reached the victim's server at %s: %q (does the cluster enforce NetworkPolicy?)", ip, out)
+	}
+}
