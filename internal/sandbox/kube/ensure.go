@@ -177,6 +177,10 @@ func (r *Runtime) create(ctx context.Context, spec sandbox.Spec, d desired, fp, 
 		if err := r.putSecret(ctx, sec); err != nil {
 			return nil, err
 		}
+	} else {
+		// The vault was emptied since the last pod: its Secret goes, so
+		// no copy of a withdrawn credential stays in the cluster.
+		r.deleteSecret(ctx, o.officeKey)
 	}
 	pod := buildPod(o, d, r.cfg.Workspace, r.cfg.Agent.SHA256, fp, r.baseLimits(spec))
 	if because != "" {

@@ -4,13 +4,18 @@ import (
 	"bytes"
 	"context"
 	"io"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/hutchsandbox/hutch/internal/sandbox"
+	"github.com/hutchsandbox/hutch/internal/sandbox/kube"
 )
 
 // TestAttack_FillTheDisk: a command writes past the disk ceiling into
@@ -54,5 +59,33 @@ func TestAttack_FillTheDisk(t *testing.T) {
 	}
 	if got, _ := run(t, f.rt, spec, "cat kept.txt; ls /data 2>/dev/null; true", nil); got != "kept\n" {
 		t.Errorf("after the eviction: %q; want the office's file and no /data", got)
+	}
+}
+
+// TestAttack_WithdrawnVaultSecretStays: the vault's last file is removed;
+// the re-created pod must not see it, and its Secret must not stay in
+// the namespace (where anyone with read access to Secrets, or a later
+// pod mounting it by name, would find the withdrawn credential).
+func TestAttack_WithdrawnVaultSecretStays(t *testing.T) {
+	f := newFixture(t)
+	spec := f.office(t, "vault-withdrawn")
+	value := secret(t)
+	keyFile := filepath.Join(f.state, "vault-withdrawn", "token")
+	if err := os.MkdirAll(filepath.Dir(keyFile), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(keyFile, []byte(value), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	spec.VaultFiles = []sandbox.Mount{{HostPath: keyFile, RuntimePath: "/root/.token", ReadOnly: true}}
+	if out, _ := run(t, f.rt, spec, "cat /root/.token", nil); out != value {
+		t.Fatalf("the vault file inside: %q", out)
+	}
+	spec.VaultFiles = nil
+	if out, _ := run(t, f.rt, spec, "cat /root/.token 2>/dev/null; true", nil); out != "" {
+		t.Errorf("the withdrawn vault file inside the re-created pod: %q", out)
+	}
+	if _, err := f.cluster.Client.CoreV1().Secrets(f.namespace).Get(context.Background(), kube.SecretName(spec.OfficeKey), metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("the vault Secret stayed after its last file was withdrawn: %v", err)
 	}
 }
