@@ -1,14 +1,20 @@
 package kube_test
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"io"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/hutchsandbox/hutch/internal/errdefs"
 	"github.com/hutchsandbox/hutch/internal/sandbox"
 	"github.com/hutchsandbox/hutch/internal/sandbox/kube"
 )
@@ -54,5 +60,33 @@ func TestAttack_CrossPodReach(t *testing.T) {
 	}
 	if out, _ := run(t, f.rt, attacker, probe, nil); out != "unreachable\n" {
 		t.Errorf("another conversation's pod reached the victim's server at %s: %q (does the cluster enforce NetworkPolicy?)", ip, out)
+	}
+}
+
+// TestAttack_MountSourceLinked: a conversation whose door grants the
+// whole workspace moves another office away and puts a link to a third
+// conversation's office in its place. The kubelet follows links that
+// stay inside the volume, so without hutch's check the victim's pod
+// would get the third office. The victim's first command must be
+// refused before anything runs, and the third office stays unread.
+func TestAttack_MountSourceLinked(t *testing.T) {
+	f := newFixture(t)
+	attacker := f.office(t, "attacker-full")
+	attacker.Mounts = []sandbox.Mount{{HostPath: f.ws, RuntimePath: "/workspace"}}
+	victim := f.office(t, "victim-linked")
+	third := f.office(t, "third-office")
+	if err := os.WriteFile(filepath.Join(third.OfficeDir, "diary"), []byte("third's secret"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if out, _ := run(t, f.rt, attacker, "mv /workspace/"+victim.OfficeKey+" /workspace/moved && ln -s "+third.OfficeDir+" /workspace/"+victim.OfficeKey+" && echo planted", nil); out != "planted\n" {
+		t.Fatalf("the attacker's plant: %q", out)
+	}
+	var out bytes.Buffer
+	_, err := f.rt.Exec(context.Background(), victim, sandbox.ExecRequest{Argv: []string{"cat diary"}, Stdout: &out, Stderr: io.Discard, Timeout: 2 * time.Minute})
+	if !errors.Is(err, errdefs.ErrFailedPrecondition) || !strings.Contains(err.Error(), "is a symbolic link") || !strings.Contains(err.Error(), "Nothing ran") {
+		t.Errorf("the victim's first command through a linked office: %v (stdout %q); want the refusal", err, out.String())
+	}
+	if strings.Contains(out.String(), "third's secret") {
+		t.Errorf("the victim's pod read the third conversation's office: %q", out.String())
 	}
 }

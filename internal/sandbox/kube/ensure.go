@@ -132,6 +132,9 @@ func (r *Runtime) ensureLocked(ctx context.Context, s *session, spec sandbox.Spe
 			if _, err := cl.Ping(ctx); err != nil {
 				return nil, fmt.Errorf("the agent in pod %s does not answer: %w", name, err)
 			}
+			if err := r.verifyMounts(ctx, cl, spec, name, pod.UID); err != nil {
+				return nil, err
+			}
 			s.verified = uid
 		}
 		replaced, err := r.applyLimits(ctx, spec, pod)
