@@ -63,6 +63,18 @@ func (f *File) Same(dev, ino uint64) bool { return f.Dev == dev && f.Ino == ino 
 // Close releases the file.
 func (f *File) Close() error { return unix.Close(f.fd) }
 
+// Dup returns a descriptor of the same open file as an *os.File, to hand
+// to a child process (exec.Cmd.ExtraFiles): a child that opens
+// /proc/self/fd/N reaches the file opened here, whatever has since been
+// renamed or linked at its path. The caller closes it.
+func (f *File) Dup() (*os.File, error) {
+	fd, err := unix.FcntlInt(uintptr(f.fd), unix.F_DUPFD_CLOEXEC, 0)
+	if err != nil {
+		return nil, openError(f.Path, err)
+	}
+	return os.NewFile(uintptr(fd), f.Path), nil
+}
+
 // CloseAll releases every file of fs.
 func CloseAll(fs []*File) {
 	for _, f := range fs {

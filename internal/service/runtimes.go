@@ -138,15 +138,16 @@ func (s *Service) microvmLocked() (*microvm.Runtime, error) {
 		return nil, errdefs.New(errdefs.ErrInvalid, "HUTCH_MICROVM_ACCEL: "+err.Error())
 	}
 	vm, err := microvm.New(microvm.Config{
-		StateDir: s.layout.StateDir,
-		RunDir:   s.layout.RunDir,
-		AssetDir: s.getenv("HUTCH_MICROVM_ASSETS"),
-		Agent:    b.agent,
-		Accel:    accel,
-		TimeZone: b.settings.TimeZone,
-		Boost:    b.boost,
-		Log:      s.log,
-		Event:    func(e string) { s.metrics.Event(sandbox.KindGondolin, e, 1) },
+		StateDir:  s.layout.StateDir,
+		RunDir:    s.layout.RunDir,
+		AssetDir:  s.getenv("HUTCH_MICROVM_ASSETS"),
+		Agent:     b.agent,
+		Accel:     accel,
+		TimeZone:  b.settings.TimeZone,
+		Workspace: s.layout.Workspace,
+		Boost:     b.boost,
+		Log:       s.log,
+		Event:     func(e string) { s.metrics.Event(sandbox.KindGondolin, e, 1) },
 	})
 	if err != nil {
 		return nil, err

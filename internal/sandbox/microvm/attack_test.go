@@ -4,12 +4,17 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/hutchsandbox/hutch/internal/errdefs"
 	"github.com/hutchsandbox/hutch/internal/sandbox"
+	"github.com/hutchsandbox/hutch/internal/sandbox/microvm"
 )
 
 // The tests below are attacks on what a VM's root disk keeps across
@@ -221,5 +226,73 @@ func TestAttack_DiskFromBeforeTheRecord(t *testing.T) {
 	}
 	if out, _ := run(t, f.rt, spec, "cat /root/old-vault-copy 2>/dev/null; true"); out != "" {
 		t.Errorf("the old disk was kept: /root/old-vault-copy holds %q", out)
+	}
+}
+
+// TestAttack_ShareSourceLinked: a conversation whose door shares the
+// whole workspace read-write moves another office away and puts a link
+// to hutch's state dir in its place. The victim's next boot must refuse
+// the link, and nothing of the state dir may show in its VM.
+func TestAttack_ShareSourceLinked(t *testing.T) {
+	f := newFixture(t)
+	victim := f.office(t, "victim-share")
+	attacker := f.office(t, "attacker-full")
+	attacker.Mounts = []sandbox.Mount{{HostPath: f.ws, RuntimePath: "/workspace"}}
+	if err := os.MkdirAll(f.state, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(f.state, "vault-secret"), []byte("s3cret"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if out, res := run(t, f.rt, attacker, "mv /workspace/"+victim.OfficeKey+" /workspace/moved && ln -s "+f.state+" /workspace/"+victim.OfficeKey+" && echo planted"); out != "planted\n" {
+		t.Fatalf("the attacker's plant: %q %+v", out, res)
+	}
+	var out bytes.Buffer
+	_, err := f.rt.Exec(context.Background(), victim, sandbox.ExecRequest{Argv: []string{"cat " + victim.OfficeRuntimePath + "/vault-secret"}, Stdout: &out, Stderr: io.Discard, Timeout: time.Minute})
+	if !errors.Is(err, errdefs.ErrFailedPrecondition) || !strings.Contains(err.Error(), "is a symbolic link") {
+		t.Errorf("the victim's boot through a linked office: %v (stdout %q); want the link refusal", err, out.String())
+	}
+	if strings.Contains(out.String(), "s3cret") {
+		t.Errorf("the state dir was shared into the victim's VM: %q", out.String())
+	}
+}
+
+// TestAttack_ShareSourceSwappedInTheRace: the swap lands after
+// virtiofsd checked its source and before QEMU connects, when virtiofsd
+// mounts it (played by a hook at exactly that point). The VM must get
+// the directory that was checked.
+func TestAttack_ShareSourceSwappedInTheRace(t *testing.T) {
+	f := newFixture(t)
+	victim := f.office(t, "victim-race")
+	if err := os.WriteFile(filepath.Join(victim.OfficeDir, "mine"), []byte("victim's\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	secretDir := filepath.Join(f.state, "secret-dir")
+	if err := os.MkdirAll(secretDir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(secretDir, "mine"), []byte("s3cret\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	swapped := false
+	reset := microvm.SetBeforeShare(func(source string) {
+		if source != victim.OfficeDir || swapped {
+			return
+		}
+		swapped = true
+		if err := os.Rename(source, source+".moved"); err != nil {
+			t.Error(err)
+		}
+		if err := os.Symlink(secretDir, source); err != nil {
+			t.Error(err)
+		}
+	})
+	defer reset()
+	out, _ := run(t, f.rt, victim, "cat mine")
+	if !swapped {
+		t.Fatal("the hook never ran: the race was not played")
+	}
+	if out != "victim's\n" {
+		t.Errorf("after a swap in the race the VM reads %q; want the office that was checked", out)
 	}
 }

@@ -61,6 +61,7 @@ func (f *fixture) runtime(t *testing.T) *microvm.Runtime {
 	t.Helper()
 	rt, err := microvm.New(microvm.Config{
 		StateDir:     f.state,
+		Workspace:    f.ws,
 		RunDir:       f.run,
 		AssetDir:     f.assets,
 		Agent:        f.agent,

@@ -54,6 +54,9 @@ type Config struct {
 	Boost sandbox.Limits
 	// TimeZone is the zone commands run in (TZ); empty: UTC.
 	TimeZone string
+	// Workspace is the directory that holds every office: a share
+	// beneath it is opened beneath it, no link followed (see pinShare).
+	Workspace string
 	// BootTimeout and SyncInterval override the defaults.
 	BootTimeout, SyncInterval time.Duration
 	// Log receives what the mode does; nil discards.

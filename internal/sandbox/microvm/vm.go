@@ -15,6 +15,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -22,6 +23,7 @@ import (
 
 	"github.com/hutchsandbox/hutch/internal/agent"
 	"github.com/hutchsandbox/hutch/internal/atomicfile"
+	"github.com/hutchsandbox/hutch/internal/beneath"
 	"github.com/hutchsandbox/hutch/internal/errdefs"
 	"github.com/hutchsandbox/hutch/internal/microvm/assets"
 	"github.com/hutchsandbox/hutch/internal/microvm/egress"
@@ -193,6 +195,9 @@ func (r *Runtime) boot(ctx context.Context, s *session, spec sandbox.Spec, m ass
 		cmd, err := r.startVirtiofsd(ctx, dir, i, sh.HostPath, sock)
 		if err != nil {
 			return nil, err
+		}
+		if h := testHookBeforeShare.Load(); h != nil {
+			(*h)(sh.HostPath)
 		}
 		v.virtiofsd = append(v.virtiofsd, cmd)
 		rec.Processes = append(rec.Processes, procRef{PID: cmd.Process.Pid, StartTime: procStart(cmd.Process.Pid), Marker: sock})
@@ -419,8 +424,48 @@ func commandMemory(total int64) int64 {
 	return max(total-reserve, 32<<20)
 }
 
+// A runtime whose door grants the workspace (full) can rename any office
+// and put a link in its place; virtiofsd given the path would export
+// whatever the link names (hutch's state dir, the host's /). So each
+// share's source is opened beneath the workspace with no link followed,
+// and virtiofsd is handed that open directory as fd 3 and exports
+// /proc/self/fd/3/, which names the directory opened, whatever is at its
+// path by then (the slash: virtiofsd checks that the source is a
+// directory without following a last link). Its sandbox is chroot(2)
+// into that directory: the namespace sandbox bind-mounts the source by
+// path in a new mount and PID namespace, where the fd's magic link does
+// not resolve (measured: "mount(/proc/self/fd/3/, ...): No such file or
+// directory"). virtiofsd still drops its capabilities to the file
+// operations it serves and applies its seccomp filter.
+
+// pinShare opens source beneath the workspace (or beneath its parent,
+// for a source outside it).
+func (r *Runtime) pinShare(source string) (*os.File, error) {
+	root := filepath.Dir(source)
+	if ws := r.cfg.Workspace; ws != "" && (source == ws || strings.HasPrefix(source, ws+"/")) {
+		root = ws
+	}
+	pin, err := beneath.Open(root, source)
+	if err != nil {
+		return nil, fmt.Errorf("projected directory: %w", err)
+	}
+	defer func() { _ = pin.Close() }()
+	return pin.Dup()
+}
+
+// testHookBeforeShare, set by tests only, runs between the start of a
+// share's virtiofsd and QEMU's: virtiofsd checks its source when it
+// starts but mounts it when QEMU connects, so that is where a racing
+// runtime would swap it.
+var testHookBeforeShare atomic.Pointer[func(source string)]
+
 // startVirtiofsd exports one directory and waits for its socket.
 func (r *Runtime) startVirtiofsd(ctx context.Context, dir string, i int, source, sock string) (*exec.Cmd, error) {
+	pinned, err := r.pinShare(source)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = pinned.Close() }()
 	logf, err := os.OpenFile(filepath.Join(dir, "vfs-"+strconv.Itoa(i)+".log"), os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("virtiofsd log: %w", err)
@@ -428,8 +473,9 @@ func (r *Runtime) startVirtiofsd(ctx context.Context, dir string, i int, source,
 	defer func() { _ = logf.Close() }()
 	// cache=none: the host and other runtimes write the same files, and
 	// a guest must see their writes at once.
-	cmd := exec.Command(r.cfg.Virtiofsd, "--socket-path="+sock, "-o", "source="+source, "-o", "cache=none", "-o", "log_level=warn")
+	cmd := exec.Command(r.cfg.Virtiofsd, "--socket-path="+sock, "-o", "source=/proc/self/fd/3/", "-o", "sandbox=chroot", "-o", "cache=none", "-o", "log_level=warn")
 	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.ExtraFiles = []*os.File{pinned} // fd 3
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
 		return nil, errdefs.New(errdefs.ErrUnavailable, fmt.Sprintf("start virtiofsd: %v", err))
