@@ -46,9 +46,12 @@ func TestAttack_FillTheDisk(t *testing.T) {
 		if p.UID != pod.UID {
 			t.Fatalf("the pod was replaced, not evicted: %s", p.Status.Reason)
 		}
-		if p.Status.Phase == corev1.PodFailed {
-			if p.Status.Reason != "Evicted" || !strings.Contains(p.Status.Message, "ephemeral") {
-				t.Errorf("the pod failed with %q: %s; want an eviction for ephemeral storage", p.Status.Reason, p.Status.Message)
+		// An evicted pod is Failed, or Succeeded when its agent's clean
+		// exit on SIGTERM reached the status first (seen under load); the
+		// kubelet's event says why either way.
+		if p.Status.Phase == corev1.PodFailed || p.Status.Phase == corev1.PodSucceeded {
+			if why := evictedFor(t, f, p); !strings.Contains(why, "ephemeral") {
+				t.Errorf("the pod ended (%s, %q: %s) and the kubelet's eviction event says %q; want an eviction for ephemeral storage", p.Status.Phase, p.Status.Reason, p.Status.Message, why)
 			}
 			break
 		}
@@ -60,6 +63,22 @@ func TestAttack_FillTheDisk(t *testing.T) {
 	if got, _ := run(t, f.rt, spec, "cat kept.txt; ls /data 2>/dev/null; true", nil); got != "kept\n" {
 		t.Errorf("after the eviction: %q; want the office's file and no /data", got)
 	}
+}
+
+// evictedFor returns the messages of the kubelet's Evicted events of pod.
+func evictedFor(t *testing.T, f *fixture, pod *corev1.Pod) string {
+	t.Helper()
+	evs, err := f.cluster.Client.CoreV1().Events(f.namespace).List(context.Background(), metav1.ListOptions{FieldSelector: "involvedObject.uid=" + string(pod.UID)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, e := range evs.Items {
+		if e.Reason == "Evicted" {
+			out = append(out, e.Message)
+		}
+	}
+	return strings.Join(out, "; ")
 }
 
 // TestAttack_WithdrawnVaultSecretStays: the vault's last file is removed;
