@@ -318,10 +318,9 @@ func listenUnix(path string) (net.Listener, error) {
 	return l, nil
 }
 
-// idleLoop stops idle runtimes until ctx ends.
-func idleLoop(ctx context.Context, svc *service.Service, mode sandbox.Mode, idle time.Duration, log *slog.Logger, m *metrics.Set) {
-	tick := min(max(idle/4, time.Second), 30*time.Second)
-	t := time.NewTicker(tick)
+// every runs fn every d until ctx ends.
+func every(ctx context.Context, d time.Duration, fn func()) {
+	t := time.NewTicker(d)
 	defer t.Stop()
 	for {
 		select {
@@ -329,10 +328,17 @@ func idleLoop(ctx context.Context, svc *service.Service, mode sandbox.Mode, idle
 			return
 		case <-t.C:
 		}
+		fn()
+	}
+}
+
+// idleLoop stops idle runtimes until ctx ends.
+func idleLoop(ctx context.Context, svc *service.Service, mode sandbox.Mode, idle time.Duration, log *slog.Logger, m *metrics.Set) {
+	every(ctx, min(max(idle/4, time.Second), 30*time.Second), func() {
 		lc, err := svc.ManagedFor(ctx, mode)
 		if err != nil {
 			log.Warn("idle stop", "error", err)
-			continue
+			return
 		}
 		stopped, err := lc.StopIdle(ctx, idle)
 		m.Event(mode.Kind, metrics.EventIdleStop, len(stopped))
@@ -342,7 +348,7 @@ func idleLoop(ctx context.Context, svc *service.Service, mode sandbox.Mode, idle
 		if err != nil {
 			log.Warn("idle stop", "error", err)
 		}
-	}
+	})
 }
 
 // diskTick is how often the daemon counts what runtimes hold outside
@@ -359,14 +365,7 @@ func diskLoop(ctx context.Context, svc *service.Service, mode sandbox.Mode, log 
 	default:
 		return
 	}
-	t := time.NewTicker(diskTick)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
+	every(ctx, diskTick, func() {
 		stopped, err := svc.EnforceDisk(ctx, mode)
 		for _, k := range stopped {
 			log.Warn("stopped a runtime over the disk ceiling", "office_key", k)
@@ -374,7 +373,7 @@ func diskLoop(ctx context.Context, svc *service.Service, mode sandbox.Mode, log 
 		if err != nil && ctx.Err() == nil {
 			log.Warn("disk ceiling", "error", err)
 		}
-	}
+	})
 }
 
 func loadOrMakeToken(path string) (string, error) {

@@ -123,12 +123,9 @@ func ParseCPUs(s string) (float64, error) {
 
 // ParseMemory parses a memory size in Docker's units (512m, 1g, 1073741824).
 func ParseMemory(s string) (int64, error) {
-	if err := checkPlain(s, "Memory"); err != nil {
+	v, err := parseSize("Memory", "512m or 4g", s)
+	if err != nil {
 		return 0, err
-	}
-	v, err := units.RAMInBytes(s)
-	if err != nil || v <= 0 {
-		return 0, errdefs.New(errdefs.ErrInvalid, fmt.Sprintf("Memory %q must be a positive size such as 512m or 4g", s))
 	}
 	if v < 6<<20 {
 		return 0, errdefs.New(errdefs.ErrInvalid, fmt.Sprintf("Memory %q is below the engine's minimum of 6m", s))
@@ -137,13 +134,17 @@ func ParseMemory(s string) (int64, error) {
 }
 
 // ParseDisk parses a disk size in Docker's binary units (10g).
-func ParseDisk(s string) (int64, error) {
-	if err := checkPlain(s, "Disk"); err != nil {
+func ParseDisk(s string) (int64, error) { return parseSize("Disk", "10g or 500m", s) }
+
+// parseSize parses a positive size in Docker's binary units; what names
+// the value in errors, examples shows good ones.
+func parseSize(what, examples, s string) (int64, error) {
+	if err := checkPlain(s, what); err != nil {
 		return 0, err
 	}
 	v, err := units.RAMInBytes(s)
 	if err != nil || v <= 0 {
-		return 0, errdefs.New(errdefs.ErrInvalid, fmt.Sprintf("Disk %q must be a positive size such as 10g or 500m", s))
+		return 0, errdefs.New(errdefs.ErrInvalid, fmt.Sprintf("%s %q must be a positive size such as %s", what, s, examples))
 	}
 	return v, nil
 }

@@ -375,6 +375,18 @@ func (o *Ops) PowerOff() {
 // plainDirs reports whether the guest directory dir exists under root
 // and every part of it is a directory, none a symlink.
 func plainDirs(root, dir string) bool {
+	return eachPart(root, dir, func(cur string) error {
+		fi, err := os.Lstat(cur)
+		if err != nil || !fi.IsDir() {
+			return fs.ErrInvalid // a symlink is not a directory to Lstat
+		}
+		return nil
+	}) == nil
+}
+
+// eachPart calls fn with root joined to each leading part of dir in turn
+// (root/a, root/a/b, ...), until fn fails.
+func eachPart(root, dir string, fn func(cur string) error) error {
 	cur := root
 	if cur == "" {
 		cur = "/"
@@ -384,12 +396,11 @@ func plainDirs(root, dir string) bool {
 			continue
 		}
 		cur = filepath.Join(cur, part)
-		fi, err := os.Lstat(cur)
-		if err != nil || !fi.IsDir() {
-			return false // a symlink is not a directory to Lstat
+		if err := fn(cur); err != nil {
+			return err
 		}
 	}
-	return true
+	return nil
 }
 
 // mkdirAll creates the guest directory dir under root and its missing
@@ -397,15 +408,7 @@ func plainDirs(root, dir string) bool {
 // through a symlink or a non-directory: a command may have planted one to
 // send the agent's mount or file somewhere else.
 func mkdirAll(root, dir string) error {
-	cur := root
-	if cur == "" {
-		cur = "/"
-	}
-	for _, part := range strings.Split(strings.TrimPrefix(dir, "/"), "/") {
-		if part == "" {
-			continue
-		}
-		cur = filepath.Join(cur, part)
+	return eachPart(root, dir, func(cur string) error {
 		fi, err := os.Lstat(cur)
 		if errors.Is(err, fs.ErrNotExist) {
 			if err := os.Mkdir(cur, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
@@ -425,6 +428,6 @@ func mkdirAll(root, dir string) error {
 		case !fi.IsDir():
 			return errdefs.New(errdefs.ErrFailedPrecondition, "Guest path passes through a non-directory: "+guestPath)
 		}
-	}
-	return nil
+		return nil
+	})
 }

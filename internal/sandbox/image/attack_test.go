@@ -21,6 +21,7 @@ import (
 	"github.com/hutchsandbox/hutch/internal/errdefs"
 	"github.com/hutchsandbox/hutch/internal/sandbox"
 	"github.com/hutchsandbox/hutch/internal/sandbox/image"
+	"github.com/hutchsandbox/hutch/internal/sandbox/sandboxtest"
 	"github.com/hutchsandbox/hutch/internal/testenv"
 )
 
@@ -237,37 +238,14 @@ func TestAttack_CrossOfficeNetwork(t *testing.T) {
 	}
 	victim := f.office(t, "victim-net")
 	attacker := f.office(t, "attacker-net")
-	// The victim serves on 8080 until the test ends (the command runs in
-	// the background of its agent's process group until killed).
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	served := make(chan struct{})
-	go func() {
-		defer close(served)
-		_, _ = f.rt.Exec(ctx, victim, sandbox.ExecRequest{Argv: []string{"while true; do echo secret | nc -l -p 8080; done"}, Stdout: io.Discard, Stderr: io.Discard, Timeout: 5 * time.Minute})
-	}()
-	defer func() { cancel(); <-served }()
-	run(t, f.rt, attacker, "true", nil)
-	var ip string
-	for deadline := time.Now().Add(time.Minute); ip == ""; {
-		res := f.inspect(t, victim)
-		if ns := res.Container.NetworkSettings; ns != nil {
+	sandboxtest.CrossReach(t, f.rt, victim, attacker, func() string {
+		if ns := f.inspect(t, victim).Container.NetworkSettings; ns != nil {
 			if n, ok := ns.Networks[image.NetworkName(victim.OfficeKey)]; ok && n.IPAddress.IsValid() {
-				ip = n.IPAddress.String()
+				return n.IPAddress.String()
 			}
 		}
-		if time.Now().After(deadline) {
-			t.Fatal("the victim's container has no address on its network")
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	probe := "for i in 1 2 3 4 5; do if nc -w 2 " + ip + " 8080 </dev/null | grep -q secret; then echo reached; exit 0; fi; sleep 0.5; done; echo unreachable"
-	if out, _ := run(t, f.rt, victim, probe, nil); out != "reached\n" {
-		t.Fatalf("the victim does not reach its own server at %s: %q (the probe proves nothing)", ip, out)
-	}
-	if out, _ := run(t, f.rt, attacker, probe, nil); out != "unreachable\n" {
-		t.Errorf("another conversation's runtime reached the victim's server at %s: %q", ip, out)
-	}
+		return ""
+	}, "")
 }
 
 // TestAttack_FillTheDisk: a command writes past the disk ceiling, part of

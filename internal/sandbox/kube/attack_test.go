@@ -17,6 +17,7 @@ import (
 	"github.com/hutchsandbox/hutch/internal/errdefs"
 	"github.com/hutchsandbox/hutch/internal/sandbox"
 	"github.com/hutchsandbox/hutch/internal/sandbox/kube"
+	"github.com/hutchsandbox/hutch/internal/sandbox/sandboxtest"
 )
 
 // TestAttack_CrossPodReach: a conversation's pod cannot connect to
@@ -29,38 +30,16 @@ func TestAttack_CrossPodReach(t *testing.T) {
 	f := newFixture(t)
 	victim := f.office(t, "victim-pod")
 	attacker := f.office(t, "attacker-pod")
-	// The victim serves on 8080 until the test ends (the command runs in
-	// the background of its agent's process group until killed).
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	served := make(chan struct{})
-	go func() {
-		defer close(served)
-		_, _ = f.rt.Exec(ctx, victim, sandbox.ExecRequest{Argv: []string{"while true; do echo secret | nc -l -p 8080; done"}, Stdout: io.Discard, Stderr: io.Discard, Timeout: 5 * time.Minute})
-	}()
-	defer func() { cancel(); <-served }()
-	run(t, f.rt, attacker, "true", nil)
-	var ip string
-	for deadline := time.Now().Add(2 * time.Minute); ip == ""; {
+	sandboxtest.CrossReach(t, f.rt, victim, attacker, func() string {
 		p, err := f.cluster.Client.CoreV1().Pods(f.namespace).Get(context.Background(), kube.PodName(victim.OfficeKey), metav1.GetOptions{})
 		if err != nil && !apierrors.IsNotFound(err) {
 			t.Fatal(err)
 		}
-		if err == nil {
-			ip = p.Status.PodIP
+		if err != nil {
+			return ""
 		}
-		if time.Now().After(deadline) {
-			t.Fatal("the victim's pod has no IP address")
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	probe := "for i in 1 2 3 4 5; do if nc -w 2 " + ip + " 8080 </dev/null | grep -q secret; then echo reached; exit 0; fi; sleep 0.5; done; echo unreachable"
-	if out, _ := run(t, f.rt, victim, probe, nil); out != "reached\n" {
-		t.Fatalf("the victim does not reach its own server at %s: %q (the probe proves nothing)", ip, out)
-	}
-	if out, _ := run(t, f.rt, attacker, probe, nil); out != "unreachable\n" {
-		t.Errorf("another conversation's pod reached the victim's server at %s: %q (does the cluster enforce NetworkPolicy?)", ip, out)
-	}
+		return p.Status.PodIP
+	}, " (does the cluster enforce NetworkPolicy?)")
 }
 
 // TestAttack_MountSourceLinked: a conversation whose door grants the
