@@ -319,6 +319,9 @@ func (r *Runtime) createAndStart(ctx context.Context, s *session, spec sandbox.S
 	if err := r.prepareChannel(spec.OfficeKey); err != nil {
 		return err
 	}
+	if err := r.isolateNetworks(ctx); err != nil {
+		return err
+	}
 	if r.cfg.Engine.Flavor == engine.FlavorPodman {
 		netID, err := r.ensureNetwork(ctx, spec)
 		if err != nil {
@@ -386,6 +389,10 @@ func (r *Runtime) attachNetwork(ctx context.Context, containerID, netID, key str
 
 func (r *Runtime) start(ctx context.Context, s *session, spec sandbox.Spec, id string) error {
 	if err := r.prepareChannel(s.Key); err != nil {
+		return err
+	}
+	// The host's rules are gone after a reboot; the networks are not.
+	if err := r.isolateNetworks(ctx); err != nil {
 		return err
 	}
 	pins, err := r.pinMounts(spec)

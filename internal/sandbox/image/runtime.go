@@ -79,6 +79,9 @@ type Runtime struct {
 	// active commands, idle clocks and provisioning locks are per office,
 	// whatever image a caller named.
 	sessions *activity.Table[session]
+	// iso is the state of the rule that keeps office networks apart on
+	// Podman (isolate.go), shared like sessions.
+	iso *isolation
 }
 
 var (
@@ -124,6 +127,7 @@ func New(cfg Config) (*Runtime, error) {
 		log:      cfg.Log.With("mode", "image"),
 		agentBin: bin,
 		sessions: &activity.Table[session]{New: func(o *activity.Office) *session { return &session{Office: o} }},
+		iso:      &isolation{},
 	}, nil
 }
 
