@@ -58,7 +58,7 @@ type Runtime struct {
 
 	mu     sync.Mutex // guards the following
 	client *agent.Client
-	copied string // container id the agent was copied into
+	copied string // the container run (id@startedAt) the agent was copied into
 }
 
 var (
@@ -100,23 +100,30 @@ func (r *Runtime) Capabilities() sandbox.Capabilities {
 // Validate checks that the container exists and runs, with the seed's
 // texts and a hint for each case.
 func (r *Runtime) Validate(ctx context.Context) (string, error) {
+	id, _, err := r.running(ctx)
+	return id, err
+}
+
+// running is Validate that also returns when the container's current run
+// began.
+func (r *Runtime) running(ctx context.Context) (id, startedAt string, err error) {
 	res, err := r.api.ContainerInspect(ctx, r.cfg.Name, client.ContainerInspectOptions{})
 	if engine.IsNotFound(err) {
 		ws := r.cfg.Workspace
 		if ws == "" {
 			ws = "<workspace>"
 		}
-		return "", errdefs.New(errdefs.ErrFailedPrecondition, fmt.Sprintf(
+		return "", "", errdefs.New(errdefs.ErrFailedPrecondition, fmt.Sprintf(
 			"Container '%s' does not exist. Create it with: docker run -d --name %s -v %s:/workspace <image> sleep infinity", r.cfg.Name, r.cfg.Name, ws))
 	}
 	if err != nil {
-		return "", engine.Classify(err, "inspect container "+r.cfg.Name)
+		return "", "", engine.Classify(err, "inspect container "+r.cfg.Name)
 	}
 	if res.Container.State == nil || !res.Container.State.Running {
-		return "", errdefs.New(errdefs.ErrFailedPrecondition, fmt.Sprintf(
+		return "", "", errdefs.New(errdefs.ErrFailedPrecondition, fmt.Sprintf(
 			"Container '%s' is not running. Start it with: docker start %s", r.cfg.Name, r.cfg.Name))
 	}
-	return res.Container.ID, nil
+	return res.Container.ID, res.Container.State.StartedAt, nil
 }
 
 // Exec validates the container, makes sure the agent is in it, and runs
@@ -150,17 +157,22 @@ func (r *Runtime) Check(ctx context.Context) error {
 func (r *Runtime) Agent(ctx context.Context) (*agent.Client, error) { return r.agent(ctx) }
 
 func (r *Runtime) agent(ctx context.Context) (*agent.Client, error) {
-	id, err := r.Validate(ctx)
+	id, startedAt, err := r.running(ctx)
 	if err != nil {
 		return nil, err
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.copied != id {
+	// A restart keeps the id but ends every exec, the agent's stream
+	// included. The old connection's end may reach hutch only after the
+	// next request went out on it (seen on Podman under load: "agent
+	// connection lost: unexpected EOF"), so a new run of the container
+	// gets a new connection at once.
+	if run := id + "@" + startedAt; r.copied != run {
 		if err := r.copyAgent(ctx, id); err != nil {
 			return nil, err
 		}
-		r.copied = id
+		r.copied = run
 		if r.client != nil {
 			_ = r.client.Close()
 			r.client = nil
