@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/hutchsandbox/hutch/internal/project/box"
 )
@@ -41,12 +42,66 @@ func TestSessions(t *testing.T) {
 	if _, err := os.Stat(stale); !os.IsNotExist(err) {
 		t.Errorf("the stale session file is still there (%v)", err)
 	}
+	// A file left by a process that died while joining: removed once it
+	// is old enough that no Join can still be renaming it, never counted.
+	young, old := filepath.Join(dir, "999998-young.joining"), filepath.Join(dir, "999997-old.joining")
+	for _, p := range []string{young, old} {
+		if err := os.WriteFile(p, nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Chtimes(old, time.Time{}, time.Now().Add(-2*time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	count(2)
+	if _, err := os.Stat(old); !os.IsNotExist(err) {
+		t.Errorf("the old .joining file is still there (%v)", err)
+	}
+	if _, err := os.Stat(young); err != nil {
+		t.Errorf("a young .joining file was removed (%v)", err)
+	}
+	_ = os.Remove(young)
 	leave1()
 	count(1)
 	leave2()
 	count(0)
 	if des, err := os.ReadDir(dir); err != nil || len(des) != 0 {
 		t.Errorf("session dir after every session left: %v, %v; want empty", des, err)
+	}
+}
+
+// TestSessions_JoinWhileCounting: a session that joins while another
+// process counts is counted. Before, Count could take the lock of a file
+// Join had created but not yet locked, take it for a dead session's and
+// remove it; the joined session then held a lock on a file nobody saw,
+// and the last session out stopped the container under it.
+func TestSessions_JoinWhileCounting(t *testing.T) {
+	t.Parallel()
+	s := box.NewSessions(filepath.Join(t.TempDir(), "sessions"))
+	stop := make(chan struct{})
+	counted := make(chan struct{})
+	go func() {
+		defer close(counted)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+				_, _ = s.Count()
+			}
+		}
+	}()
+	defer func() { close(stop); <-counted }()
+	for i := range 20000 {
+		leave, err := s.Join()
+		if err != nil {
+			t.Fatal(err)
+		}
+		n, err := s.Count()
+		leave()
+		if err != nil || n != 1 {
+			t.Fatalf("join %d: Count() = %d, %v; want 1", i, n, err)
+		}
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -26,7 +27,11 @@ func (s *Sessions) Join() (leave func(), err error) {
 	if err := os.MkdirAll(s.dir, 0o700); err != nil {
 		return nil, fmt.Errorf("session dir: %w", err)
 	}
-	f, err := os.CreateTemp(s.dir, strconv.Itoa(os.Getpid())+"-*.session")
+	// The file is made under a name Count passes over and only renamed
+	// to *.session once locked: a counter that found it unlocked would
+	// take it for a dead session's and remove it, leaving this session
+	// holding a lock nobody sees.
+	f, err := os.CreateTemp(s.dir, strconv.Itoa(os.Getpid())+"-*"+joiningSuffix)
 	if err != nil {
 		return nil, fmt.Errorf("session file: %w", err)
 	}
@@ -35,11 +40,26 @@ func (s *Sessions) Join() (leave func(), err error) {
 		_ = os.Remove(f.Name())
 		return nil, fmt.Errorf("lock session file: %w", err)
 	}
-	return func() {
+	name := strings.TrimSuffix(f.Name(), joiningSuffix) + sessionSuffix
+	if err := os.Rename(f.Name(), name); err != nil {
+		_ = f.Close()
 		_ = os.Remove(f.Name())
+		return nil, fmt.Errorf("session file: %w", err)
+	}
+	return func() {
+		_ = os.Remove(name)
 		_ = f.Close()
 	}, nil
 }
+
+const (
+	sessionSuffix = ".session"
+	joiningSuffix = ".joining"
+	// joiningLeftAfter is how old a .joining file nobody holds must be
+	// before Count takes it for one left by a process that died between
+	// creating and renaming it; a live Join renames within microseconds.
+	joiningLeftAfter = time.Minute
+)
 
 // Count returns how many sessions are attached, removing the files of
 // sessions whose process is gone.
@@ -53,7 +73,11 @@ func (s *Sessions) Count() (int, error) {
 	}
 	n := 0
 	for _, de := range des {
-		if !strings.HasSuffix(de.Name(), ".session") {
+		if strings.HasSuffix(de.Name(), joiningSuffix) {
+			s.removeLeftJoining(de)
+			continue
+		}
+		if !strings.HasSuffix(de.Name(), sessionSuffix) {
 			continue
 		}
 		path := filepath.Join(s.dir, de.Name())
@@ -69,6 +93,24 @@ func (s *Sessions) Count() (int, error) {
 		_ = f.Close()
 	}
 	return n, nil
+}
+
+// removeLeftJoining removes a .joining file old enough that its Join
+// cannot still be running, unless somebody holds its lock.
+func (s *Sessions) removeLeftJoining(de fs.DirEntry) {
+	info, err := de.Info()
+	if err != nil || time.Since(info.ModTime()) < joiningLeftAfter {
+		return
+	}
+	path := filepath.Join(s.dir, de.Name())
+	f, err := os.Open(path)
+	if err != nil {
+		return
+	}
+	defer func() { _ = f.Close() }()
+	if unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB) == nil {
+		_ = os.Remove(path)
+	}
 }
 
 // Lock takes the project's lifecycle lock: a session joins and brings the
