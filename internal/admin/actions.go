@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"strconv"
 	"strings"
 
 	"github.com/docker/go-units"
@@ -92,11 +91,7 @@ func (s *Server) boost(w http.ResponseWriter, r *request) error {
 func limitsText(l sandbox.Limits) string {
 	var parts []string
 	if l.CPUs > 0 {
-		unit := " CPUs"
-		if l.CPUs == 1 {
-			unit = " CPU"
-		}
-		parts = append(parts, strconv.FormatFloat(l.CPUs, 'f', -1, 64)+unit)
+		parts = append(parts, sandbox.CPUCount(l.CPUs))
 	}
 	if l.MemoryBytes > 0 {
 		parts = append(parts, units.CustomSize("%.4g %s", float64(l.MemoryBytes), 1024, []string{"B", "KiB", "MiB", "GiB", "TiB", "PiB"}))

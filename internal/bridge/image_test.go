@@ -70,7 +70,7 @@ func TestImageMode(t *testing.T) {
 		t.Errorf("streamed argvBase64 with stdin: %q, %q, %+v", out, errb, exit)
 	}
 	res := f.exec(protocol.ExecRequest{SandboxID: ids[1], Command: "sleep 30", TimeoutSeconds: 1})
-	if res.Code != -1 || res.Error != "Command timed out after 1 seconds" {
+	if res.Code != -1 || res.Error != "Command timed out after 1 second" {
 		t.Errorf("timeout in image mode: %+v", res)
 	}
 

@@ -3,7 +3,6 @@ package chat
 import (
 	"context"
 	"fmt"
-	"strconv"
 	"strings"
 	"time"
 
@@ -418,10 +417,7 @@ func unenforced(mode sandbox.Mode) string {
 func formatLimits(l sandbox.Limits, withPids bool) string {
 	parts := []string{"unlimited CPUs", "unlimited memory"}
 	if l.CPUs > 0 {
-		parts[0] = strconv.FormatFloat(l.CPUs, 'f', -1, 64) + " CPUs"
-		if l.CPUs == 1 {
-			parts[0] = "1 CPU"
-		}
+		parts[0] = sandbox.CPUCount(l.CPUs)
 	}
 	if l.MemoryBytes > 0 {
 		parts[1] = units.BytesSize(float64(l.MemoryBytes)) + " memory"

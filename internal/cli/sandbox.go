@@ -116,8 +116,8 @@ func printStatus(out *printer, s sandbox.Status) {
 	if s.Limits.Pids > 0 {
 		procs = strconv.FormatInt(s.Limits.Pids, 10) + " processes"
 	}
-	out.printf("Limits:        %s CPUs, %s memory, %s\n",
-		strconv.FormatFloat(s.Limits.CPUs, 'f', -1, 64), units.BytesSize(float64(s.Limits.MemoryBytes)), procs)
+	out.printf("Limits:        %s, %s memory, %s\n",
+		sandbox.CPUCount(s.Limits.CPUs), units.BytesSize(float64(s.Limits.MemoryBytes)), procs)
 	out.printf("Fingerprint:   %s\n", s.Fingerprint)
 	if s.ActiveCommands > 0 {
 		out.printf("Running:       %d commands\n", s.ActiveCommands)

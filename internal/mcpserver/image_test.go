@@ -76,7 +76,7 @@ func imageSteps(t *testing.T, svc *service.Service, img string, addr office.Addr
 		{name: "image_read", tool: "read", args: map[string]any{"path": office + "/src/a.txt"}, contains: "alpha\ngamma"},
 		{name: "image_read_outside", tool: "read", args: map[string]any{"path": "/etc/passwd"}, isError: true, contains: "is outside the sandbox's workspace"},
 		{name: "image_sandbox_status", tool: "sandbox", args: map[string]any{"action": "status"}, contains: "State: running\nLimits: 0.5 CPUs, 1GiB memory, 1024 processes\nBoosted: no\nTemporary limits: no"},
-		{name: "image_sandbox_set", tool: "sandbox", args: map[string]any{"action": "set", "cpus": "1", "memory": "512m"}, contains: "Temporary limits set.\nState: running\nLimits: 1 CPUs, 512MiB memory"},
+		{name: "image_sandbox_set", tool: "sandbox", args: map[string]any{"action": "set", "cpus": "1", "memory": "512m"}, contains: "Temporary limits set.\nState: running\nLimits: 1 CPU, 512MiB memory"},
 		{name: "image_sandbox_set_bad_memory", tool: "sandbox", args: map[string]any{"action": "set", "memory": "lots"}, isError: true, contains: `Memory "lots" must be a positive size such as 512m or 4g`},
 		{name: "image_sandbox_set_nothing", tool: "sandbox", args: map[string]any{"action": "set"}, isError: true, contains: "action=set requires cpus and/or memory"},
 	}

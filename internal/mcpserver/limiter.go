@@ -3,7 +3,6 @@ package mcpserver
 import (
 	"context"
 	"fmt"
-	"strconv"
 	"strings"
 
 	"github.com/docker/go-units"
@@ -63,8 +62,8 @@ func describe(st sandbox.Status) string {
 	if st.State == sandbox.StateStopped {
 		b.WriteString(" (the next command starts it, with the default limits)")
 	}
-	fmt.Fprintf(&b, "\nLimits: %s CPUs, %s memory, %d processes",
-		strconv.FormatFloat(st.Limits.CPUs, 'f', -1, 64), units.BytesSize(float64(st.Limits.MemoryBytes)), st.Limits.Pids)
+	fmt.Fprintf(&b, "\nLimits: %s, %s memory, %d processes",
+		sandbox.CPUCount(st.Limits.CPUs), units.BytesSize(float64(st.Limits.MemoryBytes)), st.Limits.Pids)
 	fmt.Fprintf(&b, "\nBoosted: %s\nTemporary limits: %s", yesNo(st.Boosted), yesNo(st.TempLimits))
 	if st.Boosted || st.TempLimits {
 		b.WriteString("\nBoosts and temporary limits last until the sandbox stops.")

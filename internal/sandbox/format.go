@@ -14,6 +14,24 @@ func formatSeconds(d time.Duration) string {
 	return strconv.FormatFloat(d.Seconds(), 'f', -1, 64)
 }
 
+// plural renders n with its unit, singular only for exactly one:
+// "1 second", "1.5 seconds", "2 CPUs".
+func plural(n, one, many string) string {
+	if n == "1" {
+		return n + " " + one
+	}
+	return n + " " + many
+}
+
+// CPUCount renders a CPU limit for people: "1 CPU", "0.5 CPUs", "2 CPUs",
+// and "unlimited CPUs" for 0, which is what a 0 limit means.
+func CPUCount(cpus float64) string {
+	if cpus <= 0 {
+		return "unlimited CPUs"
+	}
+	return plural(strconv.FormatFloat(cpus, 'f', -1, 64), "CPU", "CPUs")
+}
+
 // ByteCount renders n in the largest binary unit that keeps it readable.
 func ByteCount(n int64) string {
 	const unit = 1024

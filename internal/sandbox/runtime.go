@@ -139,7 +139,7 @@ type ExecResult struct {
 func (r ExecResult) Message() string {
 	switch {
 	case r.TimedOut:
-		return "Command timed out after " + formatSeconds(r.Timeout) + " seconds"
+		return "Command timed out after " + plural(formatSeconds(r.Timeout), "second", "seconds")
 	case r.Aborted:
 		return "Command aborted"
 	case r.OOMKilled:

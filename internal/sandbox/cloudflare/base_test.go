@@ -252,7 +252,7 @@ func TestBaseBridge_Results(t *testing.T) {
 		if diff := cmp.Diff(want, res, ignoreDuration); diff != "" {
 			t.Errorf("result mismatch (-want +got):\n%s", diff)
 		}
-		if got, want := res.Message(), "Command timed out after 1 seconds"; got != want {
+		if got, want := res.Message(), "Command timed out after 1 second"; got != want {
 			t.Errorf("Message() = %q, want %q", got, want)
 		}
 	})

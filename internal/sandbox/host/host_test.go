@@ -275,7 +275,7 @@ func TestExec_TimeoutKillsGroup(t *testing.T) {
 	if diff := cmp.Diff(want, res, ignoreDuration); diff != "" {
 		t.Errorf("result mismatch (-want +got):\n%s", diff)
 	}
-	if got, want := res.Message(), "Command timed out after 1 seconds"; got != want {
+	if got, want := res.Message(), "Command timed out after 1 second"; got != want {
 		t.Errorf("Message() = %q, want %q", got, want)
 	}
 	supervisetest.AssertDead(t, "leader", supervisetest.ReadPid(t, filepath.Join(spec.OfficeDir, "leader")))

@@ -426,7 +426,7 @@ func testTimeout(t *testing.T, rt sandbox.Runtime, spec sandbox.Spec) {
 	if diff := cmp.Diff(want, o.res, ignoreDuration); diff != "" {
 		t.Errorf("result mismatch (-want +got):\n%s", diff)
 	}
-	if got, want := o.res.Message(), "Command timed out after 1 seconds"; got != want {
+	if got, want := o.res.Message(), "Command timed out after 1 second"; got != want {
 		t.Errorf("Message() = %q, want %q", got, want)
 	}
 	assertDead(t, rt, spec, "the leader and its background grandchild", p.read(t, "leader", "child"))
