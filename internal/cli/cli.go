@@ -48,13 +48,23 @@ func Run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string) int {
 	g := &globals{stdin: stdin, stdout: stdout, stderr: stderr, getenv: getenv}
 	root := newRoot(g)
+	restoreArgs(root)
+	args = keepNegativeArgs(root, args)
 	root.SetArgs(args)
 	root.SetIn(stdin)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	err := root.Execute()
+	err := unknownGroupWord(root, args)
+	if err == nil {
+		err = root.Execute()
+	}
 	if err == nil {
 		return 0
+	}
+	var ue *usageError
+	if errors.As(err, &ue) {
+		note(stderr, "hutch: %s\nRun '%s --help' for usage.\n", ue.msg, ue.command)
+		return 2
 	}
 	var ee *exitError
 	if errors.As(err, &ee) {
@@ -64,7 +74,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(s
 		return ee.code
 	}
 	note(stderr, "hutch: %s\n", err)
-	if strings.HasPrefix(err.Error(), "unknown command") || strings.HasPrefix(err.Error(), "unknown flag") ||
+	if strings.HasPrefix(err.Error(), "unknown command") || strings.HasPrefix(err.Error(), "unknown flag") || strings.HasPrefix(err.Error(), "unknown shorthand flag") ||
 		strings.HasPrefix(err.Error(), "accepts ") || strings.HasPrefix(err.Error(), "requires ") {
 		note(stderr, "Run 'hutch --help' for usage.\n")
 		return 2

@@ -400,7 +400,7 @@ func TestExec_Contract(t *testing.T) {
 		t.Errorf("--cwd got %q", out)
 	}
 	_, errOut, code = e.run("", "exec", "--conversation", "web/w1", "--timeout", "1", "--", "echo started; sleep 30")
-	if code != 124 || errOut != "hutch: Command timed out after 1 seconds\n" {
+	if code != 124 || errOut != "hutch: Command timed out after 1 second\n" {
 		t.Errorf("timeout: exit %d, stderr %q; want 124", code, errOut)
 	}
 	out, errOut, code = e.run("", "exec", "--conversation", "web/w1", "--max-output", "4", "--", "echo 0123456789")

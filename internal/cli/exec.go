@@ -51,6 +51,10 @@ process exits, whatever it left running in its process group is killed too.
 Exit status: the command's own, or 124 when it timed out, 130 when it was
 aborted, 125 when hutch itself could not run it (a refusal, bad input).
 
+When a daemon (hutch serve) answers on this state dir, the command runs
+through it, in the daemon's mode, unless --sandbox names another mode;
+then it runs in this process, in that mode.
+
 Host mode runs the command directly on this machine: it is for local
 development, injects no vault env, and needs an explicit trusted door
 policy (hutch door set <conversation> shared).`,
@@ -117,7 +121,7 @@ policy (hutch door set <conversation> shared).`,
 		},
 	}
 	cmd.Flags().SetInterspersed(false)
-	cmd.Flags().StringVar(&modeFlag, "sandbox", "", "where the command runs: host, container:<name>, image:<image>, cloudflare:<id>, gondolin:default, kube:<image> (default $HUTCH_SANDBOX or host)")
+	cmd.Flags().StringVar(&modeFlag, "sandbox", "", "where the command runs: host, container:<name>, image:<image>, cloudflare:<id>, gondolin:default, kube:<image> (default: the daemon's mode when hutch serve answers on this state dir, else $HUTCH_SANDBOX, else host)")
 	cmd.Flags().StringVar(&conv, "conversation", "", "the conversation, as <platform>/<conversation-id> (required)")
 	cmd.Flags().StringVar(&cwd, "cwd", "", "working directory; relative paths start at the office (default: the office)")
 	cmd.Flags().StringVar(&user, "user", "", "platform user whose vault host mode checks")

@@ -48,7 +48,7 @@ type fileFlags struct {
 }
 
 func (f *fileFlags) add(cmd *cobra.Command) {
-	cmd.Flags().StringVar(&f.mode, "sandbox", "", "the conversation's mode: host, container:<name>, image:<image>, cloudflare:<id>, gondolin:default, kube:<image> (default $HUTCH_SANDBOX or host)")
+	cmd.Flags().StringVar(&f.mode, "sandbox", "", "the conversation's mode: host, container:<name>, image:<image>, cloudflare:<id>, gondolin:default, kube:<image> (default: the daemon's mode when hutch serve answers on this state dir, else $HUTCH_SANDBOX, else host)")
 	cmd.Flags().StringVar(&f.conv, "conversation", "", "the conversation, as <platform>/<conversation-id> (required)")
 	cmd.Flags().StringVar(&f.user, "user", "", "platform user whose vault host mode checks")
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/hutchsandbox/hutch/internal/errdefs"
+	"github.com/hutchsandbox/hutch/internal/imagebuild"
 	"github.com/hutchsandbox/hutch/internal/mcpserver"
 	"github.com/hutchsandbox/hutch/internal/office"
 )
@@ -52,7 +53,8 @@ choosing the conversation per connection.`,
   hutch mcp --conversation slack/C0123ABC
 
   # in an MCP client's configuration:
-  {"command": "hutch", "args": ["mcp", "--conversation", "web/demo", "--sandbox", "image:hutch-sandbox:1"]}`,
+  # (image:` + imagebuild.DefaultTag(Version) + ` is what hutch image build builds)
+  {"command": "hutch", "args": ["mcp", "--conversation", "web/demo", "--sandbox", "image:` + imagebuild.DefaultTag(Version) + `"]}`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if conv == "" {

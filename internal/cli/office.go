@@ -31,16 +31,24 @@ alike (foo:bar, foo.bar) still get different offices.`,
 
 func newOfficeKeyCmd(g *globals) *cobra.Command {
 	return &cobra.Command{
-		Use:   "key <platform> <conversation-id>",
+		Use:   "key (<platform>/<conversation-id> | <platform> <conversation-id>)",
 		Short: "Print the office key of a conversation",
 		Long: `Print the office key of a conversation. Nothing is created or recorded.
 
-The conversation id is the platform's raw id: non-empty, not . or .., with
-no / or \ and no control characters.`,
-		Example: "  hutch office key slack C0123ABC\n  hutch office key telegram -100200300",
-		Args:    cobra.ExactArgs(2),
+The conversation is written as everywhere else (slack/C0123ABC) or as two
+words (slack C0123ABC). The conversation id is the platform's raw id:
+non-empty, not . or .., with no / or \ and no control characters. A
+negative id, as Telegram's group ids are, needs no -- before it.`,
+		Example: "  hutch office key slack/C0123ABC\n  hutch office key telegram -100200300",
+		Args:    cobra.RangeArgs(1, 2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			addr, err := office.NewAddress(args[0], args[1])
+			var addr office.Address
+			var err error
+			if len(args) == 1 {
+				addr, err = office.ParseAddress(args[0])
+			} else {
+				addr, err = office.NewAddress(args[0], args[1])
+			}
 			if err != nil {
 				return err
 			}

@@ -68,7 +68,7 @@ func TestImageMode_EndToEnd(t *testing.T) {
 		t.Errorf("exec after stop got %q", out)
 	}
 	out = e.ok("sandbox", "status", conv)
-	if !strings.Contains(out, "State:         running\n") || !strings.Contains(out, "Limits:        1 CPUs, 1GiB memory, 1024 processes") {
+	if !strings.Contains(out, "State:         running\n") || !strings.Contains(out, "Limits:        1 CPU, 1GiB memory, 1024 processes") {
 		t.Errorf("status after restart (boost gone, global cpus 1):\n%s", out)
 	}
 	_, errOut, code := e.run("", "sandbox", "limits", conv, "--memory", "lots")
@@ -92,6 +92,17 @@ func TestImageMode_MissingImage(t *testing.T) {
 	if code != 125 || !strings.HasPrefix(errOut, "hutch: Image 'hutch-no-such-image:404' is not present in the container engine, and pulling it failed (") ||
 		!strings.HasSuffix(errOut, "Build or load it locally first (docker build, docker load or docker import).\n") {
 		t.Errorf("missing image: exit %d, %q", code, errOut)
+	}
+}
+
+// TestImageMode_CuratedImageNotBuilt: a missing curated image's error
+// names the command that builds it, not docker build.
+func TestImageMode_CuratedImageNotBuilt(t *testing.T) {
+	e, _ := dockerEnv(t)
+	_, errOut, code := e.run("", "exec", "--sandbox", "image:hutch-sandbox:never-built-404", "--conversation", "web/x", "--", "true")
+	want := "hutch: Image 'hutch-sandbox:never-built-404' is hutch's curated sandbox image and is not built yet: build it with `hutch image build --tag hutch-sandbox:never-built-404` (a few minutes, once).\n"
+	if code != 125 || errOut != want {
+		t.Errorf("missing curated image: exit %d, %q; want 125, %q", code, errOut, want)
 	}
 }
 

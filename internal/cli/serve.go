@@ -10,6 +10,7 @@ import (
 
 	"github.com/hutchsandbox/hutch/internal/daemon"
 	"github.com/hutchsandbox/hutch/internal/errdefs"
+	"github.com/hutchsandbox/hutch/internal/imagebuild"
 	"github.com/hutchsandbox/hutch/internal/service"
 )
 
@@ -41,7 +42,7 @@ On SIGINT or SIGTERM it stops accepting work, lets running commands finish
 for --grace, kills what is left, and exits 0.
 
 WORKSPACE, when given, is the workspace root (like --workspace).`,
-		Example: "  hutch serve --sandbox image:hutch-sandbox:1\n  hutch serve --listen-tcp 127.0.0.1:7878 /srv/agents",
+		Example: "  hutch image build    # builds " + imagebuild.DefaultTag(Version) + ", once\n  hutch serve --sandbox image:" + imagebuild.DefaultTag(Version) + "\n  hutch serve --listen-tcp 127.0.0.1:7878 /srv/agents",
 		Args:    cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 1 {

@@ -64,6 +64,21 @@ type Options struct {
 	Log *slog.Logger
 }
 
+// Repository is the curated image's name without its tag.
+const Repository = "hutch-sandbox"
+
+// IsCurated reports whether ref names a tag of the curated image
+// (hutch-sandbox:<tag>, also as docker.io/library/ or localhost/ gives it),
+// the one image hutch itself knows how to build.
+func IsCurated(ref string) bool {
+	for _, prefix := range []string{"docker.io/library/", "localhost/"} {
+		ref = strings.TrimPrefix(ref, prefix)
+	}
+	name, _, _ := strings.Cut(ref, "@")
+	name, _, _ = strings.Cut(name, ":")
+	return name == Repository
+}
+
 // DefaultTag is the curated image's name for a hutch version:
 // hutch-sandbox:<version>, with characters a tag cannot hold turned into
 // '-' ("dev" when version is empty).
@@ -78,7 +93,7 @@ func DefaultTag(version string) string {
 	if len(t) > 128 {
 		t = t[:128]
 	}
-	return "hutch-sandbox:" + t
+	return Repository + ":" + t
 }
 
 // Build builds the image opts describes and returns its reference. A

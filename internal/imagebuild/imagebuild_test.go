@@ -159,3 +159,22 @@ func TestBuild(t *testing.T) {
 		t.Errorf("failing build: err = %v, want it to name the step and the exit code\nprogress:\n%s", err, progress.String())
 	}
 }
+
+func TestIsCurated(t *testing.T) {
+	for ref, want := range map[string]bool{
+		"hutch-sandbox:1":                     true,
+		"hutch-sandbox":                       true,
+		"docker.io/library/hutch-sandbox:dev": true,
+		"localhost/hutch-sandbox:v2":          true,
+		"hutch-sandbox@sha256:0123":           true,
+		"hutch-sandbox-extra:1":               false,
+		"example.com/hutch-sandbox:1":         false,
+		"docker.io/someone/hutch-sandbox:1":   false,
+		"hutch-test-busybox:1":                false,
+		"":                                    false,
+	} {
+		if got := IsCurated(ref); got != want {
+			t.Errorf("IsCurated(%q) = %v, want %v", ref, got, want)
+		}
+	}
+}

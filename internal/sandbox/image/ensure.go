@@ -27,6 +27,7 @@ import (
 	"github.com/hutchsandbox/hutch/internal/beneath"
 	"github.com/hutchsandbox/hutch/internal/engine"
 	"github.com/hutchsandbox/hutch/internal/errdefs"
+	"github.com/hutchsandbox/hutch/internal/imagebuild"
 	"github.com/hutchsandbox/hutch/internal/sandbox"
 	"github.com/hutchsandbox/hutch/internal/sandbox/managed"
 )
@@ -164,6 +165,11 @@ func (r *Runtime) imageID(ctx context.Context) (string, error) {
 		if res, err := r.api.ImageInspect(ctx, r.cfg.Image); err == nil {
 			return res.ID, nil
 		}
+	}
+	if imagebuild.IsCurated(r.cfg.Image) {
+		return "", errdefs.New(errdefs.ErrFailedPrecondition, fmt.Sprintf(
+			"Image '%s' is hutch's curated sandbox image and is not built yet: build it with `hutch image build --tag %s` (a few minutes, once).",
+			r.cfg.Image, r.cfg.Image))
 	}
 	return "", errdefs.New(errdefs.ErrFailedPrecondition, fmt.Sprintf(
 		"Image '%s' is not present in the container engine, and pulling it failed (%s). Build or load it locally first (docker build, docker load or docker import).",
