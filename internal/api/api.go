@@ -8,7 +8,9 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net/http"
+	"os"
 	"strings"
 	"sync"
 	"time"
@@ -26,6 +28,10 @@ import (
 // DefaultMaxBody bounds a request body (exec stdin included).
 const DefaultMaxBody = 8 << 20
 
+// DefaultBodyTimeout is how long a request body may stall (no byte
+// arriving) before the request is cut off.
+const DefaultBodyTimeout = 30 * time.Second
+
 // Server serves the API over one Service and the daemon's mode.
 type Server struct {
 	Service *service.Service
@@ -40,6 +46,11 @@ type Server struct {
 	// /v1/files/write's, which MaxFileBody bounds (default
 	// DefaultMaxFileBody).
 	MaxBody, MaxFileBody int64
+	// BodyTimeout is how long a request body may stall, no byte arriving,
+	// before the request is answered 400 and its connection closed
+	// (default DefaultBodyTimeout). A body that keeps coming, however
+	// slowly, is not cut off: a large file on a slow link is legitimate.
+	BodyTimeout time.Duration
 	// Log receives one line per request; nil discards.
 	Log *slog.Logger
 	// Metrics, when set, is served at GET /metrics.
@@ -65,7 +76,17 @@ func (c Conversation) address() (office.Address, error) {
 	if c.Platform == "" && c.ConversationID == "" {
 		return office.Address{}, errdefs.New(errdefs.ErrInvalid, "The request names no conversation: give conversation.platform and conversation.conversationId")
 	}
-	return office.NewAddress(c.Platform, c.ConversationID)
+	addr, err := office.NewAddress(c.Platform, c.ConversationID)
+	if err != nil {
+		return office.Address{}, err
+	}
+	// The user picks a vault in host mode: checked as hutch exec --user is.
+	if c.User != "" {
+		if err := service.ValidateUser(c.User); err != nil {
+			return office.Address{}, err
+		}
+	}
+	return addr, nil
 }
 
 // Handler returns the route table.
@@ -105,11 +126,125 @@ func (s *Server) Handler() http.Handler {
 	if s.MCP != nil {
 		mux.Handle("/mcp", s.MCP)
 	}
-	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, http.StatusNotFound, ErrorBody{Error: fmt.Sprintf("No such endpoint: %s %s", r.Method, r.URL.Path), Code: "not_found"})
+	h := s.authenticate(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if _, pattern := mux.Handler(r); pattern == "" {
+			unrouted(w, r, mux)
+			return
+		}
+		mux.ServeHTTP(w, r)
+	}))
+	// The body is guarded before the token is checked: a client without
+	// the token must not hold a connection with a stalled body either.
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		guard := s.guardBody(w, r)
+		defer guard.finish()
+		h.ServeHTTP(w, r)
 	})
-	return s.authenticate(mux)
 }
+
+// CodeMethodNotAllowed is the code of a request whose path is a route
+// served under other methods.
+const CodeMethodNotAllowed = "method_not_allowed"
+
+// unrouted answers a request no route takes, in the API's error shape:
+// 405 with the mux's Allow header when the path is served under other
+// methods, else 404.
+func unrouted(w http.ResponseWriter, r *http.Request, mux *http.ServeMux) {
+	// The mux's own answer (text) says which of the two it is, and its
+	// Allow header lists the methods.
+	h, _ := mux.Handler(r)
+	probe := &probeWriter{header: http.Header{}}
+	h.ServeHTTP(probe, r)
+	if allow := probe.header.Get("Allow"); probe.status == http.StatusMethodNotAllowed && allow != "" {
+		w.Header().Set("Allow", allow)
+		use, _, _ := strings.Cut(allow, ",")
+		writeJSON(w, http.StatusMethodNotAllowed, ErrorBody{Error: fmt.Sprintf("Method %s is not allowed on %s; use %s", r.Method, r.URL.Path, use), Code: CodeMethodNotAllowed})
+		return
+	}
+	writeJSON(w, http.StatusNotFound, ErrorBody{Error: fmt.Sprintf("No such endpoint: %s %s", r.Method, r.URL.Path), Code: "not_found"})
+}
+
+// probeWriter keeps a handler's status and headers and drops its body.
+type probeWriter struct {
+	header http.Header
+	status int
+}
+
+func (p *probeWriter) Header() http.Header         { return p.header }
+func (p *probeWriter) Write(b []byte) (int, error) { return len(b), nil }
+func (p *probeWriter) WriteHeader(status int)      { p.status = status }
+
+func (s *Server) bodyTimeout() time.Duration {
+	if s.BodyTimeout <= 0 {
+		return DefaultBodyTimeout
+	}
+	return s.BodyTimeout
+}
+
+// guardBody cuts off a request body that stalls. The server's
+// ReadHeaderTimeout covers the headers only, and a whole-request
+// deadline would cut off a large file on a slow link, or a command whose
+// request was read long ago: instead each read of the body must bring a
+// byte within BodyTimeout, counted from when the handler asks for it (so
+// provisioning before a file's bytes are read does not count). Once the
+// body has ended, the deadline is lifted: the connection then only
+// watches for the client going away, which cancels a running command.
+func (s *Server) guardBody(w http.ResponseWriter, r *http.Request) *bodyGuard {
+	g := &bodyGuard{rc: http.NewResponseController(w), d: s.bodyTimeout(), done: r.ContentLength == 0}
+	if !g.done {
+		g.body = r.Body
+		r.Body = g
+	}
+	return g
+}
+
+// bodyGuard is a request body whose reads must not stall.
+type bodyGuard struct {
+	body io.ReadCloser
+	rc   *http.ResponseController
+	d    time.Duration
+	// done: the body ended (or there is none); nothing is left to guard.
+	done bool
+}
+
+func (g *bodyGuard) Read(p []byte) (int, error) {
+	if g.done {
+		return g.body.Read(p)
+	}
+	_ = g.rc.SetReadDeadline(time.Now().Add(g.d))
+	n, err := g.body.Read(p)
+	switch {
+	case err == io.EOF:
+		g.done = true
+		_ = g.rc.SetReadDeadline(time.Time{})
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		// The deadline stays, expired: what the server would read of the
+		// rest after the handler fails at once instead of waiting on the
+		// stalled client.
+		g.done = true
+		return n, &bodyStalledError{after: g.d}
+	}
+	return n, err
+}
+
+func (g *bodyGuard) Close() error { return g.body.Close() }
+
+// finish bounds what the server reads of a body the handler left unread
+// (it reads some of it to reuse the connection).
+func (g *bodyGuard) finish() {
+	if !g.done {
+		_ = g.rc.SetReadDeadline(time.Now().Add(g.d))
+	}
+}
+
+// bodyStalledError is a request body that stopped arriving.
+type bodyStalledError struct{ after time.Duration }
+
+func (e *bodyStalledError) Error() string {
+	return fmt.Sprintf("The request body stalled: no byte came for %v", e.after)
+}
+
+func (e *bodyStalledError) Unwrap() error { return errdefs.ErrInvalid }
 
 func (s *Server) log() *slog.Logger {
 	if s.Log == nil {
@@ -177,6 +312,13 @@ func (s *Server) wrap(max int64, h func(http.ResponseWriter, *http.Request) erro
 			if errors.As(err, &mbe) {
 				err = errdefs.New(errdefs.ErrInvalid, fmt.Sprintf("Request body is larger than %d bytes", mbe.Limit))
 			}
+			var stalled *bodyStalledError
+			if errors.As(err, &stalled) {
+				// The rest of the body may still come: the connection
+				// cannot carry another request.
+				w.Header().Set("Connection", "close")
+				err = stalled
+			}
 			if !errors.Is(err, errAlreadyWritten) {
 				writeError(w, err)
 			}
@@ -198,7 +340,8 @@ func decode(r *http.Request, v any) error {
 	body, err := io.ReadAll(r.Body)
 	if err != nil {
 		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
+		var stalled *bodyStalledError
+		if errors.As(err, &mbe) || errors.As(err, &stalled) {
 			return err
 		}
 		return errdefs.New(errdefs.ErrInvalid, "Malformed JSON body: "+err.Error())
@@ -302,23 +445,52 @@ type ExecResult struct {
 	Message string `json:"message,omitempty"`
 }
 
-// frameWriter turns one stream's bytes into frames, flushed at once.
+// execStream writes /v1/exec's answer. Its status line waits for the
+// first frame, so that whatever fails before any output (a refusal,
+// provisioning, a runtime that does not answer) is still an error
+// response with its status; after that, an error can only be a frame.
+type execStream struct {
+	mu      sync.Mutex // guards the following, and the response
+	w       http.ResponseWriter
+	enc     *json.Encoder
+	started bool
+}
+
+// send writes one frame, starting the answer if it is the first.
+func (e *execStream) send(f Frame) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.sendLocked(f)
+}
+
+func (e *execStream) sendLocked(f Frame) error {
+	if !e.started {
+		e.started = true
+		e.w.Header().Set("Content-Type", "application/x-ndjson")
+		e.w.WriteHeader(http.StatusOK)
+	}
+	err := e.enc.Encode(f)
+	// Frames go out as they come: a client shows output while the
+	// command runs.
+	_ = http.NewResponseController(e.w).Flush()
+	return err
+}
+
+// frameWriter turns one stream's bytes into frames.
 type frameWriter struct {
-	mu     *sync.Mutex
-	enc    *json.Encoder
-	flush  func()
+	out    *execStream
 	stream string
 }
 
 func (f frameWriter) Write(p []byte) (int, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if err := f.enc.Encode(Frame{Stream: f.stream, Data: p}); err != nil {
+	if err := f.out.send(Frame{Stream: f.stream, Data: p}); err != nil {
 		return 0, err
 	}
-	f.flush()
 	return len(p), nil
 }
+
+// maxTimeoutSeconds is the longest timeout a time.Duration holds.
+const maxTimeoutSeconds = float64(math.MaxInt64 / int64(time.Second))
 
 func (s *Server) exec(w http.ResponseWriter, r *http.Request) error {
 	var req ExecRequest
@@ -330,6 +502,11 @@ func (s *Server) exec(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	argv := req.Argv
+	// A one-element argv is a shell string to the runtimes, but whoever
+	// sent argv meant a program: say so in their terms.
+	if len(argv) > 0 && strings.TrimSpace(argv[0]) == "" {
+		return errdefs.New(errdefs.ErrInvalid, "argv[0] is empty: name the program to run")
+	}
 	if req.Command != "" {
 		if len(argv) > 0 {
 			return errdefs.New(errdefs.ErrInvalid, "Give command or argv, not both")
@@ -339,39 +516,31 @@ func (s *Server) exec(w http.ResponseWriter, r *http.Request) error {
 	if len(argv) == 0 {
 		return errdefs.New(errdefs.ErrInvalid, "No command given: set command (a shell string) or argv")
 	}
-	if req.TimeoutSeconds < 0 {
+	if err := service.CheckArgv(argv); err != nil {
+		return err
+	}
+	switch {
+	case req.TimeoutSeconds < 0:
 		return errdefs.New(errdefs.ErrInvalid, "timeoutSeconds must not be negative")
+	case req.TimeoutSeconds > maxTimeoutSeconds:
+		return errdefs.New(errdefs.ErrInvalid, fmt.Sprintf("timeoutSeconds must be at most %.0f (0: no limit)", maxTimeoutSeconds))
+	case req.MaxOutput < 0:
+		return errdefs.New(errdefs.ErrInvalid, "maxOutput must not be negative (0: the default, 10 MiB)")
 	}
 	if err := s.recordKind(addr, req.Conversation); err != nil {
 		return err
 	}
 	limit := req.MaxOutput
-	if limit <= 0 {
+	if limit == 0 {
 		limit = sandbox.DefaultOutputLimit
 	}
-	// Policy and provisioning errors come before any output: answer them
-	// with a status code. Admit first so a refusal is a plain error.
-	pol, err := s.Service.Resolve(addr, s.Mode, req.Conversation.User)
-	if err != nil {
-		return err
-	}
-	if pol.Refusal != nil {
-		return pol.Refusal
-	}
-	w.Header().Set("Content-Type", "application/x-ndjson")
-	w.WriteHeader(http.StatusOK)
-	flusher, _ := w.(http.Flusher)
-	flush := func() {
-		if flusher != nil {
-			flusher.Flush()
-		}
-	}
-	var mu sync.Mutex
-	enc := json.NewEncoder(w)
+	out := &execStream{w: w, enc: json.NewEncoder(w)}
 	var stdin io.Reader
 	if req.Stdin != "" {
 		stdin = strings.NewReader(req.Stdin)
 	}
+	// The service admits the command (and counts a refusal, as for the
+	// CLI and MCP), provisions the runtime and runs it.
 	res, err := s.Service.Exec(r.Context(), service.ExecOptions{
 		Address:     addr,
 		Mode:        s.Mode,
@@ -381,26 +550,31 @@ func (s *Server) exec(w http.ResponseWriter, r *http.Request) error {
 		Timeout:     time.Duration(req.TimeoutSeconds * float64(time.Second)),
 		OutputLimit: limit,
 		Stdin:       stdin,
-		Stdout:      frameWriter{mu: &mu, enc: enc, flush: flush, stream: "stdout"},
-		Stderr:      frameWriter{mu: &mu, enc: enc, flush: flush, stream: "stderr"},
+		Stdout:      frameWriter{out: out, stream: "stdout"},
+		Stderr:      frameWriter{out: out, stream: "stderr"},
 	})
-	mu.Lock()
-	defer mu.Unlock()
+	out.mu.Lock()
+	defer out.mu.Unlock()
+	if err != nil && !out.started {
+		return err
+	}
 	// A last frame that cannot be sent (the client went away) has nowhere
 	// else to go: its error is only logged, with the request.
+	var sendErr error
 	if err != nil {
-		sendErr := enc.Encode(Frame{Error: &ErrorBody{Error: err.Error(), Code: errdefs.Code(err)}})
-		flush()
-		return errors.Join(errAlreadyWritten, sendErr)
+		sendErr = out.sendLocked(Frame{Error: &ErrorBody{Error: err.Error(), Code: errdefs.Code(err)}})
+	} else {
+		sendErr = out.sendLocked(Frame{Result: &ExecResult{
+			ExitCode: res.ExitCode, Signal: res.Signal, TimedOut: res.TimedOut, Aborted: res.Aborted, OOMKilled: res.OOMKilled,
+			StdoutTruncated: res.StdoutTruncated, StderrTruncated: res.StderrTruncated,
+			StdoutBytes: res.StdoutBytes, StderrBytes: res.StderrBytes,
+			DurationSeconds: res.Duration.Seconds(), Message: res.Message(),
+		}})
 	}
-	sendErr := enc.Encode(Frame{Result: &ExecResult{
-		ExitCode: res.ExitCode, Signal: res.Signal, TimedOut: res.TimedOut, Aborted: res.Aborted, OOMKilled: res.OOMKilled,
-		StdoutTruncated: res.StdoutTruncated, StderrTruncated: res.StderrTruncated,
-		StdoutBytes: res.StdoutBytes, StderrBytes: res.StderrBytes,
-		DurationSeconds: res.Duration.Seconds(), Message: res.Message(),
-	}})
-	flush()
-	if sendErr != nil {
+	switch {
+	case err != nil:
+		return errors.Join(errAlreadyWritten, err, sendErr)
+	case sendErr != nil:
 		return errors.Join(errAlreadyWritten, sendErr)
 	}
 	return nil

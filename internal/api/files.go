@@ -187,6 +187,10 @@ func (s *Server) writeFile(w http.ResponseWriter, r *http.Request) error {
 		if errors.As(body.err, &mbe) {
 			return mbe
 		}
+		var stalled *bodyStalledError
+		if errors.As(body.err, &stalled) {
+			return stalled
+		}
 		return err
 	}
 	writeJSON(w, http.StatusOK, WriteAnswer{Path: abs, Bytes: body.n})

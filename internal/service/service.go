@@ -10,7 +10,9 @@ import (
 	"os"
 	"path"
 	"slices"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/hutchsandbox/hutch/internal/errdefs"
 	"github.com/hutchsandbox/hutch/internal/metrics"
@@ -341,6 +343,15 @@ func (s *Service) Exec(ctx context.Context, o ExecOptions) (sandbox.ExecResult, 
 	if len(o.Argv) == 0 {
 		return sandbox.ExecResult{}, errdefs.New(errdefs.ErrInvalid, "No command given; put it after --, e.g. hutch exec --conversation slack/C1 -- ls -la")
 	}
+	// Bad input is not a command: it is refused before anything counts it.
+	if err := CheckArgv(o.Argv); err != nil {
+		return sandbox.ExecResult{}, err
+	}
+	if o.User != "" {
+		if err := ValidateUser(o.User); err != nil {
+			return sandbox.ExecResult{}, err
+		}
+	}
 	start := time.Now()
 	p, err := s.prepare(ctx, o.Address, o.Mode, o.User)
 	if err != nil {
@@ -368,6 +379,87 @@ func (s *Service) Exec(ctx context.Context, o ExecOptions) (sandbox.ExecResult, 
 	res, err := p.rt.Exec(ctx, p.spec, req)
 	s.metrics.Command(o.Mode.Kind, res, err, false, time.Since(start))
 	return res, err
+}
+
+// MaxArgBytes is the longest one argument of a command may be: Linux's
+// MAX_ARG_STRLEN (32 pages, the terminating NUL included), which execve
+// enforces in every mode, since every mode's command ends in an execve on
+// a Linux kernel. A shell string is one argument (of sh -c).
+const MaxArgBytes = 32*4096 - 1
+
+// MaxArgvBytes bounds a command's arguments together. Linux takes argv
+// and the environment together up to a quarter of the stack limit (2 MiB
+// with the usual 8 MiB); half of that leaves room for the vault env.
+const MaxArgvBytes = 1 << 20
+
+// CheckArgv refuses, as invalid, a command no runtime could start: a
+// blank shell string, an empty program name, a NUL byte (execve ends an
+// argument there) or arguments longer than the kernel takes. Without this
+// the runtime's failure would reach the caller as an error of the runtime
+// ("unavailable", which says to retry), or as a shell's complaint. The
+// texts name no part of the command: a command line may carry a secret.
+func CheckArgv(argv []string) error {
+	if len(argv) == 0 {
+		return errdefs.New(errdefs.ErrInvalid, "No command given")
+	}
+	name := func(i int) string {
+		if len(argv) == 1 {
+			return "The command"
+		}
+		return fmt.Sprintf("argv[%d]", i)
+	}
+	if len(argv) == 1 && strings.TrimSpace(argv[0]) == "" {
+		return errdefs.New(errdefs.ErrInvalid, "The command is blank: give the shell string to run")
+	}
+	if len(argv) > 1 && strings.TrimSpace(argv[0]) == "" {
+		return errdefs.New(errdefs.ErrInvalid, "argv[0] is empty: name the program to run")
+	}
+	total := 0
+	for i, a := range argv {
+		if len(a) > MaxArgBytes {
+			return errdefs.New(errdefs.ErrInvalid, fmt.Sprintf("%s is %d bytes; one argument can be at most %d bytes (Linux's MAX_ARG_STRLEN): pass a long script or data on stdin instead", name(i), len(a), MaxArgBytes))
+		}
+		if strings.IndexByte(a, 0) >= 0 {
+			return errdefs.New(errdefs.ErrInvalid, name(i)+" contains a NUL byte, which no argument can carry: pass such data on stdin")
+		}
+		total += len(a) + 1
+	}
+	if total > MaxArgvBytes {
+		return errdefs.New(errdefs.ErrInvalid, fmt.Sprintf("The command's arguments are %d bytes together; at most %d fit: pass large data on stdin instead", total, MaxArgvBytes))
+	}
+	return nil
+}
+
+// MaxUserBytes bounds a platform user id, as office.MaxConversationIDBytes
+// bounds a conversation id.
+const MaxUserBytes = 256
+
+// ValidateUser checks the platform user id whose vault host mode uses.
+// The vault key hashes the id's bytes, so an id with U+FFFD (what a
+// decoder puts in place of bytes that are not UTF-8) could name another
+// user's vault; control and bidirectional characters would garble the
+// logs and listings that show it. Errors are of class errdefs.ErrInvalid.
+func ValidateUser(user string) error {
+	invalid := func(msg string) error { return errdefs.New(errdefs.ErrInvalid, msg) }
+	switch {
+	case strings.TrimSpace(user) == "":
+		return invalid("User id must not be blank")
+	case len(user) > MaxUserBytes:
+		return invalid(fmt.Sprintf("User id must be at most %d bytes", MaxUserBytes))
+	case !utf8.ValidString(user):
+		return invalid("User id must be valid UTF-8")
+	}
+	for _, r := range user {
+		switch {
+		case r <= 0x1f || (r >= 0x7f && r <= 0x9f):
+			return invalid("User id must not contain control characters")
+		case r == utf8.RuneError:
+			return invalid("User id must not contain U+FFFD, the character a decoder puts in place of bytes that are not valid UTF-8")
+		case r == 0x061c || r == 0x200e || r == 0x200f || (r >= 0x202a && r <= 0x202e) || (r >= 0x2066 && r <= 0x2069):
+			return invalid("User id must not contain bidirectional control characters (U+061C, U+200E, U+200F, U+202A to U+202E, U+2066 to U+2069)")
+		}
+	}
+	return nil
 }
 
 // prepared is one conversation ready to run in one mode.
