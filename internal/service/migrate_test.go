@@ -220,14 +220,15 @@ func TestMigrate_ForeignContainer(t *testing.T) {
 	if err := legacytest.Populate(layout.Workspace, layout.StateDir, []legacytest.Conversation{{RawID: rawID, SanitizedVault: true}}); err != nil {
 		t.Fatal(err)
 	}
-	label := "hutchtest.foreign"
-	testenv.CleanupContainers(t, cli, label+"="+testenv.Name(t))
-	name := testenv.Name(t)
+	// testenv.Name differs on every call: take it once, for the name and
+	// the label the cleanup finds the container by.
+	name, label := testenv.Name(t), "hutchtest.foreign"
+	testenv.CleanupContainers(t, cli, label+"="+name)
 	stop := 1
 	res, err := cli.ContainerCreate(ctx, client.ContainerCreateOptions{
 		Name: name,
 		Config: &container.Config{Image: img, Entrypoint: []string{"/bin/sleep"}, Cmd: []string{"3600"}, StopTimeout: &stop,
-			Labels: map[string]string{label: testenv.Name(t)}},
+			Labels: map[string]string{label: name}},
 		HostConfig: &container.HostConfig{Mounts: []mount.Mount{
 			{Type: mount.TypeBind, Source: filepath.Join(layout.Workspace, rawID), Target: "/workspace"},
 		}},
