@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"strconv"
 	"strings"
@@ -43,9 +44,18 @@ directories without log.jsonl or sessions/) are left alone.
 Who owns a raw-id directory: with one enabled platform, that platform; with
 several, the one whose id format alone matches (slack C0123ABC, telegram
 -100123, discord 123, github GH_owner_repo_1). Anything else stops the
-migration, with nothing moved, and says what to do: unowned directories
-are claimed with hutch office claim; where both the legacy and the office
-directory exist, you merge them by hand.
+migration, with nothing moved, and says what to do: with no platform
+enabled, enable them first (hutch office platforms); unowned directories
+are claimed with hutch office claim; failed records of conversations that
+are gone are cleared with hutch office forget-failed; where both the
+legacy and the office directory exist, you merge them by hand. Vaults the
+oldest releases named by the sanitized raw id (<state-dir>/vaults/c0123abc)
+move too, or stop the migration when the name fits no single
+conversation, and so do containers not managed by hutch that bind a
+raw-id path.
+
+--dry-run prints the plan and exits 1 when anything would stop the
+migration, 0 when it would run to the end.
 
 Enabled platforms come from --platforms, else the "platforms" setting
 (hutch office platforms), else those recorded by the last migration.`,
@@ -96,11 +106,22 @@ func runMigrate(ctx context.Context, g *globals, svc *service.Service, o service
 		}
 	}
 	rep, err := svc.Migrate(ctx, o)
+	if rep.ContainerCheckError != nil {
+		note(g.stderr, "hutch: warning: containers not managed by hutch were not checked for raw-id paths: %v\n", rep.ContainerCheckError)
+	}
 	if o.DryRun {
 		if err != nil {
 			return err
 		}
-		return printPlan(g.stdout, svc, rep)
+		if err := printPlan(g.stdout, svc, rep); err != nil {
+			return err
+		}
+		// A script (or an operator's && chain) must not take a plan that
+		// cannot run for one that can.
+		if n := len(rep.Plan.Blockers()); n > 0 {
+			return &exitError{code: 1, msg: fmt.Sprintf("%d blocker%s: hutch migrate would stop without moving anything.", n, plural(n, "", "s"))}
+		}
+		return nil
 	}
 	if err != nil {
 		return err

@@ -27,7 +27,12 @@ func TestMigrate_Flow(t *testing.T) {
 	paths := strings.NewReplacer(ws, "WS")
 	c1, k12345, ktg := key(t, "slack", "C1"), key(t, "discord", "12345"), key(t, "telegram", "-100200")
 
-	out := e.ok("migrate", "--dry-run", "--platforms", "slack,telegram,discord")
+	// A plan with a blocker exits 1, so a script cannot take it for one
+	// that runs.
+	out, errOut, code := e.run("", "migrate", "--dry-run", "--platforms", "slack,telegram,discord")
+	if code != 1 || !strings.HasSuffix(errOut, "hutch: 1 blocker: hutch migrate would stop without moving anything.\n") {
+		t.Errorf("dry run with a blocker: exit %d, stderr %q; want 1 and the count", code, errOut)
+	}
 	want := `Migration plan for WS (enabled platforms: discord, slack, telegram)
 Moves (2):
   move    -100200: WS/-100200 -> WS/` + ktg + ` (telegram)
@@ -48,7 +53,7 @@ Nothing will move until every blocker is resolved.
 	}
 
 	// hutch serve refuses to start, before it listens, with the summary.
-	_, errOut, code := e.run("", "serve", "--platforms", "slack,telegram,discord")
+	_, errOut, code = e.run("", "serve", "--platforms", "slack,telegram,discord")
 	if code == 0 || !strings.Contains(errOut, "hutch: Conversation office migration cannot complete:\n") || !strings.Contains(errOut, "  12345  (") {
 		t.Fatalf("serve with an unowned directory: exit %d\n%s", code, errOut)
 	}
@@ -71,6 +76,9 @@ Nothing will move until every blocker is resolved.
 	if out := e.ok("office", "claim", "12345", "discord"); out != "Claimed 12345 for discord; the next start (or hutch migrate) moves it to its office.\n" {
 		t.Errorf("claim printed %q", out)
 	}
+	if out := e.ok("migrate", "--dry-run"); !strings.Contains(out, "Moves (3):\n") || strings.Contains(out, "cannot complete") {
+		t.Errorf("dry run without blockers:\n%s", out)
+	}
 
 	out = e.ok("migrate")
 	if want := "Migrated 3 conversation directories to offices (0 finished from an interrupted run), 0 vault and host state directories.\n"; out != want {
@@ -86,5 +94,37 @@ Nothing will move until every blocker is resolved.
 	}
 	if out := e.ok("office", "list"); strings.Contains(out, "Pending") || !strings.Contains(out, "Offices (3):") {
 		t.Errorf("office list after the migration:\n%s", out)
+	}
+}
+
+// TestMigrate_NoPlatforms: with no platform enabled every directory is
+// unowned, and a claim would be refused (its platform must be enabled):
+// the plan says to enable the platforms first and does not send the
+// operator to claim.
+func TestMigrate_NoPlatforms(t *testing.T) {
+	e := newEnv(t)
+	ws := filepath.Join(e.state, "workspace")
+	if err := legacytest.Populate(ws, e.state, []legacytest.Conversation{{RawID: "C1"}}); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, code := e.run("", "migrate", "--dry-run")
+	want := `Migration plan for WS (enabled platforms: none)
+No moves.
+Conversation office migration cannot complete:
+Unowned conversation directories (no platform is enabled, so none has an owner):
+  C1  (WS/C1)
+  Fix: first enable the platforms this workspace served, with ` + "`hutch office platforms <platform>,...`" + ` (or --platforms for one run), then migrate again.
+Nothing will move until every blocker is resolved.
+`
+	if diff := cmp.Diff(want, strings.ReplaceAll(out, ws, "WS")); diff != "" || code != 1 {
+		t.Errorf("dry run with no platform: exit %d, stderr %q (-want +got):\n%s", code, errOut, diff)
+	}
+	_, errOut, code = e.run("", "migrate")
+	if code == 0 || strings.Contains(errOut, "office claim") || !strings.Contains(errOut, "hutch office platforms <platform>,...") {
+		t.Errorf("migrate with no platform: exit %d\n%s", code, errOut)
+	}
+	e.ok("office", "platforms", "slack")
+	if out := e.ok("migrate"); !strings.HasPrefix(out, "Migrated 1 conversation directory") {
+		t.Errorf("migrate once slack is enabled: %q", out)
 	}
 }

@@ -26,6 +26,7 @@ alike (foo:bar, foo.bar) still get different offices.`,
 	}
 	cmd.AddCommand(newOfficeKeyCmd(g), newOfficeListCmd(g), newOfficeShowCmd(g), newOfficeChannelKindCmd(g),
 		newOfficeClaimCmd(g), newOfficePlatformsCmd(g))
+	cmd.AddCommand(newOfficeForgetFailedCmd(g))
 	return cmd
 }
 

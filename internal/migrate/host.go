@@ -2,8 +2,10 @@ package migrate
 
 import (
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
+	"unicode"
 
 	"github.com/hutchsandbox/hutch/internal/office"
 	"github.com/hutchsandbox/hutch/internal/vault"
@@ -23,7 +25,10 @@ var (
 	}
 )
 
-const msgStateSymlink = "Host state entry must not be a symlink: "
+const (
+	msgStateSymlink = "Host state entry must not be a symlink: "
+	msgVaultSymlink = "Vault entry must not be a symlink: "
+)
 
 // Names of the host-side trees in the state dir.
 const (
@@ -37,7 +42,12 @@ const (
 // an office of it on, and finally inference from the enabled platforms.
 // A raw id the registry knows on several platforms, with nothing else to
 // settle it, is unowned: its legacy vault cannot be given to either.
-func (p *Plan) planHost(in Input, enabled []office.Platform, records map[string]office.MigrationRecord) {
+//
+// A legacy vault has one of two names: the hashed per-conversation key of
+// the later raw-id releases (vault.ConversationKey), or the bare
+// sanitized raw id of the oldest (see sanitizedName). It returns every raw
+// id it considered.
+func (p *Plan) planHost(in Input, enabled []office.Platform, records map[string]office.MigrationRecord) map[string]bool {
 	settled := map[string]office.Platform{}
 	for id, r := range records {
 		if r.OwnerPlatform != "" && r.Status != office.MigrationFailed {
@@ -105,26 +115,204 @@ func (p *Plan) planHost(in Input, enabled []office.Platform, records map[string]
 	}
 
 	vaultRoot := filepath.Join(filepath.Clean(in.StateDir), vaultsDir)
-	vaultExists := names(in.VaultEntries)
+	vaults := make(map[string]Entry, len(in.VaultEntries))
+	for _, e := range in.VaultEntries {
+		vaults[e.Name] = e
+	}
 	ids := make([]string, 0, len(known))
 	for id := range known {
 		ids = append(ids, id)
 	}
 	slices.Sort(ids)
+	// Sanitizing loses case and punctuation: C1 and c1 share a name.
+	bySanitized := map[string][]string{}
 	for _, id := range ids {
-		legacy := vault.ConversationKey(id)
-		if !vaultExists[legacy] {
+		if s, ok := sanitizedVault(id); ok {
+			bySanitized[s] = append(bySanitized[s], id)
+		}
+	}
+	for _, id := range ids {
+		var sources []string
+		if _, ok := vaults[vault.ConversationKey(id)]; ok {
+			sources = append(sources, vault.ConversationKey(id))
+		}
+		if s, ok := sanitizedVault(id); ok && len(bySanitized[s]) == 1 {
+			if _, ok := vaults[s]; ok {
+				sources = append(sources, s)
+			}
+		}
+		refused := false
+		for _, name := range sources {
+			if vaults[name].IsSymlink {
+				// Renamed, it would become the office vault, and whatever
+				// it points at would be projected into the runtime.
+				p.Refused = append(p.Refused, msgVaultSymlink+filepath.Join(vaultRoot, name))
+				refused = true
+			}
+		}
+		if refused || len(sources) == 0 {
 			continue
 		}
-		path := filepath.Join(vaultRoot, legacy)
 		owner, ok := ownerOf(id)
 		if !ok {
-			p.Unowned = append(p.Unowned, Unowned{Area: AreaVault, RawID: id, Source: path})
+			for _, name := range sources {
+				p.Unowned = append(p.Unowned, Unowned{Area: AreaVault, RawID: id, Source: filepath.Join(vaultRoot, name)})
+			}
 			continue
 		}
 		k := office.Address{Platform: owner, ConversationID: id}.Key()
-		p.hostMove(AreaVault, id, owner, k, path, filepath.Join(vaultRoot, string(k)), vaultExists[string(k)])
+		first := filepath.Join(vaultRoot, sources[0])
+		p.hostMove(AreaVault, id, owner, k, first, filepath.Join(vaultRoot, string(k)), vaults[string(k)].Name != "")
+		if len(sources) == 2 {
+			p.Conflicts = append(p.Conflicts, Conflict{Area: AreaVault, RawID: id, Source: filepath.Join(vaultRoot, sources[1]), Target: first, Error: MsgBothLegacyVaults})
+		}
 	}
+
+	// Vaults that have the sanitized shape and fit no one conversation.
+	// Every name the current layout gives a vault (office keys, hashed
+	// identity keys, the reserved names) is excluded, so what is left can
+	// only be a vault of the oldest releases.
+	names := make([]string, 0, len(vaults))
+	for name := range vaults {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		e := vaults[name]
+		if !e.IsDir && !e.IsSymlink || !sanitizedShape.MatchString(name) || !notCurrentName(name) {
+			continue
+		}
+		switch owners := bySanitized[name]; len(owners) {
+		case 0:
+			p.Stray = append(p.Stray, Stray{Source: filepath.Join(vaultRoot, name)})
+		case 1:
+			// Moved, conflicting or blocked above.
+		default:
+			p.Stray = append(p.Stray, Stray{Source: filepath.Join(vaultRoot, name), RawIDs: owners})
+		}
+	}
+	return known
+}
+
+// sanitizedShape is what sanitizedName returns.
+var sanitizedShape = regexp.MustCompile(`^[a-z0-9]+(-[a-z0-9]+)*$`)
+
+// identityShape ends every hashed identity key (vault.UserKey,
+// ContainerKey, ConversationKey): "-" and 12 hex digits.
+var identityShape = regexp.MustCompile(`-[0-9a-f]{12}$`)
+
+// notCurrentName reports whether a vault name is none the current layout
+// gives: not an office key, not a hashed identity key and not reserved.
+func notCurrentName(name string) bool {
+	return !office.LooksLikeKey(name) && !identityShape.MatchString(name) && vault.ValidateKey(name) == nil
+}
+
+// sanitizedVault returns the name the oldest releases gave rawID's vault,
+// unless that name is one the current layout uses for other vaults. A raw
+// id is data an agent can choose (a web conversation's id, a directory
+// planted in a workspace its door grants): a conversation named "Shared"
+// or after a user's vault key must not be handed the named profiles or
+// that user's credentials. No id of the platforms those releases served
+// (Slack's C0123ABC, Telegram's and Discord's digits) sanitizes to such a
+// name, so nothing real is lost.
+func sanitizedVault(rawID string) (string, bool) {
+	s := sanitizedName(rawID)
+	return s, notCurrentName(s)
+}
+
+// sanitizedName is the oldest releases' name for a raw id's vault and
+// container: lower-cased, every run of characters outside [a-z0-9] one
+// "-", trimmed of "-", "unknown" when empty; never cut, never hashed.
+// Case mapping follows those releases' JavaScript: U+0130 lower-cases to
+// "i" and a combining dot (which becomes "-"), and non-ASCII runes that
+// lower-case into ASCII (U+212A KELVIN SIGN) count as that letter.
+func sanitizedName(rawID string) string {
+	var b strings.Builder
+	dash := false
+	put := func(c byte) {
+		if c == '-' && dash {
+			return
+		}
+		dash = c == '-'
+		b.WriteByte(c)
+	}
+	for _, r := range rawID {
+		switch {
+		case r == '\u0130':
+			put('i')
+			put('-')
+			continue
+		case r >= 'A' && r <= 'Z':
+			r += 'a' - 'A'
+		case r >= 0x80:
+			r = unicode.ToLower(r)
+		}
+		if r >= 'a' && r <= 'z' || r >= '0' && r <= '9' {
+			put(byte(r))
+		} else {
+			put('-')
+		}
+	}
+	s := strings.Trim(b.String(), "-")
+	if s == "" {
+		return "unknown"
+	}
+	return s
+}
+
+// planForeign finds the containers hutch does not manage that bind a
+// raw-id path: the workspace directory, host state or legacy vault of any
+// raw id this workspace has or had, or anything below one.
+func (p *Plan) planForeign(in Input, root string, rawIDs map[string]bool) {
+	if len(in.Containers) == 0 || len(rawIDs) == 0 {
+		return
+	}
+	paths := map[string]string{}
+	for id := range rawIDs {
+		paths[filepath.Join(root, id)] = id
+		if in.StateDir == "" {
+			continue
+		}
+		state := filepath.Clean(in.StateDir)
+		paths[filepath.Join(state, conversationsDir, id)] = id
+		paths[filepath.Join(state, vaultsDir, vault.ConversationKey(id))] = id
+		if s, ok := sanitizedVault(id); ok {
+			paths[filepath.Join(state, vaultsDir, s)] = id
+		}
+	}
+	for _, c := range in.Containers {
+		sources := slices.Clone(c.Sources)
+		slices.Sort(sources)
+		for _, src := range sources {
+			if id, ok := under(paths, src); ok {
+				p.Foreign = append(p.Foreign, Foreign{Name: c.Name, ID: c.ID, RawID: id, Source: src})
+				break
+			}
+		}
+	}
+	slices.SortFunc(p.Foreign, func(a, b Foreign) int { return strings.Compare(a.Name+"\x00"+a.ID, b.Name+"\x00"+b.ID) })
+}
+
+// under looks src and each of its parents up in paths.
+func under(paths map[string]string, src string) (string, bool) {
+	if !filepath.IsAbs(src) {
+		return "", false
+	}
+	for p := filepath.Clean(src); ; p = filepath.Dir(p) {
+		if id, ok := paths[p]; ok {
+			return id, true
+		}
+		if p == filepath.Dir(p) {
+			return "", false
+		}
+	}
+}
+
+func shortID(id string) string {
+	if len(id) > 12 {
+		return id[:12]
+	}
+	return id
 }
 
 func (p *Plan) hostMove(area Area, id string, owner office.Platform, k office.Key, source, target string, targetExists bool) {

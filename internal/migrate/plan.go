@@ -44,6 +44,19 @@ type Input struct {
 	StateEntries []Entry
 	VaultEntries []Entry
 	Offices      []office.OfficeRecord
+
+	// Containers are the engine's containers that hutch does not manage
+	// (no hutch.managed label), with the host sources of their bind
+	// mounts. Those binding a raw-id path are blockers (see Foreign).
+	Containers []Container
+}
+
+// Container is a container hutch does not manage, as the caller listed
+// it.
+type Container struct {
+	ID, Name string
+	// Sources are the host paths of its bind mounts.
+	Sources []string
 }
 
 // Area is which tree a move or blocker is in.
@@ -129,6 +142,27 @@ type Conflict struct {
 	Error  string
 }
 
+// Stray is a vault of the oldest releases, named by a sanitized raw id,
+// that fits no single conversation: several known raw ids sanitize to
+// its name (RawIDs), or none does (RawIDs empty). Sanitizing loses
+// information, so which conversation it belongs to is the operator's
+// call.
+type Stray struct {
+	Source string
+	RawIDs []string
+}
+
+// Foreign is a container hutch does not manage that binds a raw-id path
+// (the workspace directory, vault or host state of RawID, or below).
+// Moving the path from under it would split the conversation: a running
+// container keeps writing into the moved directory through its mount, a
+// restarted one gets an empty directory the engine makes at the old path.
+type Foreign struct {
+	Name, ID string
+	RawID    string
+	Source   string
+}
+
 // Plan is the outcome of planning. Every slice is sorted by raw id (or
 // name, or path).
 type Plan struct {
@@ -139,9 +173,15 @@ type Plan struct {
 	Unowned    []Unowned
 	Failed     []Failure
 	Conflicts  []Conflict
+	Stray      []Stray
+	Foreign    []Foreign
 	// Refused are workspace entries that stop boot outright: symlinks and
 	// legacy directories that reappeared after a committed move.
 	Refused []string
+	// NoPlatforms says no platform was enabled, so nothing could be
+	// given an owner; the instructions say to enable platforms, since a
+	// claim must name an enabled one.
+	NoPlatforms bool
 }
 
 // Skip reasons.
@@ -158,14 +198,18 @@ const (
 // Texts of blockers and recovery failures (shared with the reference
 // system's registry, so both word them alike).
 const (
-	msgSymlink        = "Workspace entry must not be a symlink: "
-	msgReappeared     = "Legacy office directory reappeared after migration: "
-	MsgNoTarget       = "Moving record has no target directory"
-	MsgBothExist      = "Both legacy source and office target exist; merge them manually"
-	MsgNeitherExists  = "Neither legacy source nor office target exists"
-	MsgTargetExists   = "Target office directory already exists"
-	summaryHeadline   = "Conversation office migration cannot complete:"
-	summaryClaimFixup = "hutch office claim <conversationId> <platform>"
+	msgSymlink       = "Workspace entry must not be a symlink: "
+	msgReappeared    = "Legacy office directory reappeared after migration: "
+	MsgNoTarget      = "Moving record has no target directory"
+	MsgBothExist     = "Both legacy source and office target exist; merge them manually"
+	MsgNeitherExists = "Neither legacy source nor office target exists"
+	MsgTargetExists  = "Target office directory already exists"
+	// MsgBothLegacyVaults: a conversation has a vault under the hashed
+	// key of the later raw-id releases and one under the sanitized raw id
+	// of the oldest; both would become its office vault.
+	MsgBothLegacyVaults = "Vaults of both older forms exist; merge them by hand"
+	summaryHeadline     = "Conversation office migration cannot complete:"
+	summaryClaimFixup   = "hutch office claim <conversationId> <platform>"
 )
 
 var reserved = map[string]bool{"MEMORY.md": true, "skills": true, "events": true, "agents": true}
@@ -217,6 +261,7 @@ func uniquePlatforms(ps []office.Platform) []office.Platform {
 func Build(in Input) (Plan, error) {
 	var p Plan
 	enabled := uniquePlatforms(in.Enabled)
+	p.NoPlatforms = len(enabled) == 0
 	for _, e := range enabled {
 		if !e.Valid() {
 			return Plan{}, errdefs.New(errdefs.ErrInvalid, fmt.Sprintf("Unknown platform %q", e))
@@ -262,6 +307,12 @@ func Build(in Input) (Plan, error) {
 		}
 	}
 
+	// Every raw id this workspace has or had: a container binding one of
+	// their paths is a blocker.
+	rawIDs := map[string]bool{}
+	for _, id := range ids {
+		rawIDs[id] = true
+	}
 	entries := slices.Clone(in.Entries)
 	slices.SortFunc(entries, func(a, b Entry) int { return strings.Compare(a.Name, b.Name) })
 	for _, e := range entries {
@@ -290,6 +341,7 @@ func Build(in Input) (Plan, error) {
 			skip(ReasonInvalidID)
 			continue
 		}
+		rawIDs[e.Name] = true
 		r, recorded := records[e.Name]
 		switch {
 		case recorded && r.Status == office.MigrationCommitted:
@@ -317,8 +369,11 @@ func Build(in Input) (Plan, error) {
 		p.Moves = append(p.Moves, m)
 	}
 	if in.StateDir != "" {
-		p.planHost(in, enabled, records)
+		for id := range p.planHost(in, enabled, records) {
+			rawIDs[id] = true
+		}
 	}
+	p.planForeign(in, root, rawIDs)
 	sort.Strings(p.Refused)
 	slices.SortFunc(p.Unowned, func(a, b Unowned) int { return strings.Compare(a.Source, b.Source) })
 	slices.SortFunc(p.Conflicts, func(a, b Conflict) int { return strings.Compare(a.Source, b.Source) })
@@ -371,6 +426,16 @@ func (p Plan) Blockers() []string {
 	for _, c := range p.Conflicts {
 		out = append(out, fmt.Sprintf("Conflicting %s migration of %s: %s and %s (%s)", conflictWord[c.Area], c.RawID, c.Source, c.Target, c.Error))
 	}
+	for _, s := range p.Stray {
+		if len(s.RawIDs) == 0 {
+			out = append(out, "Legacy vault of no known conversation: "+s.Source)
+		} else {
+			out = append(out, fmt.Sprintf("Legacy vault of several conversations: %s (%s)", s.Source, strings.Join(s.RawIDs, ", ")))
+		}
+	}
+	for _, f := range p.Foreign {
+		out = append(out, fmt.Sprintf("Container %s (not managed by hutch) binds %s, a raw-id path of %s", f.Name, f.Source, f.RawID))
+	}
 	return out
 }
 
@@ -389,7 +454,15 @@ func (p Plan) Summary() string {
 			b.WriteString("  " + r + "\n")
 		}
 	}
-	if len(p.Unowned) > 0 {
+	switch {
+	case len(p.Unowned) > 0 && p.NoPlatforms:
+		// A claim must name an enabled platform, so it cannot help yet.
+		b.WriteString("Unowned conversation directories (no platform is enabled, so none has an owner):\n")
+		for _, u := range p.Unowned {
+			fmt.Fprintf(&b, "  %s  (%s)\n", u.RawID, u.Source)
+		}
+		b.WriteString("  Fix: first enable the platforms this workspace served, with `hutch office platforms <platform>,...` (or --platforms for one run), then migrate again.\n")
+	case len(p.Unowned) > 0:
 		b.WriteString("Unowned conversation directories (no single enabled platform's id format matches):\n")
 		for _, u := range p.Unowned {
 			fmt.Fprintf(&b, "  %s  (%s)\n", u.RawID, u.Source)
@@ -401,13 +474,31 @@ func (p Plan) Summary() string {
 		for _, f := range p.Failed {
 			fmt.Fprintf(&b, "  %s: %s\n", f.RawID, f.Error)
 		}
-		b.WriteString("  Fix: resolve the cause, then retry with `" + summaryClaimFixup + "`; if the conversation is gone, remove its record from office-registry.json.\n")
+		b.WriteString("  Fix: resolve the cause, then retry with `" + summaryClaimFixup + "`; if the conversation is gone, clear its record with `hutch office forget-failed <conversationId>`.\n")
 	}
 	if len(p.Conflicts) > 0 {
 		b.WriteString("Conflicts (both directories exist and neither is touched: merge each pair by hand into the office directory and remove the legacy one):\n")
 		for _, c := range p.Conflicts {
 			fmt.Fprintf(&b, "  %s: merge %s into %s\n", c.RawID, c.Source, c.Target)
 		}
+	}
+	if len(p.Stray) > 0 {
+		b.WriteString("Vaults of an older release named by a sanitized conversation id that fits no single conversation (nothing was moved):\n")
+		for _, s := range p.Stray {
+			ids := "no known conversation"
+			if len(s.RawIDs) > 0 {
+				ids = strings.Join(s.RawIDs, ", ")
+			}
+			fmt.Fprintf(&b, "  %s  (%s)\n", s.Source, ids)
+		}
+		b.WriteString("  Fix: move each by hand to <state-dir>/vaults/<office key> of the conversation it belongs to (`hutch office key <platform> <conversation-id>` prints the key), or remove it; then migrate again.\n")
+	}
+	if len(p.Foreign) > 0 {
+		b.WriteString("Containers not managed by hutch (an earlier installation's) bind raw-id paths; moving a path from under a container would split its conversation's files:\n")
+		for _, f := range p.Foreign {
+			fmt.Fprintf(&b, "  %s (%s): %s  (%s)\n", f.Name, shortID(f.ID), f.Source, f.RawID)
+		}
+		b.WriteString("  Fix: keep what you need from each container, remove it (`docker rm -f <name>`), then migrate again.\n")
 	}
 	return strings.TrimSuffix(b.String(), "\n")
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/hutchsandbox/hutch/internal/errdefs"
 	"github.com/hutchsandbox/hutch/internal/migrate"
+	"github.com/hutchsandbox/hutch/internal/migrate/legacytest"
 	"github.com/hutchsandbox/hutch/internal/office"
 	"github.com/hutchsandbox/hutch/internal/vault"
 )
@@ -304,7 +305,7 @@ func TestSummary(t *testing.T) {
 		"  Fix: with the daemon stopped, run `hutch office claim <conversationId> <platform>` for each; the next start performs the move.",
 		"Failed migrations (errors are recorded in office-registry.json; see `hutch office list`):",
 		"  C5: rename failed",
-		"  Fix: resolve the cause, then retry with `hutch office claim <conversationId> <platform>`; if the conversation is gone, remove its record from office-registry.json.",
+		"  Fix: resolve the cause, then retry with `hutch office claim <conversationId> <platform>`; if the conversation is gone, clear its record with `hutch office forget-failed <conversationId>`.",
 		"Conflicts (both directories exist and neither is touched: merge each pair by hand into the office directory and remove the legacy one):",
 		"  C9: merge /ws/C9 into /ws/" + string(k),
 	}, "\n")
@@ -420,5 +421,231 @@ func TestBuild_HostMoves(t *testing.T) {
 				t.Errorf("blockers mismatch (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestSanitizedName pins the name the oldest releases gave a raw id's
+// vault, as the fixture writes it.
+func TestSanitizedName(t *testing.T) {
+	for id, want := range map[string]string{
+		"C0123ABC":           "c0123abc",
+		"-1001234567890":     "1001234567890",
+		"foo:Bar..baz":       "foo-bar-baz",
+		"--":                 "unknown",
+		"GH_owner_repo_1652": "gh-owner-repo-1652",
+		"a-very-long-conversation-identifier-of-fifty-chars": "a-very-long-conversation-identifier-of-fifty-chars",
+	} {
+		if got := legacytest.SanitizedName(id); got != want {
+			t.Errorf("SanitizedName(%q) = %q, want %q", id, got, want)
+		}
+	}
+}
+
+// TestBuild_SanitizedVaults: a vault under the sanitized raw id of the
+// oldest releases moves with its conversation, or is a blocker; it is
+// never left behind without a word, and never taken when its name is one
+// the current layout gives other vaults.
+func TestBuild_SanitizedVaults(t *testing.T) {
+	const state = "/state"
+	dir := func(name string) migrate.Entry { return migrate.Entry{Name: name, IsDir: true} }
+	san := legacytest.SanitizedName
+	vaultMove := func(p office.Platform, id, from string) migrate.HostMove {
+		k := key(p, id)
+		return migrate.HostMove{Area: migrate.AreaVault, RawID: id, Owner: p, Key: k,
+			Source: filepath.Join(state, "vaults", from), Target: filepath.Join(state, "vaults", string(k))}
+	}
+	tests := []struct {
+		name     string
+		in       migrate.Input
+		want     migrate.Plan
+		blockers []string
+	}{
+		{
+			name: "moves_with_the_workspace",
+			in: migrate.Input{WorkspaceRoot: root, Enabled: []office.Platform{slack}, StateDir: state,
+				Entries:      []migrate.Entry{conv("C0123ABC")},
+				VaultEntries: []migrate.Entry{dir(san("C0123ABC"))}},
+			want: migrate.Plan{
+				Moves:     []migrate.Move{move(slack, "C0123ABC")},
+				HostMoves: []migrate.HostMove{vaultMove(slack, "C0123ABC", "c0123abc")},
+			},
+		},
+		{
+			name: "moves_after_an_earlier_workspace_move",
+			in: migrate.Input{WorkspaceRoot: root, Enabled: []office.Platform{telegram, discord}, StateDir: state,
+				Records:      []office.MigrationRecord{record("-100200", telegram, office.MigrationCommitted, "")},
+				VaultEntries: []migrate.Entry{dir(san("-100200"))}},
+			want: migrate.Plan{HostMoves: []migrate.HostMove{vaultMove(telegram, "-100200", "100200")}},
+		},
+		{
+			name: "name_shared_by_two_conversations",
+			in: migrate.Input{WorkspaceRoot: root, Enabled: []office.Platform{web}, StateDir: state,
+				Entries:      []migrate.Entry{conv("C1"), conv("c1")},
+				VaultEntries: []migrate.Entry{dir("c1")}},
+			want: migrate.Plan{
+				Moves: []migrate.Move{move(web, "C1"), move(web, "c1")},
+				Stray: []migrate.Stray{{Source: "/state/vaults/c1", RawIDs: []string{"C1", "c1"}}},
+			},
+			blockers: []string{"Legacy vault of several conversations: /state/vaults/c1 (C1, c1)"},
+		},
+		{
+			name: "both_older_forms_conflict",
+			in: migrate.Input{WorkspaceRoot: root, Enabled: []office.Platform{slack}, StateDir: state,
+				Entries:      []migrate.Entry{conv("C1")},
+				VaultEntries: []migrate.Entry{dir(vault.ConversationKey("C1")), dir("c1")}},
+			want: migrate.Plan{
+				Moves:     []migrate.Move{move(slack, "C1")},
+				HostMoves: []migrate.HostMove{vaultMove(slack, "C1", vault.ConversationKey("C1"))},
+				Conflicts: []migrate.Conflict{{Area: migrate.AreaVault, RawID: "C1", Source: "/state/vaults/c1",
+					Target: "/state/vaults/" + vault.ConversationKey("C1"), Error: migrate.MsgBothLegacyVaults}},
+			},
+			blockers: []string{"Conflicting vault migration of C1: /state/vaults/c1 and /state/vaults/" + vault.ConversationKey("C1") + " (Vaults of both older forms exist; merge them by hand)"},
+		},
+		{
+			name: "office_vault_exists_conflict",
+			in: migrate.Input{WorkspaceRoot: root, Enabled: []office.Platform{slack}, StateDir: state,
+				Entries:      []migrate.Entry{conv("C1")},
+				VaultEntries: []migrate.Entry{dir("c1"), dir(string(key(slack, "C1")))}},
+			want: migrate.Plan{
+				Moves: []migrate.Move{move(slack, "C1")},
+				Conflicts: []migrate.Conflict{{Area: migrate.AreaVault, RawID: "C1", Source: "/state/vaults/c1",
+					Target: "/state/vaults/" + string(key(slack, "C1")), Error: migrate.MsgTargetExists}},
+			},
+			blockers: []string{"Conflicting vault migration of C1: /state/vaults/c1 and /state/vaults/" + string(key(slack, "C1")) + " (Target office directory already exists)"},
+		},
+		{
+			name: "no_known_conversation",
+			in: migrate.Input{WorkspaceRoot: root, Enabled: []office.Platform{slack}, StateDir: state,
+				VaultEntries: []migrate.Entry{dir("c9"), dir("shared"), dir("extensions"), dir(vault.UserKey("U1")),
+					dir(vault.ContainerKey("box")), dir(string(key(slack, "C5"))), dir(".tmp-x"), {Name: "notes"}, dir("Not Sanitized")}},
+			want:     migrate.Plan{Stray: []migrate.Stray{{Source: "/state/vaults/c9"}}},
+			blockers: []string{"Legacy vault of no known conversation: /state/vaults/c9"},
+		},
+		{
+			name: "symlink_refused",
+			in: migrate.Input{WorkspaceRoot: root, Enabled: []office.Platform{slack}, StateDir: state,
+				Entries:      []migrate.Entry{conv("C1")},
+				VaultEntries: []migrate.Entry{{Name: "c1", IsSymlink: true}}},
+			want: migrate.Plan{
+				Moves:   []migrate.Move{move(slack, "C1")},
+				Refused: []string{"Vault entry must not be a symlink: /state/vaults/c1"},
+			},
+			blockers: []string{"Vault entry must not be a symlink: /state/vaults/c1"},
+		},
+		{
+			// Raw ids an agent could make up (a web conversation, or a
+			// directory planted in the workspace) whose sanitized form is
+			// the name of another vault: named profiles, a user's vault,
+			// another conversation's. Their vaults are not theirs.
+			name: "planted_ids_never_take_other_vaults",
+			in: migrate.Input{WorkspaceRoot: root, Enabled: []office.Platform{web}, StateDir: state,
+				Entries:      []migrate.Entry{conv("Shared"), conv(vault.UserKey("U1")), conv("EXTENSIONS")},
+				VaultEntries: []migrate.Entry{dir("shared"), dir("extensions"), dir(vault.UserKey("U1"))}},
+			want: migrate.Plan{Moves: []migrate.Move{move(web, "EXTENSIONS"), move(web, "Shared"), move(web, vault.UserKey("U1"))}},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := migrate.Build(tc.in)
+			if err != nil {
+				t.Fatalf("Build: %v", err)
+			}
+			if diff := cmp.Diff(tc.want, got, cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("plan mismatch (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tc.blockers, got.Blockers(), cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("blockers mismatch (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestSummary_StrayVaults pins the operator's instructions for vaults of
+// the oldest releases that cannot be given to one conversation.
+func TestSummary_StrayVaults(t *testing.T) {
+	p, err := migrate.Build(migrate.Input{WorkspaceRoot: root, Enabled: []office.Platform{web}, StateDir: "/state",
+		Entries:      []migrate.Entry{conv("C1"), conv("c1")},
+		VaultEntries: []migrate.Entry{{Name: "c1", IsDir: true}, {Name: "c9", IsDir: true}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := strings.Join([]string{
+		"Conversation office migration cannot complete:",
+		"Vaults of an older release named by a sanitized conversation id that fits no single conversation (nothing was moved):",
+		"  /state/vaults/c1  (C1, c1)",
+		"  /state/vaults/c9  (no known conversation)",
+		"  Fix: move each by hand to <state-dir>/vaults/<office key> of the conversation it belongs to (`hutch office key <platform> <conversation-id>` prints the key), or remove it; then migrate again.",
+	}, "\n")
+	if diff := cmp.Diff(want, p.Summary()); diff != "" {
+		t.Errorf("Summary mismatch (-want +got):\n%s", diff)
+	}
+}
+
+// TestSummary_NoPlatforms: with no platform enabled nothing has an owner,
+// and claiming cannot help (a claim's platform must be enabled): the
+// instructions say to enable the platforms first.
+func TestSummary_NoPlatforms(t *testing.T) {
+	p, err := migrate.Build(migrate.Input{WorkspaceRoot: root, Entries: []migrate.Entry{conv("C1"), conv("-100")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := strings.Join([]string{
+		"Conversation office migration cannot complete:",
+		"Unowned conversation directories (no platform is enabled, so none has an owner):",
+		"  -100  (/ws/-100)",
+		"  C1  (/ws/C1)",
+		"  Fix: first enable the platforms this workspace served, with `hutch office platforms <platform>,...` (or --platforms for one run), then migrate again.",
+	}, "\n")
+	if diff := cmp.Diff(want, p.Summary()); diff != "" {
+		t.Errorf("Summary mismatch (-want +got):\n%s", diff)
+	}
+}
+
+// TestBuild_ForeignContainers: containers hutch does not manage (an
+// earlier installation's) that bind a raw-id path stop the migration:
+// moving the directory from under them would split the conversation's
+// files between the office and whatever the engine re-creates at the old
+// path.
+func TestBuild_ForeignContainers(t *testing.T) {
+	const state = "/state"
+	p, err := migrate.Build(migrate.Input{WorkspaceRoot: root, Enabled: []office.Platform{slack}, StateDir: state,
+		Entries: []migrate.Entry{conv("C1"), conv("C2")},
+		Records: []office.MigrationRecord{record("C3", slack, office.MigrationCommitted, "")},
+		Containers: []migrate.Container{
+			{ID: "aaaaaaaaaaaaaaaa", Name: "old-c1", Sources: []string{"/srv/x", "/ws/C1/sub"}},
+			{ID: "bbbbbbbbbbbbbbbb", Name: "whole-workspace", Sources: []string{"/ws", "/srv/data"}},
+			{ID: "cccccccccccccccc", Name: "old-c3", Sources: []string{"/state/vaults/c3"}},
+			{ID: "dddddddddddddddd", Name: "near-miss", Sources: []string{"/ws/C10", "/ws/" + string(key(slack, "C2"))}},
+			{ID: "eeeeeeeeeeeeeeee", Name: "old-c2-state", Sources: []string{"/state/conversations/C2"}},
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []migrate.Foreign{
+		{Name: "old-c1", ID: "aaaaaaaaaaaaaaaa", RawID: "C1", Source: "/ws/C1/sub"},
+		{Name: "old-c2-state", ID: "eeeeeeeeeeeeeeee", RawID: "C2", Source: "/state/conversations/C2"},
+		{Name: "old-c3", ID: "cccccccccccccccc", RawID: "C3", Source: "/state/vaults/c3"},
+	}
+	if diff := cmp.Diff(want, p.Foreign, cmpopts.EquateEmpty()); diff != "" {
+		t.Errorf("foreign containers (-want +got):\n%s", diff)
+	}
+	wantBlockers := []string{
+		"Container old-c1 (not managed by hutch) binds /ws/C1/sub, a raw-id path of C1",
+		"Container old-c2-state (not managed by hutch) binds /state/conversations/C2, a raw-id path of C2",
+		"Container old-c3 (not managed by hutch) binds /state/vaults/c3, a raw-id path of C3",
+	}
+	if diff := cmp.Diff(wantBlockers, p.Blockers()); diff != "" {
+		t.Errorf("blockers (-want +got):\n%s", diff)
+	}
+	wantSummary := strings.Join([]string{
+		"Conversation office migration cannot complete:",
+		"Containers not managed by hutch (an earlier installation's) bind raw-id paths; moving a path from under a container would split its conversation's files:",
+		"  old-c1 (aaaaaaaaaaaa): /ws/C1/sub  (C1)",
+		"  old-c2-state (eeeeeeeeeeee): /state/conversations/C2  (C2)",
+		"  old-c3 (cccccccccccc): /state/vaults/c3  (C3)",
+		"  Fix: keep what you need from each container, remove it (`docker rm -f <name>`), then migrate again.",
+	}, "\n")
+	if diff := cmp.Diff(wantSummary, p.Summary()); diff != "" {
+		t.Errorf("Summary (-want +got):\n%s", diff)
 	}
 }

@@ -8,7 +8,11 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/moby/moby/api/types/mount"
+	"github.com/moby/moby/client"
+
 	"github.com/hutchsandbox/hutch/internal/atomicfile"
+	"github.com/hutchsandbox/hutch/internal/engine"
 	"github.com/hutchsandbox/hutch/internal/errdefs"
 	"github.com/hutchsandbox/hutch/internal/migrate"
 	"github.com/hutchsandbox/hutch/internal/migrate/apply"
@@ -109,6 +113,7 @@ func (s *Service) Migrate(ctx context.Context, o MigrateOptions) (MigrateReport,
 			rep.Containers, err = s.relayout(ctx, moves)
 			return err
 		},
+		Containers: s.foreignContainers,
 	})
 	if err == nil && rep.RelayoutError != nil {
 		s.log.Warn("managed containers of the raw-id layout were not brought onto the office paths; the next start tries again", "error", rep.RelayoutError)
@@ -149,6 +154,48 @@ func (s *Service) relayout(ctx context.Context, moves []migrate.Move) (image.Rel
 		err = errdefs.New(errdefs.ErrUnavailable, fmt.Sprintf("%d managed container(s) left on the raw-id layout: %v", len(names), names))
 	}
 	return rep, err
+}
+
+// foreignContainers lists the engine's containers that hutch does not
+// manage (no hutch.managed label), with the host sources of their bind
+// mounts: an earlier installation's containers bound to raw-id paths are
+// among them. The listing carries the mounts, so one call does.
+func (s *Service) foreignContainers(ctx context.Context) ([]migrate.Container, error) {
+	s.rt.mu.Lock()
+	eng, err := s.engineLocked(ctx)
+	s.rt.mu.Unlock()
+	if err != nil {
+		return nil, err
+	}
+	res, err := eng.Client.ContainerList(ctx, client.ContainerListOptions{All: true})
+	if err != nil {
+		return nil, engine.Classify(err, "list containers")
+	}
+	var out []migrate.Container
+	for _, c := range res.Items {
+		if c.Labels[engine.LabelManaged] == "true" {
+			continue
+		}
+		mc := migrate.Container{ID: c.ID, Name: c.ID}
+		if len(c.Names) > 0 {
+			mc.Name = strings.TrimPrefix(c.Names[0], "/")
+		}
+		for _, m := range c.Mounts {
+			if m.Type == mount.TypeBind {
+				mc.Sources = append(mc.Sources, m.Source)
+			}
+		}
+		if len(mc.Sources) > 0 {
+			out = append(out, mc)
+		}
+	}
+	return out, nil
+}
+
+// ForgetFailed clears failed migration records of the workspace (those
+// of ids, or all): see apply.ForgetFailed.
+func (s *Service) ForgetFailed(ids []string) ([]office.MigrationRecord, error) {
+	return apply.ForgetFailed(s.registry, s.layout.Workspace, ids)
 }
 
 // Claim names the owner of an unowned raw-id conversation; the next

@@ -202,3 +202,68 @@ func dockerExec(t *testing.T, cli *client.Client, id string, argv ...string) (st
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// TestMigrate_ForeignContainer: a container an earlier installation made
+// (no hutch label) that binds a raw-id directory is found and stops the
+// migration, named with what to do, and nothing moves from under it; once
+// it is removed the migration runs.
+func TestMigrate_ForeignContainer(t *testing.T) {
+	cli := testenv.Docker(t)
+	img := testenv.BusyboxImage(t, cli)
+	ctx := context.Background()
+	root := t.TempDir()
+	layout, err := service.ResolveLayout(service.LayoutOptions{StateDir: filepath.Join(root, "state"), Workspace: filepath.Join(root, "ws"), Getenv: func(string) string { return "" }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const rawID = "C0FOREIGN1"
+	if err := legacytest.Populate(layout.Workspace, layout.StateDir, []legacytest.Conversation{{RawID: rawID, SanitizedVault: true}}); err != nil {
+		t.Fatal(err)
+	}
+	// testenv.Name differs on every call: take it once, for the name and
+	// the label the cleanup finds the container by.
+	name, label := testenv.Name(t), "hutchtest.foreign"
+	testenv.CleanupContainers(t, cli, label+"="+name)
+	stop := 1
+	res, err := cli.ContainerCreate(ctx, client.ContainerCreateOptions{
+		Name: name,
+		Config: &container.Config{Image: img, Entrypoint: []string{"/bin/sleep"}, Cmd: []string{"3600"}, StopTimeout: &stop,
+			Labels: map[string]string{label: name}},
+		HostConfig: &container.HostConfig{Mounts: []mount.Mount{
+			{Type: mount.TypeBind, Source: filepath.Join(layout.Workspace, rawID), Target: "/workspace"},
+		}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cli.ContainerStart(ctx, res.ID, client.ContainerStartOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
+	svc := service.New(layout, nil)
+	t.Cleanup(func() { _ = svc.Close() })
+	slack := []office.Platform{office.PlatformSlack}
+	rep, err := svc.Migrate(ctx, service.MigrateOptions{Platforms: slack, DryRun: true})
+	if err != nil || rep.ContainerCheckError != nil {
+		t.Fatalf("dry run: %v (containers: %v)", err, rep.ContainerCheckError)
+	}
+	want := "Container " + name + " (not managed by hutch) binds " + filepath.Join(layout.Workspace, rawID) + ", a raw-id path of " + rawID
+	if !slices.Contains(rep.Plan.Blockers(), want) {
+		t.Errorf("dry-run blockers %q lack %q", rep.Plan.Blockers(), want)
+	}
+	_, err = svc.Migrate(ctx, service.MigrateOptions{Platforms: slack})
+	if err == nil || !strings.Contains(err.Error(), "  "+name+" ("+res.ID[:12]+"): "+filepath.Join(layout.Workspace, rawID)+"  ("+rawID+")\n") {
+		t.Fatalf("migrate with the container there: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(layout.Workspace, rawID, "log.jsonl")); err != nil {
+		t.Fatalf("the directory moved from under the container: %v", err)
+	}
+
+	if _, err := cli.ContainerRemove(ctx, res.ID, client.ContainerRemoveOptions{Force: true}); err != nil {
+		t.Fatal(err)
+	}
+	rep, err = svc.Migrate(ctx, service.MigrateOptions{Platforms: slack})
+	if err != nil || rep.Moved != 1 || rep.HostMoved != 1 {
+		t.Fatalf("migrate once the container is gone: %+v, %v", rep.Report, err)
+	}
+}

@@ -65,6 +65,12 @@ type Options struct {
 	// caught up) so that managed containers can follow their binds. Its
 	// failure is reported, not fatal: the data has moved either way.
 	Relayout func(ctx context.Context, moves []migrate.Move) error
+	// Containers, when set, lists the engine's containers that hutch does
+	// not manage. It is called only when the workspace has or had raw-id
+	// conversations, so an installation with nothing to migrate never
+	// needs an engine. Its failure is reported (Report.ContainerCheckError),
+	// not fatal: a host without an engine has no such containers to find.
+	Containers func(ctx context.Context) ([]migrate.Container, error)
 	// Hook is called at each Hook* point (crash-injection tests).
 	Hook func(point string)
 }
@@ -78,6 +84,9 @@ type Report struct {
 	// RelayoutError is why managed containers could not be brought onto
 	// the office paths, if they could not.
 	RelayoutError error
+	// ContainerCheckError is why containers not managed by hutch could
+	// not be looked for, if they could not.
+	ContainerCheckError error
 }
 
 // Blocked is the error of a run that stopped on blockers: its message is
@@ -107,8 +116,9 @@ func Run(ctx context.Context, o Options) (Report, error) {
 		if err != nil {
 			return Report{}, err
 		}
-		p, err := plan(o, f)
-		return Report{Plan: p}, err
+		var rep Report
+		rep.Plan, err = plan(ctx, o, f, &rep)
+		return rep, err
 	}
 	var rep Report
 	err = o.Registry.Hold(func(j *office.Journal) error {
@@ -137,7 +147,10 @@ func workspaceRoot(ws string) (string, error) {
 	return real, nil
 }
 
-func plan(o Options, f *office.File) (migrate.Plan, error) {
+// plan reads what planning needs and plans. When the workspace has or had
+// raw-id conversations it plans again with the containers hutch does not
+// manage, whose failure to list lands in rep.
+func plan(ctx context.Context, o Options, f *office.File, rep *Report) (migrate.Plan, error) {
 	entries, err := readEntries(o.Workspace, true)
 	if err != nil {
 		return migrate.Plan{}, err
@@ -150,7 +163,7 @@ func plan(o Options, f *office.File) (migrate.Plan, error) {
 	if err != nil {
 		return migrate.Plan{}, err
 	}
-	return migrate.Build(migrate.Input{
+	in := migrate.Input{
 		WorkspaceRoot: o.Workspace,
 		Entries:       entries,
 		Enabled:       o.Enabled,
@@ -160,7 +173,32 @@ func plan(o Options, f *office.File) (migrate.Plan, error) {
 		StateEntries:  stateEntries,
 		VaultEntries:  vaultEntries,
 		Offices:       f.Offices,
-	})
+	}
+	p, err := migrate.Build(in)
+	if err != nil || o.Containers == nil || !hasRawIDs(p, f, o.Workspace) {
+		return p, err
+	}
+	cs, cerr := o.Containers(ctx)
+	if cerr != nil {
+		rep.ContainerCheckError = cerr
+		return p, nil
+	}
+	in.Containers = cs
+	return migrate.Build(in)
+}
+
+// hasRawIDs reports whether the workspace has or had raw-id
+// conversations: anything planned or blocked, or any record of it.
+func hasRawIDs(p migrate.Plan, f *office.File, ws string) bool {
+	if len(p.Steps()) > 0 || len(p.Blockers()) > 0 {
+		return true
+	}
+	for _, m := range f.Migrations {
+		if m.WorkspaceRoot == ws {
+			return true
+		}
+	}
+	return false
 }
 
 // claims are the owners operators named with `hutch office claim`: the
@@ -212,11 +250,12 @@ func run(ctx context.Context, o Options, j *office.Journal) (Report, error) {
 	enabled = slices.Compact(enabled)
 	// Written with the first journal write below (every run makes one).
 	f.EnabledPlatforms = enabled
-	p, err := plan(o, f)
+	var rep Report
+	p, err := plan(ctx, o, f, &rep)
 	if err != nil {
 		return Report{}, err
 	}
-	rep := Report{Plan: p}
+	rep.Plan = p
 	jr := newJournal(f, o.Workspace, now)
 	if o.Batch <= 0 {
 		o.Batch = max(MinBatch, (len(p.Moves)+maxBatches-1)/maxBatches)

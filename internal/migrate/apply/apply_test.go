@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/hutchsandbox/hutch/internal/errdefs"
 	"github.com/hutchsandbox/hutch/internal/migrate"
@@ -404,5 +405,150 @@ func TestBlockedSummaryIsThePlans(t *testing.T) {
 	b := &apply.Blocked{Plan: p}
 	if b.Error() != p.Summary() {
 		t.Errorf("Blocked.Error() = %q", b.Error())
+	}
+}
+
+// TestRun_SanitizedVaults: vaults the oldest releases named by the
+// sanitized raw id move to the office vault with their conversation; one
+// whose name several conversations share stops the migration with the
+// vault where it was, and nothing moved.
+func TestRun_SanitizedVaults(t *testing.T) {
+	t.Run("moved", func(t *testing.T) {
+		f := newFixture(t, legacytest.Conversation{RawID: "C0123ABC", SanitizedVault: true}, legacytest.Conversation{RawID: "-100200", SanitizedVault: true})
+		old := filepath.Join(f.state, "vaults", legacytest.SanitizedName("C0123ABC"))
+		if _, err := os.Stat(old); err != nil {
+			t.Fatalf("fixture: %v", err)
+		}
+		rep, err := f.run(t, office.PlatformSlack, office.PlatformTelegram)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rep.Moved != 2 || rep.HostMoved != 2 {
+			t.Errorf("moved %d, host moved %d; want 2 and 2", rep.Moved, rep.HostMoved)
+		}
+		for id, p := range map[string]office.Platform{"C0123ABC": office.PlatformSlack, "-100200": office.PlatformTelegram} {
+			k := office.Address{Platform: p, ConversationID: id}.Key()
+			got, err := os.ReadFile(filepath.Join(f.state, "vaults", string(k), "env"))
+			if err != nil || string(got) != "TOKEN=old-"+id+"\n" {
+				t.Errorf("office vault of %s: %q, %v", id, got, err)
+			}
+			if _, err := os.Lstat(filepath.Join(f.state, "vaults", legacytest.SanitizedName(id))); err == nil {
+				t.Errorf("the sanitized vault of %s was left behind", id)
+			}
+		}
+	})
+	t.Run("shared_name_blocks", func(t *testing.T) {
+		f := newFixture(t, legacytest.Conversation{RawID: "Team.Chat", SanitizedVault: true}, legacytest.Conversation{RawID: "team-chat"})
+		before := f.snapshot(t)
+		_, err := f.run(t, office.PlatformWeb)
+		var blocked *apply.Blocked
+		if !errors.As(err, &blocked) {
+			t.Fatalf("err = %v, want a blocked run", err)
+		}
+		if want := "Legacy vault of several conversations: " + filepath.Join(f.state, "vaults", "team-chat") + " (Team.Chat, team-chat)"; !slices.Contains(blocked.Plan.Blockers(), want) {
+			t.Errorf("blockers %q lack %q", blocked.Plan.Blockers(), want)
+		}
+		if f.snapshot(t) != before {
+			t.Error("a blocked run changed the workspace or the state dir")
+		}
+	})
+	t.Run("orphan_blocks", func(t *testing.T) {
+		f := newFixture(t, legacytest.Conversation{RawID: "C1"})
+		if err := legacytest.Populate(t.TempDir(), f.state, []legacytest.Conversation{{RawID: "C9", SanitizedVault: true}}); err != nil {
+			t.Fatal(err)
+		}
+		_, err := f.run(t, office.PlatformSlack)
+		if err == nil || !strings.Contains(err.Error(), "  "+filepath.Join(f.state, "vaults", "c9")+"  (no known conversation)\n") {
+			t.Errorf("err = %v, want the orphaned vault named", err)
+		}
+	})
+}
+
+// TestForgetFailed: a failed record of a conversation that is gone
+// ("Neither legacy source nor office target exists") stops every
+// migration, and a claim cannot retry it; ForgetFailed clears it under
+// the registry's lock, says what it cleared, and removes nothing else.
+func TestForgetFailed(t *testing.T) {
+	f := newFixture(t)
+	slack := office.PlatformSlack
+	at := f.reg.Now()
+	rec := func(id string, st office.MigrationStatus) office.MigrationRecord {
+		return office.MigrationRecord{RawConversationID: id, SourceDir: filepath.Join(f.ws, id), WorkspaceRoot: f.ws,
+			OwnerPlatform: slack, TargetDir: officeDir(f.ws, slack, id), Status: st, UpdatedAt: at}
+	}
+	// C1's move was interrupted and both its directories are gone since;
+	// C3 moved; C4 is claimed, waiting for the next run.
+	if err := f.reg.Update(func(file *office.File) error {
+		file.EnabledPlatforms = []office.Platform{slack}
+		file.Migrations = append(file.Migrations, rec("C1", office.MigrationMoving), rec("C3", office.MigrationCommitted))
+		file.Offices = append(file.Offices, office.OfficeRecord{Platform: slack, ConversationID: "C3", RecordedAt: at})
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.run(t, slack); err == nil || !strings.Contains(err.Error(), "C1: Neither legacy source nor office target exists") {
+		t.Fatalf("first run: %v", err)
+	}
+	if _, err := f.run(t, slack); err == nil {
+		t.Fatal("a failed record did not stop the next run")
+	}
+	before, err := os.ReadFile(f.reg.Path())
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	for _, tc := range []struct {
+		name  string
+		ids   []string
+		class error
+		want  string
+	}{
+		{"unknown", []string{"C9"}, errdefs.ErrNotFound, `No migration of "C9" is recorded for workspace ` + f.ws},
+		{"committed", []string{"C1", "C3"}, errdefs.ErrFailedPrecondition, `The migration of "C3" is committed, not failed; only failed records are forgotten`},
+		{"invalid", []string{"a/b"}, errdefs.ErrInvalid, "Conversation id must not contain path separators or control characters"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := apply.ForgetFailed(f.reg, f.ws, tc.ids)
+			if err == nil || err.Error() != tc.want || !errors.Is(err, tc.class) {
+				t.Errorf("err = %v, want %v %q", err, tc.class, tc.want)
+			}
+		})
+	}
+	if after, _ := os.ReadFile(f.reg.Path()); string(after) != string(before) {
+		t.Error("a refused ForgetFailed changed the registry")
+	}
+
+	// It waits for the lock like every writer.
+	held, release := make(chan struct{}), make(chan struct{})
+	go func() {
+		_ = f.reg.Hold(func(*office.Journal) error { close(held); <-release; return nil })
+	}()
+	<-held
+	locked := office.NewRegistry(f.state)
+	locked.LockTimeout = 200 * time.Millisecond
+	if _, err := apply.ForgetFailed(locked, f.ws, nil); !errdefs.IsUnavailable(err) {
+		t.Errorf("with the lock held: %v, want unavailable", err)
+	}
+	close(release)
+
+	removed, err := apply.ForgetFailed(f.reg, f.ws, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(removed) != 1 || removed[0].RawConversationID != "C1" || removed[0].Error != migrate.MsgNeitherExists {
+		t.Errorf("removed %+v, want C1's failed record", removed)
+	}
+	file, err := f.reg.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(file.Migrations) != 1 || file.Migrations[0].RawConversationID != "C3" || len(file.Offices) != 1 {
+		t.Errorf("left %+v and offices %+v; want C3's committed record and office only", file.Migrations, file.Offices)
+	}
+	if _, err := f.run(t, slack); err != nil {
+		t.Errorf("the run after forgetting: %v", err)
+	}
+	if removed, err := apply.ForgetFailed(f.reg, f.ws, nil); err != nil || len(removed) != 0 {
+		t.Errorf("forgetting again: %v, %v", removed, err)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 
 	"github.com/hutchsandbox/hutch/internal/errdefs"
 	"github.com/hutchsandbox/hutch/internal/office"
@@ -71,4 +72,60 @@ func names(ps []office.Platform) string {
 		out += string(p)
 	}
 	return out
+}
+
+// ForgetFailed removes failed migration records of workspace: those of
+// ids, or every one when ids is empty. A failed record stops every
+// migration until it goes, and one whose conversation is gone for good
+// ("Neither legacy source nor office target exists") cannot be retried by
+// a claim. Only the records go: no directory is touched, and no record
+// that is not failed is ever removed. An id with no failed record is an
+// error (ErrNotFound, or ErrFailedPrecondition when its migration is in
+// another state) and nothing is removed. It takes the registry's lock like
+// every writer and returns the records it removed, sorted by raw id.
+func ForgetFailed(reg *office.Registry, workspace string, ids []string) ([]office.MigrationRecord, error) {
+	for _, id := range ids {
+		if err := office.ValidateConversationID(id); err != nil {
+			return nil, err
+		}
+	}
+	ws, err := workspaceRoot(workspace)
+	if err != nil {
+		return nil, err
+	}
+	var removed []office.MigrationRecord
+	err = reg.Update(func(f *office.File) error {
+		removed = nil
+		status := map[string]office.MigrationStatus{}
+		for _, m := range f.Migrations {
+			if m.WorkspaceRoot == ws {
+				status[m.RawConversationID] = m.Status
+			}
+		}
+		for _, id := range ids {
+			switch st, ok := status[id]; {
+			case !ok:
+				return errdefs.New(errdefs.ErrNotFound, fmt.Sprintf("No migration of %q is recorded for workspace %s", id, ws))
+			case st != office.MigrationFailed:
+				return errdefs.New(errdefs.ErrFailedPrecondition, fmt.Sprintf("The migration of %q is %s, not failed; only failed records are forgotten", id, st))
+			}
+		}
+		kept := f.Migrations[:0:0]
+		for _, m := range f.Migrations {
+			if m.WorkspaceRoot == ws && m.Status == office.MigrationFailed && (len(ids) == 0 || slices.Contains(ids, m.RawConversationID)) {
+				removed = append(removed, m)
+				continue
+			}
+			kept = append(kept, m)
+		}
+		f.Migrations = kept
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	slices.SortFunc(removed, func(a, b office.MigrationRecord) int {
+		return strings.Compare(a.RawConversationID, b.RawConversationID)
+	})
+	return removed, nil
 }

@@ -10,7 +10,9 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"regexp"
 	"sort"
+	"strings"
 
 	"github.com/hutchsandbox/hutch/internal/vault"
 )
@@ -20,11 +22,33 @@ type Conversation struct {
 	RawID string
 	// Vault and State also write a legacy vault and host state directory.
 	Vault, State bool
+	// SanitizedVault writes a vault under the name the oldest releases
+	// gave it: the sanitized raw id, with no hash (see SanitizedName).
+	SanitizedVault bool
 }
+
+// SanitizedName is the vault (and container) name the oldest releases of
+// the raw-id layout derived from a raw id: lower-cased, every run of
+// characters outside [a-z0-9] turned into one "-", "-" trimmed from both
+// ends, "unknown" when nothing is left, never cut and never hashed. It is
+// written out here from that description, apart from the migration's own
+// code, so that a fixture built with it checks the migration rather than
+// repeating it.
+func SanitizedName(rawID string) string {
+	s := nonAlnum.ReplaceAllString(strings.ToLower(rawID), "-")
+	s = strings.Trim(s, "-")
+	if s == "" {
+		return "unknown"
+	}
+	return s
+}
+
+var nonAlnum = regexp.MustCompile(`[^a-z0-9]+`)
 
 // Populate writes convs in the raw-id layout: <ws>/<rawId> with a
 // log.jsonl, a sessions/ directory and nested files of a few sizes;
-// optionally <state>/vaults/<legacy key>/env and
+// optionally <state>/vaults/<legacy key>/env,
+// <state>/vaults/<sanitized raw id>/env and
 // <state>/conversations/<rawId>/settings.json.
 func Populate(ws, state string, convs []Conversation) error {
 	for i, c := range convs {
@@ -43,6 +67,11 @@ func Populate(ws, state string, convs []Conversation) error {
 		}
 		if c.Vault {
 			if err := write(filepath.Join(state, "vaults", vault.ConversationKey(c.RawID), "env"), "TOKEN=secret-"+c.RawID+"\n", 0o600); err != nil {
+				return err
+			}
+		}
+		if c.SanitizedVault {
+			if err := write(filepath.Join(state, "vaults", SanitizedName(c.RawID), "env"), "TOKEN=old-"+c.RawID+"\n", 0o600); err != nil {
 				return err
 			}
 		}
