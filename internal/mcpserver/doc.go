@@ -13,9 +13,13 @@
 // nothing, a refusal) are both tool errors: a result with IsError and the
 // error's text, which the agent reads and can act on. hutch's error texts
 // are deliberate and carry no secrets. Protocol errors are left to the SDK
-// (unknown tool, malformed request).
+// (unknown tool, malformed request), except on stdio: StdioTransport
+// answers a line that is not a JSON-RPC message itself and keeps serving,
+// where the SDK's transport would end the session.
 //
-// The stdio server is `hutch mcp` (package cli); HTTPHandler serves
-// streamable HTTP on the daemon, one conversation per session, named by
-// the query parameters of the URL.
+// The stdio server is `hutch mcp` (package cli): New's server, or Proxy's
+// when a daemon serves the state dir, or Refusing's when hutch cannot
+// serve at all, each run on StdioTransport. HTTPHandler serves streamable
+// HTTP on the daemon, one conversation per session, named by the query
+// parameters of the URL.
 package mcpserver

@@ -65,8 +65,44 @@ func New(svc *service.Service, mode sandbox.Mode, conv office.Address, user stri
 	}
 	log = log.With("conversation", conv.String(), "office_key", string(conv.Key()), "mode", mode.String())
 	h := &handlers{svc: svc, mode: mode, conv: conv, user: user, log: log}
+	return newServer(h, instructions, log)
+}
+
+// instructions is what the server tells the client at the handshake.
+const instructions = "These tools run in the sandbox of one conversation. Its office (the conversation's own directory) is where commands start and relative paths begin."
+
+// RefusalPrefix starts the text of every call a Refusing server answers.
+const RefusalPrefix = "hutch mcp cannot run any tool here: "
+
+// Refusing returns a server for `hutch mcp` when it cannot serve at all
+// (no state dir, a mode or door policy it refuses): it completes the
+// handshake, lists the tools New serves, and answers every tools/call,
+// whatever its tool and arguments, with a tool error of RefusalPrefix
+// and the refusal's text, which its instructions carry too. An MCP
+// client that starts hutch then shows the reason to its user and model,
+// instead of a closed connection. A nil log discards.
+func Refusing(refusal error, log *slog.Logger) *mcp.Server {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	text := RefusalPrefix + refusal.Error()
+	s := newServer(nil, text, log)
+	s.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			if method == "tools/call" {
+				return &mcp.CallToolResult{Content: mcptools.Text(text), IsError: true}, nil
+			}
+			return next(ctx, method, req)
+		}
+	})
+	return s
+}
+
+// newServer registers the tools of h; a nil h serves only a Refusing
+// server, whose middleware answers every call before a handler would run.
+func newServer(h *handlers, instructions string, log *slog.Logger) *mcp.Server {
 	s := mcp.NewServer(&mcp.Implementation{Name: "hutch", Title: "hutch sandbox", Version: Version}, &mcp.ServerOptions{
-		Instructions: "These tools run in the sandbox of one conversation. Its office (the conversation's own directory) is where commands start and relative paths begin.",
+		Instructions: instructions,
 		Logger:       log,
 		SchemaCache:  schemas,
 	})
