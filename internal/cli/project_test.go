@@ -150,3 +150,22 @@ func hashDir(t *testing.T, dir string) string {
 	}
 	return b.String()
 }
+
+// TestProject_MemberWorktreeIsTheCheckout: from a member's worktree under
+// .worktrees/, every project command acts on the checkout (its settings,
+// its container), not on a project of its own.
+func TestProject_MemberWorktreeIsTheCheckout(t *testing.T) {
+	e, proj, _ := projectEnv(t)
+	wt := filepath.Join(proj, ".worktrees", "alice", "src")
+	if err := os.MkdirAll(wt, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(proj, ".worktrees", "alice", ".git"), []byte("gitdir: "+proj+"/.git/worktrees/alice\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	e.ok("project", "-C", proj, "enable")
+	out := e.ok("project", "-C", wt, "settings")
+	if !strings.HasPrefix(out, "Project "+proj+" (settings: ") || !strings.Contains(strings.Join(strings.Fields(out), " "), "sandbox-enabled true ") {
+		t.Errorf("settings from a member's worktree:\n%s", out)
+	}
+}
