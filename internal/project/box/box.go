@@ -767,13 +767,27 @@ func (b *Box) Status(ctx context.Context) (Status, error) {
 	return s, nil
 }
 
+// limitsText says what caps the sandbox: the process ceiling always, and
+// memory and CPUs when sandbox-memory and sandbox-cpus set a ceiling
+// (unlimited by default, as the settings table says), naming the setting
+// that would cap what is not.
 func limitsText(s project.Spec) string {
-	mem, cpus := "unlimited", "unlimited"
+	var capped []string
 	if s.MemoryBytes > 0 {
-		mem = fmt.Sprintf("%d MiB", s.MemoryBytes>>20)
+		capped = append(capped, fmt.Sprintf("memory %d MiB", s.MemoryBytes>>20))
 	}
 	if s.NanoCPUs > 0 {
-		cpus = fmt.Sprintf("%g", float64(s.NanoCPUs)/1e9)
+		capped = append(capped, fmt.Sprintf("CPUs %g", float64(s.NanoCPUs)/1e9))
 	}
-	return fmt.Sprintf("memory %s, CPUs %s, processes %d", mem, cpus, s.PidsLimit)
+	capped = append(capped, fmt.Sprintf("processes %d", s.PidsLimit))
+	out := strings.Join(capped, ", ")
+	switch {
+	case s.MemoryBytes <= 0 && s.NanoCPUs <= 0:
+		out += "; memory and CPUs unlimited (sandbox-memory and sandbox-cpus cap them)"
+	case s.MemoryBytes <= 0:
+		out += "; memory unlimited (sandbox-memory caps it)"
+	case s.NanoCPUs <= 0:
+		out += "; CPUs unlimited (sandbox-cpus caps them)"
+	}
+	return out
 }
