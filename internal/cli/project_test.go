@@ -111,7 +111,7 @@ func TestProject_EnableDisable(t *testing.T) {
 	e, proj, cfg := projectEnv(t)
 	before := hashDir(t, proj)
 	_, errOut, code := e.run("", "project", "-C", proj, "exec", "--", "true")
-	if code == 0 || !strings.Contains(errOut, "The sandbox is off for "+proj+". Turn it on with `hutch project enable`") {
+	if code == 0 || !strings.Contains(errOut, "The sandbox is off for "+proj+". Run `hutch project -C "+proj+" enable` to turn it on") {
 		t.Fatalf("exec on a disabled project: exit %d %s", code, errOut)
 	}
 	out := e.ok("project", "-C", proj, "enable")
@@ -167,5 +167,42 @@ func TestProject_MemberWorktreeIsTheCheckout(t *testing.T) {
 	out := e.ok("project", "-C", wt, "settings")
 	if !strings.HasPrefix(out, "Project "+proj+" (settings: ") || !strings.Contains(strings.Join(strings.Fields(out), " "), "sandbox-enabled true ") {
 		t.Errorf("settings from a member's worktree:\n%s", out)
+	}
+}
+
+// TestProject_PersistText pins the Persist line of status: it says what
+// the setting does, for either value.
+func TestProject_PersistText(t *testing.T) {
+	for persist, want := range map[bool]string{
+		true:  "yes (the container is kept when the last user leaves)",
+		false: "no (the container stops when the last user leaves)",
+	} {
+		if got := persistText(persist); got != want {
+			t.Errorf("persistText(%v) = %q, want %q", persist, got, want)
+		}
+	}
+}
+
+// TestProject_UpWhenOff: up on a fresh checkout (the sandbox is off)
+// says exactly what to run, before it needs an engine; with -C, the
+// commands name the project, quoted for a shell.
+func TestProject_UpWhenOff(t *testing.T) {
+	e, proj, cfg := projectEnv(t)
+	file := filepath.Join(cfg, "settings.json")
+	_, errOut, code := e.run("", "project", "-C", filepath.Join(proj, "pkg"), "up")
+	want := "hutch: The sandbox is off for " + proj + ". Run `hutch project -C " + proj + " enable` to turn it on (it sets sandbox-enabled for this project in " + file + "), then `hutch project -C " + proj + " up`.\n"
+	if code == 0 || errOut != want {
+		t.Errorf("up on a fresh checkout: exit %d, stderr\n%q, want\n%q", code, errOut, want)
+	}
+	odd := filepath.Join(filepath.Dir(proj), "it's here")
+	if err := os.MkdirAll(filepath.Join(odd, ".git"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	_, errOut, _ = e.run("", "project", "-C", odd, "up")
+	if quoted := `'` + strings.ReplaceAll(odd, "'", `'\''`) + `'`; !strings.Contains(errOut, "Run `hutch project -C "+quoted+" enable`") {
+		t.Errorf("up in %q: the command is not quoted for a shell: %s", odd, errOut)
+	}
+	if _, err := os.Stat(file); err == nil {
+		t.Error("up without a terminal wrote the settings file")
 	}
 }
