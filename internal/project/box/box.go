@@ -165,12 +165,15 @@ func ownedBy(labels map[string]string, projectDir string) bool {
 }
 
 // Up brings the sandbox up: an editor's running container labelled for
-// the project is adopted; otherwise hutch's own is started if stopped,
-// or created (its image built first when the recipe's tag is missing).
+// the project is adopted (unless the spec says not, sandbox-devcontainer
+// off); otherwise hutch's own is started if stopped, or created (its
+// image built first when the recipe's tag is missing).
 func (b *Box) Up(ctx context.Context) (*Target, error) {
 	b.stage("Looking for the sandbox…")
-	if t, err := b.adoptForeign(ctx); err != nil || t != nil {
-		return t, err
+	if b.spec.AdoptEditor {
+		if t, err := b.adoptForeign(ctx); err != nil || t != nil {
+			return t, err
+		}
 	}
 	st, err := b.inspect(ctx, b.spec.Name)
 	if err != nil {
@@ -698,7 +701,12 @@ func (b *Box) Rebuild(ctx context.Context) (*Target, error) {
 	return b.Up(ctx)
 }
 
+// foreignRunning names the editor's running container for the project
+// that Up would adopt, "" when there is none or none is adopted.
 func (b *Box) foreignRunning(ctx context.Context) (string, error) {
+	if !b.spec.AdoptEditor {
+		return "", nil
+	}
 	res, err := b.opts.Engine.Client.ContainerList(ctx, client.ContainerListOptions{
 		Filters: make(client.Filters).Add("label", project.LabelLocalFolder+"="+b.project),
 	})
