@@ -752,7 +752,7 @@ func (p *projectCmd) downCmd() *cobra.Command {
 }
 
 func (p *projectCmd) settingsCmd() *cobra.Command {
-	return &cobra.Command{
+	cmd := &cobra.Command{
 		Use:   "settings",
 		Short: "Show the project's effective sandbox settings and where each came from",
 		Long: `Show every sandbox-* setting of the project: its effective value and where
@@ -784,6 +784,80 @@ as notes; they never stop the sandbox.`,
 			return printNotesList(p.g.stdout, l.notes)
 		},
 	}
+	cmd.AddCommand(p.settingsSetCmd(true), p.settingsSetCmd(false))
+	return cmd
+}
+
+// settingsSetCmd is `hutch project settings set KEY VALUE` (set) or
+// `unset KEY`: one key of the user's settings file, for this project or,
+// with --global, for every project. Values are never printed: sandbox-env
+// often holds tokens.
+func (p *projectCmd) settingsSetCmd(set bool) *cobra.Command {
+	var global bool
+	use, short, args := "set KEY VALUE", "Set one sandbox-* setting for this project (--global: for every project)", cobra.ExactArgs(2)
+	if !set {
+		use, short, args = "unset KEY", "Remove one sandbox-* setting for this project (--global: for every project)", cobra.ExactArgs(1)
+	}
+	cmd := &cobra.Command{
+		Use:   use,
+		Short: short,
+		Long: short + `.
+
+The setting is written to <config-dir>/hutch/settings.json: into the
+project's override under "projects", or at the top level with --global;
+nothing is written inside the project, and the rest of the file is kept.
+VALUE is read as the file reads it: JSON when it is JSON ([], true, 4,
+["jq","make"]), else a string (8g, debian:12). A value the file could not
+use is refused and nothing is written. hutch project settings lists the
+keys and the effective values.`,
+		Example: "  hutch project settings set sandbox-agents '[]'\n" +
+			"  hutch project settings set sandbox-packages '[\"jq\",\"make\"]'\n" +
+			"  hutch project settings set --global sandbox-memory 8g\n" +
+			"  hutch project settings unset sandbox-memory",
+		Args: args,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			path, err := p.settingsPath()
+			if err != nil {
+				return err
+			}
+			dir, scope := "", "every project"
+			if !global {
+				l, err := p.settings()
+				if err != nil {
+					return err
+				}
+				dir, scope = l.dir, l.dir
+			}
+			var value *string
+			if set {
+				value = &args[1]
+			}
+			data, err := os.ReadFile(path)
+			if err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return err
+			}
+			out, err := project.SetSetting(data, dir, args[0], value)
+			if err != nil {
+				if errdefs.IsInvalid(err) {
+					return err
+				}
+				return fmt.Errorf("%s: %w", path, err)
+			}
+			if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+				return err
+			}
+			if err := atomicfile.WriteFile(path, out, 0o600); err != nil {
+				return err
+			}
+			verb := "Set"
+			if !set {
+				verb = "Unset"
+			}
+			return printf(p.g.stdout, "%s %s for %s in %s.\n", verb, args[0], scope, path)
+		},
+	}
+	cmd.Flags().BoolVar(&global, "global", false, "the top level of the settings file: every project without an override")
+	return cmd
 }
 
 func (p *projectCmd) trustCmd() *cobra.Command {

@@ -206,3 +206,54 @@ func TestProject_UpWhenOff(t *testing.T) {
 		t.Error("up without a terminal wrote the settings file")
 	}
 }
+
+// TestProject_SettingsSetUnset: settings set and unset write the user's
+// settings file (the project's override, or the top level with
+// --global), validated as the file is, without echoing values, and
+// never inside the project.
+func TestProject_SettingsSetUnset(t *testing.T) {
+	e, proj, cfg := projectEnv(t)
+	file := filepath.Join(cfg, "settings.json")
+	before := hashDir(t, proj)
+	if out := e.ok("project", "-C", proj, "settings", "set", "sandbox-agents", "[]"); out != "Set sandbox-agents for "+proj+" in "+file+".\n" {
+		t.Errorf("set printed %q", out)
+	}
+	if out := e.ok("project", "settings", "set", "--global", "sandbox-memory", "8g"); out != "Set sandbox-memory for every project in "+file+".\n" {
+		t.Errorf("set --global printed %q", out)
+	}
+	if out := e.ok("project", "-C", proj, "settings", "set", "sandbox-env", "TOKEN=s3cret"); strings.Contains(out, "s3cret") {
+		t.Errorf("set echoed a value: %q", out)
+	}
+	rows := strings.Join(strings.Fields(e.ok("project", "-C", proj, "settings")), " ")
+	for _, want := range []string{
+		"sandbox-agents (none) " + file + " (project override)",
+		"sandbox-memory 8GiB " + file + " sandbox-cpus",
+		"sandbox-env TOKEN=… " + file + " (project override)",
+	} {
+		if !strings.Contains(rows, want) {
+			t.Errorf("settings lack %q:\n%s", want, rows)
+		}
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"set", "sandbox-memory", "lots"}, `hutch: sandbox-memory must be a size such as 512m or 8g, not "lots".` + "\n"},
+		{[]string{"set", "sandbox-memroy", "8g"}, "hutch: sandbox-memroy is not a sandbox setting; the settings are "},
+		{[]string{"set", "sandbox-memory"}, "hutch: accepts 2 arg(s), received 1\n"},
+	} {
+		_, errOut, code := e.run("", append([]string{"project", "-C", proj, "settings"}, tc.args...)...)
+		if code == 0 || !strings.HasPrefix(errOut, tc.want) {
+			t.Errorf("settings %q: exit %d, stderr %q, want %q", tc.args, code, errOut, tc.want)
+		}
+	}
+	if out := e.ok("project", "-C", proj, "settings", "unset", "sandbox-agents"); out != "Unset sandbox-agents for "+proj+" in "+file+".\n" {
+		t.Errorf("unset printed %q", out)
+	}
+	if rows := strings.Join(strings.Fields(e.ok("project", "-C", proj, "settings")), " "); !strings.Contains(rows, "sandbox-agents claude default") {
+		t.Errorf("after unset:\n%s", rows)
+	}
+	if hashDir(t, proj) != before {
+		t.Error("settings set wrote inside the project")
+	}
+}
