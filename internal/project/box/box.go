@@ -490,11 +490,37 @@ func (b *Box) ensureImage(ctx context.Context, r project.Recipe) (string, error)
 			return tag, nil
 		}
 	}
-	if err := engine.BuildDockerfile(ctx, b.opts.Engine.Client, []byte(r.Dockerfile()), tag, nil, b.opts.Progress); err != nil {
-		return "", fmt.Errorf("could not build the sandbox image: %w", err)
+	var out tail
+	if err := engine.BuildDockerfile(ctx, b.opts.Engine.Client, []byte(r.Dockerfile()), tag, nil, io.MultiWriter(b.opts.Progress, &out)); err != nil {
+		return "", explainBuild(err, out.String())
 	}
 	return tag, nil
 }
+
+// explainBuild is the error of a failed image build, with what to do
+// about it when its output shows a cause the user can act on.
+func explainBuild(err error, output string) error {
+	if advice := project.BuildAdvice(output); advice != "" {
+		return fmt.Errorf("could not build the sandbox image: %w. %s", err, advice)
+	}
+	return fmt.Errorf("could not build the sandbox image: %w", err)
+}
+
+// tail keeps the last tailSize bytes written to it: enough of a build's
+// output to explain its failure, without holding all of it.
+type tail struct{ buf []byte }
+
+const tailSize = 64 << 10
+
+func (t *tail) Write(p []byte) (int, error) {
+	t.buf = append(t.buf, p...)
+	if over := len(t.buf) - tailSize; over > 0 {
+		t.buf = append(t.buf[:0], t.buf[over:]...)
+	}
+	return len(p), nil
+}
+
+func (t *tail) String() string { return string(t.buf) }
 
 // builtOnLocalBase finds the image of a recipe on Debian bookworm that
 // an earlier run built on imagebuild.LocalBase, the stand-in for a base
