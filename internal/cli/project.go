@@ -474,9 +474,9 @@ func (p *projectCmd) execCmd() *cobra.Command {
 inside the project, through a login shell so the image's PATH applies.
 A single argument is a shell string run with sh -c, as in hutch exec;
 several are run as they are, without a shell, each reaching the command
-exactly as given. With a terminal on stdin the
-command gets a TTY; otherwise its output streams are kept apart. The exit
-code is the command's. The command counts as one user of the container.
+exactly as given. With a terminal on stdin the command gets a TTY;
+otherwise its output streams are kept apart. The exit code is the
+command's. The command counts as one user of the container.
 
 With --agent, CMD is an agent CLI launched as it would be on the host, only
 running in the sandbox. Inside a bridged container 127.0.0.1 is the
