@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -34,9 +35,12 @@ func newProjectCmd(g *globals) *cobra.Command {
 		Short: "One shared sandbox container per checkout, for you and your agents",
 		Long: `A team of coding agents and you share one container per project: the
 checkout is mounted at its own path (so git worktrees work from both sides),
-only the credentials you mount are there, and processes, memory and CPUs are
-capped. The project is the nearest directory at or above the current one
-holding .git; /, top-level directories and your home directory are refused.
+only the credentials you mount are there, and processes are capped (memory
+and CPUs too, once sandbox-memory and sandbox-cpus set a ceiling). The
+project is the nearest directory at or above the current one holding .git,
+and a team member's worktree under <checkout>/.worktrees/ belongs to its
+checkout; /, top-level directories and your home directory are refused.
+The sandbox is off for a project until hutch project enable turns it on.
 
 The container is named hutch-sbx-<slug>-<hash> and labelled so that editors
 find it too; an editor's running container for the project is entered
@@ -285,7 +289,7 @@ func (p *projectCmd) open(ctx context.Context, enabled bool) (*loaded, error) {
 	}
 	if enabled && !l.settings.Enabled {
 		_ = l.eng.Close()
-		return nil, p.errDisabled(l)
+		return nil, p.errDisabled(l, "")
 	}
 	return l, nil
 }
@@ -383,15 +387,64 @@ func (p *projectCmd) upCmd() *cobra.Command {
 	return &cobra.Command{
 		Use:   "up",
 		Short: "Bring the project's sandbox up (build, create or start as needed)",
-		Args:  cobra.NoArgs,
-		RunE: p.onProject(true, func(ctx context.Context, l *loaded) error {
-			t, err := p.up(ctx, l, false)
+		Long: `Bring the project's sandbox up: build its image if needed, then create or
+start its container. The sandbox is off for a project until you turn it on
+with hutch project enable; on a terminal, up offers to do that first.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			// A fresh checkout's sandbox is off: say so (or offer to turn
+			// it on) before anything else, the engine included.
+			l, err := p.settings()
 			if err != nil {
 				return err
 			}
-			return printf(p.g.stdout, "Sandbox %s is up for %s.\n", t.Name, l.dir)
-		}),
+			if !l.settings.Enabled {
+				on, err := p.offerEnable(l)
+				if err != nil {
+					return err
+				}
+				if !on {
+					return p.errDisabled(l, "project up")
+				}
+			}
+			return p.onProject(true, func(ctx context.Context, l *loaded) error {
+				t, err := p.up(ctx, l, false)
+				if err != nil {
+					return err
+				}
+				return printf(p.g.stdout, "Sandbox %s is up for %s.\n", t.Name, l.dir)
+			})(cmd, args)
+		},
 	}
+}
+
+// offerEnable asks, when stdin is a terminal, whether to turn the
+// sandbox on for l's project, and does when the answer is yes. It
+// reports whether the sandbox is on now.
+func (p *projectCmd) offerEnable(l *loaded) (bool, error) {
+	in, ok := p.g.stdin.(*os.File)
+	if !ok || !term.IsTerminal(int(in.Fd())) {
+		return false, nil
+	}
+	path, err := p.settingsPath()
+	if err != nil {
+		return false, err
+	}
+	note(p.g.stderr, "The sandbox is off for %s. Turn it on (sandbox-enabled for this project in %s)? [y/N] ", l.dir, path)
+	answer, err := bufio.NewReader(in).ReadString('\n')
+	if err != nil && !errors.Is(err, io.EOF) {
+		return false, err
+	}
+	switch strings.ToLower(strings.TrimSpace(answer)) {
+	case "y", "yes":
+	default:
+		return false, nil
+	}
+	if err := p.setEnabled(l, true); err != nil {
+		return false, err
+	}
+	note(p.g.stderr, "The sandbox is on for %s (sandbox-enabled in %s).\n", l.dir, path)
+	return true, nil
 }
 
 func (p *projectCmd) shellCmd() *cobra.Command {
@@ -419,9 +472,11 @@ func (p *projectCmd) execCmd() *cobra.Command {
 		Short: "Run a command (an agent CLI, a build, ...) in the project's sandbox",
 		Long: `Run a command in the project's sandbox, in the current directory when it is
 inside the project, through a login shell so the image's PATH applies.
-Arguments reach the command exactly as given. With a terminal on stdin the
-command gets a TTY; otherwise its output streams are kept apart. The exit
-code is the command's. The command counts as one user of the container.
+A single argument is a shell string run with sh -c, as in hutch exec;
+several are run as they are, without a shell, each reaching the command
+exactly as given. With a terminal on stdin the command gets a TTY;
+otherwise its output streams are kept apart. The exit code is the
+command's. The command counts as one user of the container.
 
 With --agent, CMD is an agent CLI launched as it would be on the host, only
 running in the sandbox. Inside a bridged container 127.0.0.1 is the
@@ -436,6 +491,7 @@ argument that named the host file. A host service that listens only on
 127.0.0.1 cannot be reached from the bridge: hutch warns and says how to
 bind it.`,
 		Example: "  hutch project exec -- make test\n" +
+			"  hutch project exec -- 'pwd; id'\n" +
 			"  hutch project exec --agent alice --mcp-config ./relay.mcp.json -- claude --mcp-config ./relay.mcp.json\n" +
 			"  hutch project exec --agent bob --env RELAY_URL=http://127.0.0.1:7777 -- codex",
 		Args: cobra.MinimumNArgs(1),
@@ -455,11 +511,50 @@ func (p *projectCmd) run(ctx context.Context, argv []string, dir string, shell b
 	return p.runAgent(ctx, argv, dir, shell, agentLaunch{})
 }
 
-// errDisabled is what commands that run things in a disabled project say.
-func (p *projectCmd) errDisabled(l *loaded) error {
-	cfg, _ := p.configDir()
+// shellString applies the rule hutch exec has: a single argument is a
+// shell string, run with sh -c; several are the command's argv, passed
+// as they are. (nil, a login shell, stays nil.)
+func shellString(argv []string) []string {
+	if len(argv) == 1 {
+		return []string{"sh", "-c", argv[0]}
+	}
+	return argv
+}
+
+// errDisabled is what commands that run things in a disabled project say:
+// the exact commands to run, with -C when the project was named by it.
+// again is the refused command after "hutch", or "" for "this command".
+func (p *projectCmd) errDisabled(l *loaded, again string) error {
+	path, _ := p.settingsPath()
+	prefix := "hutch project"
+	if *p.dir != "" {
+		prefix += " -C " + shellWord(l.dir)
+	}
+	then := "run this command again"
+	if sub, ok := strings.CutPrefix(again, "project "); ok {
+		then = "`" + prefix + " " + sub + "`"
+	}
 	return errdefs.New(errdefs.ErrFailedPrecondition, fmt.Sprintf(
-		"The sandbox is off for %s. Turn it on with `hutch project enable` (it sets sandbox-enabled for this project in %s).", l.dir, filepath.Join(cfg, "settings.json")))
+		"The sandbox is off for %s. Run `%s enable` to turn it on (it sets sandbox-enabled for this project in %s), then %s.", l.dir, prefix, path, then))
+}
+
+// shellWord quotes s for a POSIX shell when it holds anything but
+// letters, digits and / . _ - : so a command a message shows can be
+// pasted as it is.
+func shellWord(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789/._-") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// settingsPath is the user's settings file.
+func (p *projectCmd) settingsPath() (string, error) {
+	cfg, err := p.configDir()
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(cfg, "settings.json"), nil
 }
 
 // runAgent is run with an agent launch (see exec --agent).
@@ -476,7 +571,7 @@ func (p *projectCmd) runAgent(ctx context.Context, argv []string, dir string, sh
 		return err
 	}
 	if !l.settings.Enabled {
-		return p.errDisabled(l)
+		return p.errDisabled(l, "")
 	}
 	svc, err := p.g.service()
 	if err != nil {
@@ -525,6 +620,7 @@ func (p *projectCmd) runAgent(ctx context.Context, argv []string, dir string, sh
 		withEnv.Env = append(slices.Clone(t.Env), extra...)
 		t = &withEnv
 	}
+	argv = shellString(argv)
 	code := 0
 	if tty {
 		if code, err = l.box.ExecTTY(ctx, t, argv, dir, in, p.g.stdout); err != nil {
@@ -574,13 +670,22 @@ func (p *projectCmd) statusCmd() *cobra.Command {
 				enabled = "no (hutch project enable turns it on)"
 			}
 			out.printf("Enabled\t%s\n", enabled)
-			out.printf("Persist\t%v (keep the container when the last user leaves)\n", l.settings.Persist)
+			out.printf("Persist\t%s\n", persistText(l.settings.Persist))
 			if err := out.flush(tw); err != nil {
 				return err
 			}
 			return printNotesList(p.g.stdout, s.Notes)
 		}),
 	}
+}
+
+// persistText is the Persist line of status: what sandbox-persist does
+// with its current value.
+func persistText(persist bool) string {
+	if persist {
+		return "yes (the container is kept when the last user leaves)"
+	}
+	return "no (the container stops when the last user leaves)"
 }
 
 func (p *projectCmd) stopCmd() *cobra.Command {
@@ -647,7 +752,7 @@ func (p *projectCmd) downCmd() *cobra.Command {
 }
 
 func (p *projectCmd) settingsCmd() *cobra.Command {
-	return &cobra.Command{
+	cmd := &cobra.Command{
 		Use:   "settings",
 		Short: "Show the project's effective sandbox settings and where each came from",
 		Long: `Show every sandbox-* setting of the project: its effective value and where
@@ -679,6 +784,80 @@ as notes; they never stop the sandbox.`,
 			return printNotesList(p.g.stdout, l.notes)
 		},
 	}
+	cmd.AddCommand(p.settingsSetCmd(true), p.settingsSetCmd(false))
+	return cmd
+}
+
+// settingsSetCmd is `hutch project settings set KEY VALUE` (set) or
+// `unset KEY`: one key of the user's settings file, for this project or,
+// with --global, for every project. Values are never printed: sandbox-env
+// often holds tokens.
+func (p *projectCmd) settingsSetCmd(set bool) *cobra.Command {
+	var global bool
+	use, short, args := "set KEY VALUE", "Set one sandbox-* setting for this project (--global: for every project)", cobra.ExactArgs(2)
+	if !set {
+		use, short, args = "unset KEY", "Remove one sandbox-* setting for this project (--global: for every project)", cobra.ExactArgs(1)
+	}
+	cmd := &cobra.Command{
+		Use:   use,
+		Short: short,
+		Long: short + `.
+
+The setting is written to <config-dir>/hutch/settings.json: into the
+project's override under "projects", or at the top level with --global;
+nothing is written inside the project, and the rest of the file is kept.
+VALUE is read as the file reads it: JSON when it is JSON ([], true, 4,
+["jq","make"]), else a string (8g, debian:12). A value the file could not
+use is refused and nothing is written. hutch project settings lists the
+keys and the effective values.`,
+		Example: "  hutch project settings set sandbox-agents '[]'\n" +
+			"  hutch project settings set sandbox-packages '[\"jq\",\"make\"]'\n" +
+			"  hutch project settings set --global sandbox-memory 8g\n" +
+			"  hutch project settings unset sandbox-memory",
+		Args: args,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			path, err := p.settingsPath()
+			if err != nil {
+				return err
+			}
+			dir, scope := "", "every project"
+			if !global {
+				l, err := p.settings()
+				if err != nil {
+					return err
+				}
+				dir, scope = l.dir, l.dir
+			}
+			var value *string
+			if set {
+				value = &args[1]
+			}
+			data, err := os.ReadFile(path)
+			if err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return err
+			}
+			out, err := project.SetSetting(data, dir, args[0], value)
+			if err != nil {
+				if errdefs.IsInvalid(err) {
+					return err
+				}
+				return fmt.Errorf("%s: %w", path, err)
+			}
+			if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+				return err
+			}
+			if err := atomicfile.WriteFile(path, out, 0o600); err != nil {
+				return err
+			}
+			verb := "Set"
+			if !set {
+				verb = "Unset"
+			}
+			return printf(p.g.stdout, "%s %s for %s in %s.\n", verb, args[0], scope, path)
+		},
+	}
+	cmd.Flags().BoolVar(&global, "global", false, "the top level of the settings file: every project without an override")
+	return cmd
 }
 
 func (p *projectCmd) trustCmd() *cobra.Command {
@@ -744,8 +923,10 @@ func (p *projectCmd) worktreeCmd() *cobra.Command {
 		Short: "Give a team member a git worktree under the project and run there",
 		Long: `Make sure <member> has a git worktree at .worktrees/<member> (on branch
 <member>, made from HEAD the first time), created inside the sandbox, then
-run CMD there, or a login shell without one. The project is mounted at its
-own path, so the worktree works with git from the host as well.`,
+run CMD there (one argument is a shell string, as for exec), or a login
+shell without one. The project is mounted at its own path, so the worktree
+works with git from the host as well, and hutch project commands run from
+it act on the project's sandbox.`,
 		Example: "  hutch project worktree reviewer -- git status\n  hutch project worktree alice",
 		Args:    cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -756,7 +937,7 @@ own path, so the worktree works with git from the host as well.`,
 			}
 			if !l.settings.Enabled {
 				_ = l.eng.Close()
-				return p.errDisabled(l)
+				return p.errDisabled(l, "")
 			}
 			t, err := p.up(ctx, l, true)
 			if err != nil {
@@ -803,23 +984,11 @@ to turn it on.`,
 			if err != nil {
 				return err
 			}
-			cfg, err := p.configDir()
+			if err := p.setEnabled(l, on); err != nil {
+				return err
+			}
+			path, err := p.settingsPath()
 			if err != nil {
-				return err
-			}
-			path := filepath.Join(cfg, "settings.json")
-			data, err := os.ReadFile(path)
-			if err != nil && !errors.Is(err, fs.ErrNotExist) {
-				return err
-			}
-			out, err := project.SetOverride(data, l.dir, project.KeyEnabled, on)
-			if err != nil {
-				return fmt.Errorf("%s: %w", path, err)
-			}
-			if err := os.MkdirAll(cfg, 0o700); err != nil {
-				return err
-			}
-			if err := atomicfile.WriteFile(path, out, 0o600); err != nil {
 				return err
 			}
 			state := "on"
@@ -829,6 +998,27 @@ to turn it on.`,
 			return printf(p.g.stdout, "The sandbox is %s for %s (sandbox-enabled in %s).\n", state, l.dir, path)
 		},
 	}
+}
+
+// setEnabled sets sandbox-enabled for l's project in the user's settings
+// file, never inside the project.
+func (p *projectCmd) setEnabled(l *loaded, on bool) error {
+	path, err := p.settingsPath()
+	if err != nil {
+		return err
+	}
+	data, err := os.ReadFile(path)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	out, err := project.SetOverride(data, l.dir, project.KeyEnabled, on)
+	if err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return err
+	}
+	return atomicfile.WriteFile(path, out, 0o600)
 }
 
 // printNotesList writes notes under a "Notes:" heading, none when empty.

@@ -102,7 +102,7 @@ func (p *projectCmd) serveMCP(ctx context.Context, port int, printConfig bool) e
 	}
 	defer func() { _ = l.eng.Close() }()
 	if !l.settings.Enabled {
-		return p.errDisabled(l)
+		return p.errDisabled(l, "")
 	}
 	svc, err := p.g.service()
 	if err != nil {

@@ -111,7 +111,7 @@ func TestProject_EnableDisable(t *testing.T) {
 	e, proj, cfg := projectEnv(t)
 	before := hashDir(t, proj)
 	_, errOut, code := e.run("", "project", "-C", proj, "exec", "--", "true")
-	if code == 0 || !strings.Contains(errOut, "The sandbox is off for "+proj+". Turn it on with `hutch project enable`") {
+	if code == 0 || !strings.Contains(errOut, "The sandbox is off for "+proj+". Run `hutch project -C "+proj+" enable` to turn it on") {
 		t.Fatalf("exec on a disabled project: exit %d %s", code, errOut)
 	}
 	out := e.ok("project", "-C", proj, "enable")
@@ -149,4 +149,111 @@ func hashDir(t *testing.T, dir string) string {
 		t.Fatal(err)
 	}
 	return b.String()
+}
+
+// TestProject_MemberWorktreeIsTheCheckout: from a member's worktree under
+// .worktrees/, every project command acts on the checkout (its settings,
+// its container), not on a project of its own.
+func TestProject_MemberWorktreeIsTheCheckout(t *testing.T) {
+	e, proj, _ := projectEnv(t)
+	wt := filepath.Join(proj, ".worktrees", "alice", "src")
+	if err := os.MkdirAll(wt, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(proj, ".worktrees", "alice", ".git"), []byte("gitdir: "+proj+"/.git/worktrees/alice\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	e.ok("project", "-C", proj, "enable")
+	out := e.ok("project", "-C", wt, "settings")
+	if !strings.HasPrefix(out, "Project "+proj+" (settings: ") || !strings.Contains(strings.Join(strings.Fields(out), " "), "sandbox-enabled true ") {
+		t.Errorf("settings from a member's worktree:\n%s", out)
+	}
+}
+
+// TestProject_PersistText pins the Persist line of status: it says what
+// the setting does, for either value.
+func TestProject_PersistText(t *testing.T) {
+	for persist, want := range map[bool]string{
+		true:  "yes (the container is kept when the last user leaves)",
+		false: "no (the container stops when the last user leaves)",
+	} {
+		if got := persistText(persist); got != want {
+			t.Errorf("persistText(%v) = %q, want %q", persist, got, want)
+		}
+	}
+}
+
+// TestProject_UpWhenOff: up on a fresh checkout (the sandbox is off)
+// says exactly what to run, before it needs an engine; with -C, the
+// commands name the project, quoted for a shell.
+func TestProject_UpWhenOff(t *testing.T) {
+	e, proj, cfg := projectEnv(t)
+	file := filepath.Join(cfg, "settings.json")
+	_, errOut, code := e.run("", "project", "-C", filepath.Join(proj, "pkg"), "up")
+	want := "hutch: The sandbox is off for " + proj + ". Run `hutch project -C " + proj + " enable` to turn it on (it sets sandbox-enabled for this project in " + file + "), then `hutch project -C " + proj + " up`.\n"
+	if code == 0 || errOut != want {
+		t.Errorf("up on a fresh checkout: exit %d, stderr\n%q, want\n%q", code, errOut, want)
+	}
+	odd := filepath.Join(filepath.Dir(proj), "it's here")
+	if err := os.MkdirAll(filepath.Join(odd, ".git"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	_, errOut, _ = e.run("", "project", "-C", odd, "up")
+	if quoted := `'` + strings.ReplaceAll(odd, "'", `'\''`) + `'`; !strings.Contains(errOut, "Run `hutch project -C "+quoted+" enable`") {
+		t.Errorf("up in %q: the command is not quoted for a shell: %s", odd, errOut)
+	}
+	if _, err := os.Stat(file); err == nil {
+		t.Error("up without a terminal wrote the settings file")
+	}
+}
+
+// TestProject_SettingsSetUnset: settings set and unset write the user's
+// settings file (the project's override, or the top level with
+// --global), validated as the file is, without echoing values, and
+// never inside the project.
+func TestProject_SettingsSetUnset(t *testing.T) {
+	e, proj, cfg := projectEnv(t)
+	file := filepath.Join(cfg, "settings.json")
+	before := hashDir(t, proj)
+	if out := e.ok("project", "-C", proj, "settings", "set", "sandbox-agents", "[]"); out != "Set sandbox-agents for "+proj+" in "+file+".\n" {
+		t.Errorf("set printed %q", out)
+	}
+	if out := e.ok("project", "settings", "set", "--global", "sandbox-memory", "8g"); out != "Set sandbox-memory for every project in "+file+".\n" {
+		t.Errorf("set --global printed %q", out)
+	}
+	if out := e.ok("project", "-C", proj, "settings", "set", "sandbox-env", "TOKEN=s3cret"); strings.Contains(out, "s3cret") {
+		t.Errorf("set echoed a value: %q", out)
+	}
+	rows := strings.Join(strings.Fields(e.ok("project", "-C", proj, "settings")), " ")
+	for _, want := range []string{
+		"sandbox-agents (none) " + file + " (project override)",
+		"sandbox-memory 8GiB " + file + " sandbox-cpus",
+		"sandbox-env TOKEN=… " + file + " (project override)",
+	} {
+		if !strings.Contains(rows, want) {
+			t.Errorf("settings lack %q:\n%s", want, rows)
+		}
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"set", "sandbox-memory", "lots"}, `hutch: sandbox-memory must be a size such as 512m or 8g, not "lots".` + "\n"},
+		{[]string{"set", "sandbox-memroy", "8g"}, "hutch: sandbox-memroy is not a sandbox setting; the settings are "},
+		{[]string{"set", "sandbox-memory"}, "hutch: accepts 2 arg(s), received 1\n"},
+	} {
+		_, errOut, code := e.run("", append([]string{"project", "-C", proj, "settings"}, tc.args...)...)
+		if code == 0 || !strings.HasPrefix(errOut, tc.want) {
+			t.Errorf("settings %q: exit %d, stderr %q, want %q", tc.args, code, errOut, tc.want)
+		}
+	}
+	if out := e.ok("project", "-C", proj, "settings", "unset", "sandbox-agents"); out != "Unset sandbox-agents for "+proj+" in "+file+".\n" {
+		t.Errorf("unset printed %q", out)
+	}
+	if rows := strings.Join(strings.Fields(e.ok("project", "-C", proj, "settings")), " "); !strings.Contains(rows, "sandbox-agents claude default") {
+		t.Errorf("after unset:\n%s", rows)
+	}
+	if hashDir(t, proj) != before {
+		t.Error("settings set wrote inside the project")
+	}
 }

@@ -139,37 +139,14 @@ func ListenerAdvice(ep Endpoint, listeners []Listener, gatewayIP string) string 
 }
 
 // SetOverride returns the settings file data with key set to value in
-// the "projects" override of project, every other key kept. Empty data is
-// an empty file. It fails only on data that is not a JSON object.
+// the "projects" override of project, every other key kept (SetSetting).
+// Empty data is an empty file. It fails on data that is not a JSON
+// object, and on a value the file could not hold.
 func SetOverride(data []byte, project, key string, value any) ([]byte, error) {
-	top := map[string]json.RawMessage{}
-	if len(bytes.TrimSpace(data)) > 0 {
-		if err := json.Unmarshal(data, &top); err != nil {
-			return nil, errdefs.New(errdefs.ErrFailedPrecondition, fmt.Sprintf("The settings file is not a JSON object (%v); fix it first, nothing was written.", err))
-		}
-	}
-	projects := map[string]map[string]json.RawMessage{}
-	if raw, ok := top["projects"]; ok {
-		if err := json.Unmarshal(raw, &projects); err != nil {
-			return nil, errdefs.New(errdefs.ErrFailedPrecondition, fmt.Sprintf("\"projects\" in the settings file is not an object of objects (%v); fix it first, nothing was written.", err))
-		}
-	}
-	o := projects[project]
-	if o == nil {
-		o = map[string]json.RawMessage{}
-	}
 	v, err := json.Marshal(value)
 	if err != nil {
 		return nil, err
 	}
-	o[key] = v
-	projects[project] = o
-	if top["projects"], err = json.Marshal(projects); err != nil {
-		return nil, err
-	}
-	out, err := json.MarshalIndent(top, "", "  ")
-	if err != nil {
-		return nil, err
-	}
-	return append(out, '\n'), nil
+	text := string(v)
+	return SetSetting(data, project, key, &text)
 }

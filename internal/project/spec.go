@@ -106,6 +106,11 @@ type Spec struct {
 	Labels      map[string]string
 	// Notes are advisories for the user; they never fail a bring-up.
 	Notes []string
+	// AdoptEditor: an editor's running container labelled for the
+	// project is entered instead of hutch's own (sandbox-devcontainer;
+	// off means neither devcontainer.json nor the editor's container is
+	// used).
+	AdoptEditor bool
 	// Hash identifies everything that shapes the container (LabelSpec): a
 	// container whose label differs was made from other settings.
 	Hash string
@@ -154,6 +159,7 @@ func Resolve(in Input) (Spec, error) {
 		MemoryBytes: st.MemoryBytes,
 		NanoCPUs:    int64(math.Round(st.CPUs * 1e9)),
 		PidsLimit:   DefaultPidsLimit,
+		AdoptEditor: st.Devcontainer,
 	}
 	var notes []string
 	note := func(format string, a ...any) { notes = append(notes, fmt.Sprintf(format, a...)) }

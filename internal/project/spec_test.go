@@ -203,6 +203,25 @@ func TestResolve_HashFollowsTheShape(t *testing.T) {
 	}
 }
 
+// TestResolve_AdoptEditor: sandbox-devcontainer decides whether an
+// editor's running container for the project is entered; off is off
+// for devcontainer.json and the editor's container alike.
+func TestResolve_AdoptEditor(t *testing.T) {
+	for data, want := range map[string]bool{
+		`{}`:                              true,
+		`{"sandbox-devcontainer": true}`:  true,
+		`{"sandbox-devcontainer": false}`: false,
+	} {
+		sp, err := project.Resolve(input(t, data))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if sp.AdoptEditor != want {
+			t.Errorf("settings %s: AdoptEditor %v, want %v", data, sp.AdoptEditor, want)
+		}
+	}
+}
+
 // TestResolve_Refusals pins the errors: a refused mount stops the
 // bring-up and names where it came from.
 func TestResolve_Refusals(t *testing.T) {

@@ -165,12 +165,15 @@ func ownedBy(labels map[string]string, projectDir string) bool {
 }
 
 // Up brings the sandbox up: an editor's running container labelled for
-// the project is adopted; otherwise hutch's own is started if stopped,
-// or created (its image built first when the recipe's tag is missing).
+// the project is adopted (unless the spec says not, sandbox-devcontainer
+// off); otherwise hutch's own is started if stopped, or created (its
+// image built first when the recipe's tag is missing).
 func (b *Box) Up(ctx context.Context) (*Target, error) {
 	b.stage("Looking for the sandbox…")
-	if t, err := b.adoptForeign(ctx); err != nil || t != nil {
-		return t, err
+	if b.spec.AdoptEditor {
+		if t, err := b.adoptForeign(ctx); err != nil || t != nil {
+			return t, err
+		}
 	}
 	st, err := b.inspect(ctx, b.spec.Name)
 	if err != nil {
@@ -487,11 +490,37 @@ func (b *Box) ensureImage(ctx context.Context, r project.Recipe) (string, error)
 			return tag, nil
 		}
 	}
-	if err := engine.BuildDockerfile(ctx, b.opts.Engine.Client, []byte(r.Dockerfile()), tag, nil, b.opts.Progress); err != nil {
-		return "", fmt.Errorf("could not build the sandbox image: %w", err)
+	var out tail
+	if err := engine.BuildDockerfile(ctx, b.opts.Engine.Client, []byte(r.Dockerfile()), tag, nil, io.MultiWriter(b.opts.Progress, &out)); err != nil {
+		return "", explainBuild(err, out.String())
 	}
 	return tag, nil
 }
+
+// explainBuild is the error of a failed image build, with what to do
+// about it when its output shows a cause the user can act on.
+func explainBuild(err error, output string) error {
+	if advice := project.BuildAdvice(output); advice != "" {
+		return fmt.Errorf("could not build the sandbox image: %w. %s", err, advice)
+	}
+	return fmt.Errorf("could not build the sandbox image: %w", err)
+}
+
+// tail keeps the last tailSize bytes written to it: enough of a build's
+// output to explain its failure, without holding all of it.
+type tail struct{ buf []byte }
+
+const tailSize = 64 << 10
+
+func (t *tail) Write(p []byte) (int, error) {
+	t.buf = append(t.buf, p...)
+	if over := len(t.buf) - tailSize; over > 0 {
+		t.buf = append(t.buf[:0], t.buf[over:]...)
+	}
+	return len(p), nil
+}
+
+func (t *tail) String() string { return string(t.buf) }
 
 // builtOnLocalBase finds the image of a recipe on Debian bookworm that
 // an earlier run built on imagebuild.LocalBase, the stand-in for a base
@@ -698,7 +727,12 @@ func (b *Box) Rebuild(ctx context.Context) (*Target, error) {
 	return b.Up(ctx)
 }
 
+// foreignRunning names the editor's running container for the project
+// that Up would adopt, "" when there is none or none is adopted.
 func (b *Box) foreignRunning(ctx context.Context) (string, error) {
+	if !b.spec.AdoptEditor {
+		return "", nil
+	}
 	res, err := b.opts.Engine.Client.ContainerList(ctx, client.ContainerListOptions{
 		Filters: make(client.Filters).Add("label", project.LabelLocalFolder+"="+b.project),
 	})
@@ -767,13 +801,27 @@ func (b *Box) Status(ctx context.Context) (Status, error) {
 	return s, nil
 }
 
+// limitsText says what caps the sandbox: the process ceiling always, and
+// memory and CPUs when sandbox-memory and sandbox-cpus set a ceiling
+// (unlimited by default, as the settings table says), naming the setting
+// that would cap what is not.
 func limitsText(s project.Spec) string {
-	mem, cpus := "unlimited", "unlimited"
+	var capped []string
 	if s.MemoryBytes > 0 {
-		mem = fmt.Sprintf("%d MiB", s.MemoryBytes>>20)
+		capped = append(capped, fmt.Sprintf("memory %d MiB", s.MemoryBytes>>20))
 	}
 	if s.NanoCPUs > 0 {
-		cpus = fmt.Sprintf("%g", float64(s.NanoCPUs)/1e9)
+		capped = append(capped, fmt.Sprintf("CPUs %g", float64(s.NanoCPUs)/1e9))
 	}
-	return fmt.Sprintf("memory %s, CPUs %s, processes %d", mem, cpus, s.PidsLimit)
+	capped = append(capped, fmt.Sprintf("processes %d", s.PidsLimit))
+	out := strings.Join(capped, ", ")
+	switch {
+	case s.MemoryBytes <= 0 && s.NanoCPUs <= 0:
+		out += "; memory and CPUs unlimited (sandbox-memory and sandbox-cpus cap them)"
+	case s.MemoryBytes <= 0:
+		out += "; memory unlimited (sandbox-memory caps it)"
+	case s.NanoCPUs <= 0:
+		out += "; CPUs unlimited (sandbox-cpus caps them)"
+	}
+	return out
 }

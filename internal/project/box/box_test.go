@@ -108,6 +108,11 @@ func TestBox_UpExec(t *testing.T) {
 		if out != "out\n" || errOut != "err\n" || code != 7 {
 			t.Errorf("hutch project exec: stdout %q stderr %q exit %d; want \"out\\n\", \"err\\n\", 7", out, errOut, code)
 		}
+		// One argument is a shell string, as for hutch exec; several are
+		// the command's argv (the quoting case above).
+		if out, errOut, code := f.hutch(t, "exec", "--", "echo one; echo two | tr a-z A-Z"); out != "one\nTWO\n" || code != 0 {
+			t.Errorf("hutch project exec -- 'echo one; echo two | tr a-z A-Z': stdout %q stderr %q exit %d; want \"one\\nTWO\\n\", 0", out, errOut, code)
+		}
 		if out, _, _ := f.hutchIn(t, sub, "exec", "--", "pwd"); out != sub+"\n" {
 			t.Errorf("hutch project -C %q exec -- pwd = %q", sub, out)
 		}

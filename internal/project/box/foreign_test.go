@@ -162,3 +162,40 @@ func TestBox_ForeignStopped(t *testing.T) {
 		t.Error("the editor's stopped container was removed")
 	}
 }
+
+// TestBox_ForeignDevcontainerOff: with sandbox-devcontainer false, an
+// editor's running devcontainer for the project is not entered (off is
+// neither read nor adopted): hutch brings up its own container beside it,
+// status, stop and down act on hutch's own, and the editor's container
+// is left running and unchanged.
+func TestBox_ForeignDevcontainerOff(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, map[string]any{project.KeyDevcontainer: false})
+	ctx := context.Background()
+	foreign := "editor-" + f.name
+	startForeign(t, f, foreign, map[string]string{project.LabelLocalFolder: f.project, "editor": "yes"}, f.project)
+	b := f.box(t)
+	tg := up(t, b)
+	if tg.Foreign || tg.Name != f.name || containsNote(tg.Notes, "a container hutch did not create") {
+		t.Fatalf("target: foreign %v name %q notes %q; want hutch's own %s", tg.Foreign, tg.Name, tg.Notes, f.name)
+	}
+	s, err := b.Status(ctx)
+	if err != nil || s.Name != f.name || s.Owner != "hutch" || s.State != "running" {
+		t.Errorf("Status = %+v, %v; want hutch's own, running", s, err)
+	}
+	if out, errOut := f.mustHutch(t, "status"); !strings.Contains(out, f.name+" (running)") || strings.Contains(out, "external") {
+		t.Errorf("hutch project status:\n%s%s", out, errOut)
+	}
+	if out, _ := f.mustHutch(t, "exec", "--", "hostname"); strings.TrimSpace(out) != tg.ID[:12] {
+		t.Errorf("hutch project exec ran in %q, not in hutch's own container %s", out, tg.ID[:12])
+	}
+	if stopped, err := b.Stop(ctx); err != nil || !stopped {
+		t.Errorf("Stop = %v, %v; want hutch's own stopped", stopped, err)
+	}
+	if removed, err := b.Down(ctx, false); err != nil || !removed {
+		t.Errorf("Down = %v, %v; want hutch's own removed", removed, err)
+	}
+	if exists, running := f.running(t, foreign); !exists || !running {
+		t.Errorf("the editor's container: exists %v running %v; want it left running", exists, running)
+	}
+}

@@ -13,7 +13,9 @@ import (
 
 // FindProject returns the project dir belongs to: the nearest directory at
 // or above it holding an entry named .git (a directory, or the file of a
-// linked worktree or submodule), else dir itself. The path is made
+// linked worktree or submodule), else dir itself. A team member's
+// worktree, <checkout>/.worktrees/<member>, and everything below it
+// belong to the checkout (see memberCheckout). The path is made
 // absolute, cleaned and its symlinks resolved first, so every spelling of
 // a checkout names one project. Paths too broad to mount are refused.
 func FindProject(dir, home string) (string, error) {
@@ -30,7 +32,7 @@ func FindProject(dir, home string) (string, error) {
 	}
 	root := real
 	for d := real; ; d = filepath.Dir(d) {
-		if _, err := os.Lstat(filepath.Join(d, ".git")); err == nil {
+		if hasGit(d) {
 			root = d
 			break
 		}
@@ -38,6 +40,7 @@ func FindProject(dir, home string) (string, error) {
 			break
 		}
 	}
+	root = memberCheckout(root)
 	if home != "" {
 		if h, err := filepath.EvalSymlinks(home); err == nil {
 			home = h
@@ -47,4 +50,29 @@ func FindProject(dir, home string) (string, error) {
 		return "", err
 	}
 	return root, nil
+}
+
+// memberCheckout returns the checkout dir belongs to when it is at or
+// below a member's worktree, <checkout>/.worktrees/<member> with a .git
+// in <checkout> (the outermost such checkout), else dir. The answer is
+// read from the path alone, never from what a .git file points at: the
+// sandbox can write every file of the checkout, a worktree's .git file
+// included, and a planted one must not move a directory to a project it
+// is not under. So a directory is only ever given to a checkout that
+// contains it, whose container mounts it anyway.
+func memberCheckout(dir string) string {
+	out := dir
+	for d := dir; filepath.Dir(d) != d; d = filepath.Dir(d) {
+		parent := filepath.Dir(d)
+		if filepath.Base(parent) == WorktreesDir && hasGit(filepath.Dir(parent)) {
+			out = filepath.Dir(parent)
+		}
+	}
+	return out
+}
+
+// hasGit reports whether dir holds an entry named .git, of any type.
+func hasGit(dir string) bool {
+	_, err := os.Lstat(filepath.Join(dir, ".git"))
+	return err == nil
 }

@@ -2,6 +2,7 @@ package box_test
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -11,8 +12,9 @@ import (
 )
 
 // TestFindProject walks real directories: up to the nearest .git (a
-// directory, or the file of a linked worktree), through symlinks, and
-// refuses what is too broad to mount.
+// directory, or the file of a linked worktree), past a member's worktree
+// under .worktrees/ to its checkout, through symlinks, and refuses what
+// is too broad to mount.
 func TestFindProject(t *testing.T) {
 	t.Parallel()
 	tmp, err := filepath.EvalSymlinks(t.TempDir())
@@ -52,8 +54,8 @@ func TestFindProject(t *testing.T) {
 	}{
 		{"repo_root", repo, home, repo},
 		{"walks_up_to_git_dir", deep, home, repo},
-		{"git_file_of_a_worktree", wt, home, wt},
-		{"below_a_git_file", wtDeep, home, wt},
+		{"member_worktree_is_the_checkout", wt, home, repo},
+		{"below_a_member_worktree", wtDeep, home, repo},
 		{"no_git_is_the_dir_itself", plain, home, plain},
 		{"symlink_resolved", filepath.Join(tmp, "link"), home, repo},
 		{"relative_path_is_made_absolute", relTo(t, deep), home, repo},
@@ -98,6 +100,89 @@ func TestFindProject(t *testing.T) {
 			t.Errorf("FindProject(missing): %v, want ErrNotFound", err)
 		}
 	})
+}
+
+// TestFindProject_MemberWorktrees makes real git worktrees: a member's
+// under <checkout>/.worktrees/ belongs to the checkout (one container,
+// its settings and trust), from the worktree and below it. What a .git
+// file there says does not matter: the sandbox can write every .git file
+// of the checkout, and one pointing at another repository's worktree
+// must not move the directory to that project. A linked worktree
+// elsewhere, and a .worktrees/ dir under no checkout, stay their own.
+func TestFindProject_MemberWorktrees(t *testing.T) {
+	t.Parallel()
+	tmp, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	home := filepath.Join(tmp, "home")
+	checkout := filepath.Join(tmp, "code", "api")
+	other := filepath.Join(tmp, "code", "other")
+	for _, d := range []string{home, checkout, other} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	git := func(dir string, args ...string) {
+		t.Helper()
+		cmd := exec.Command("git", append([]string{"-C", dir, "-c", "user.name=t", "-c", "user.email=t@example.com"}, args...)...)
+		cmd.Env = append(os.Environ(), "HOME="+home, "GIT_CONFIG_NOSYSTEM=1")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("git %s in %s: %v\n%s", strings.Join(args, " "), dir, err, out)
+		}
+	}
+	for _, repo := range []string{checkout, other} {
+		git(repo, "init", "-q", "-b", "main")
+		git(repo, "commit", "-q", "--allow-empty", "-m", "first")
+	}
+	git(checkout, "worktree", "add", "-q", "-b", "alice", ".worktrees/alice")
+	git(checkout, "worktree", "add", "-q", "-b", "elsewhere", filepath.Join(tmp, "code", "api-elsewhere"))
+	git(other, "worktree", "add", "-q", "-b", "x", ".worktrees/x")
+	alice := filepath.Join(checkout, ".worktrees", "alice")
+	if err := os.MkdirAll(filepath.Join(alice, "src", "pkg"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	// Planted by the sandbox: a member dir whose .git file names the other
+	// repository's worktree (which git accepts as a worktree of other).
+	mallory := filepath.Join(checkout, ".worktrees", "mallory")
+	if err := os.MkdirAll(mallory, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	xGit, err := os.ReadFile(filepath.Join(other, ".worktrees", "x", ".git"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(mallory, ".git"), xGit, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// And alice's own .git file rewritten to name the other repository.
+	if err := os.WriteFile(filepath.Join(alice, "src", ".git"), xGit, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	loose := filepath.Join(tmp, "loose", ".worktrees", "bob")
+	if err := os.MkdirAll(filepath.Join(loose, ".git"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+
+	for _, tt := range []struct {
+		name, dir, want string
+	}{
+		{"worktree", alice, checkout},
+		{"below_the_worktree", filepath.Join(alice, "src", "pkg"), checkout},
+		{"worktrees_dir", filepath.Join(checkout, ".worktrees"), checkout},
+		{"planted_git_file_naming_another_repo", mallory, checkout},
+		{"planted_git_file_below_a_worktree", filepath.Join(alice, "src"), checkout},
+		{"other_repos_own_worktree", filepath.Join(other, ".worktrees", "x"), other},
+		{"linked_worktree_outside_the_checkout", filepath.Join(tmp, "code", "api-elsewhere"), filepath.Join(tmp, "code", "api-elsewhere")},
+		{"worktrees_dir_under_no_checkout", loose, loose},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := box.FindProject(tt.dir, home)
+			if err != nil || got != tt.want {
+				t.Errorf("FindProject(%q) = %q, %v; want %q", tt.dir, got, err, tt.want)
+			}
+		})
+	}
 }
 
 // relTo returns dir relative to the working directory.

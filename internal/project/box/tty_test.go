@@ -4,9 +4,12 @@ import (
 	"bytes"
 	"context"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/hutchsandbox/hutch/internal/project"
 )
 
 // TestShell_TTY runs `hutch project shell` and `hutch project exec` under
@@ -58,5 +61,52 @@ func TestShell_TTY(t *testing.T) {
 				t.Errorf("exit %d, want %d; output lacks %q:\n%s", code, tc.code, tc.want, out.String())
 			}
 		})
+	}
+}
+
+// TestUp_OffersToEnable: on a terminal, up on a project whose sandbox is
+// off asks whether to turn it on; no leaves everything as it was, yes
+// writes sandbox-enabled and brings the sandbox up.
+func TestUp_OffersToEnable(t *testing.T) {
+	script, err := exec.LookPath("script")
+	if err != nil {
+		if inCI() {
+			t.Fatal("script (util-linux) is needed for the TTY test")
+		}
+		t.Skip("no script(1) to make a pseudo-terminal")
+	}
+	f := newFixture(t, map[string]any{project.KeyEnabled: false})
+	settings := filepath.Join(f.config, "settings.json")
+	ask := "The sandbox is off for " + f.project + ". Turn it on (sandbox-enabled for this project in " + settings + ")? [y/N] "
+	up := func(answer string) (string, int) {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, script, "-qec", f.bin+" project -C "+f.project+" up", "/dev/null")
+		cmd.Env = f.env()
+		cmd.Stdin = strings.NewReader(answer)
+		var out bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &out
+		err := cmd.Run()
+		if ee, ok := err.(*exec.ExitError); ok {
+			return out.String(), ee.ExitCode()
+		} else if err != nil {
+			t.Fatalf("%v\n%s", err, out.String())
+		}
+		return out.String(), 0
+	}
+	out, code := up("n\n")
+	if code == 0 || !strings.Contains(out, ask) || !strings.Contains(out, "hutch: The sandbox is off for "+f.project+". Run `hutch project -C "+f.project+" enable`") {
+		t.Errorf("answered no: exit %d, output:\n%s", code, out)
+	}
+	if exists, _ := f.running(t, f.name); exists {
+		t.Error("answered no, and the sandbox was created")
+	}
+	out, code = up("y\n")
+	if code != 0 || !strings.Contains(out, ask) || !strings.Contains(out, "The sandbox is on for "+f.project) || !strings.Contains(out, "Sandbox "+f.name+" is up for "+f.project) {
+		t.Errorf("answered yes: exit %d, output:\n%s", code, out)
+	}
+	if _, running := f.running(t, f.name); !running {
+		t.Error("answered yes, and the sandbox is not running")
 	}
 }
