@@ -367,11 +367,17 @@ type Health struct {
 	Mode      string `json:"mode"`
 	StateDir  string `json:"stateDir"`
 	Workspace string `json:"workspace"`
+	// ManagedProjection is false for the modes that do not mount exactly
+	// the door's projection (host, container, cloudflare): they cannot
+	// enforce an isolated office or read-only shared memory. Never
+	// omitted, so false is said, not implied.
+	ManagedProjection bool `json:"managedProjection"`
 }
 
 func (s *Server) health(w http.ResponseWriter, r *http.Request) error {
 	l := s.Service.Layout()
-	writeJSON(w, http.StatusOK, Health{Status: "ok", Version: s.Version, Mode: s.Mode.String(), StateDir: l.StateDir, Workspace: l.Workspace})
+	writeJSON(w, http.StatusOK, Health{Status: "ok", Version: s.Version, Mode: s.Mode.String(), StateDir: l.StateDir, Workspace: l.Workspace,
+		ManagedProjection: sandbox.CapabilitiesOf(s.Mode.Kind).ManagedProjection()})
 	return nil
 }
 
@@ -779,6 +785,8 @@ type PolicyAnswer struct {
 	Mounts     []Mount `json:"mounts"`
 	Refusal    string  `json:"refusal,omitempty"`
 	Projection string  `json:"projection"`
+	// ManagedProjection: the mode mounts exactly Mounts (see Health).
+	ManagedProjection bool `json:"managedProjection"`
 }
 
 // Mount is one projected path.
@@ -838,7 +846,8 @@ func (s *Server) writePolicy(w http.ResponseWriter, addr office.Address, user st
 		return err
 	}
 	ans := PolicyAnswer{OfficeKey: string(pol.Key), Policy: pol.Decision.Policy.String(), Origin: pol.Decision.Origin(),
-		Warning: pol.Decision.Warning, Mounts: []Mount{}, Projection: pol.Projection}
+		Warning: pol.Decision.Warning, Mounts: []Mount{}, Projection: pol.Projection,
+		ManagedProjection: pol.ManagedProjection}
 	for _, m := range pol.Mounts {
 		ans.Mounts = append(ans.Mounts, Mount{HostPath: m.HostPath, RuntimePath: m.RuntimePath, ReadOnly: m.ReadOnly})
 	}

@@ -57,7 +57,9 @@ then it runs in this process, in that mode.
 
 Host mode runs the command directly on this machine: it is for local
 development, injects no vault env, and needs an explicit trusted door
-policy (hutch door set <conversation> shared).`,
+policy (hutch door set <conversation> shared).
+
+` + execGondolinHelp,
 		Example: `  hutch door set slack/C0123ABC shared
   hutch exec --conversation slack/C0123ABC -- 'ls -la && pwd'
   hutch exec --conversation slack/C0123ABC --timeout 30s -- make test`,
@@ -90,6 +92,9 @@ policy (hutch door set <conversation> shared).`,
 			if c, ok := g.daemon(ctx, svc, explicit); ok {
 				res, err = execViaDaemon(ctx, c, o, g)
 			} else {
+				if mode.Kind == sandbox.KindGondolin {
+					note(g.stderr, "%s\n", microvmNoDaemonNote)
+				}
 				res, err = svc.Exec(ctx, o)
 			}
 			if err != nil {

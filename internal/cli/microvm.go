@@ -18,6 +18,24 @@ import (
 	"github.com/hutchsandbox/hutch/internal/service"
 )
 
+// Without a daemon a CLI process owns the VMs it boots and powers them
+// off when it exits (nothing would stop them otherwise), so each hutch
+// exec in gondolin:default pays a boot, where image: finds its container
+// still there. These texts say so where a user reads, with the way out.
+const (
+	// execGondolinHelp is the paragraph of hutch exec --help.
+	execGondolinHelp = `gondolin:default without a daemon boots a fresh microVM for every
+hutch exec and powers it off when the command ends (seconds under TCG),
+where image: keeps its container between calls. With hutch serve
+--sandbox gondolin:default running, hutch exec goes through it and a VM
+stays up between commands until sandbox.idleTimeout.`
+	// microvmNoDaemonNote is the line on stderr before such a command.
+	microvmNoDaemonNote = "hutch: no daemon serves gondolin:default here, so this command boots a microVM of its own and powers it off after; hutch serve --sandbox gondolin:default keeps VMs up between commands"
+	// microvmNoDaemonDoc is the sentence of docs/microvm.md (white space
+	// folded).
+	microvmNoDaemonDoc = "Without a daemon, every `hutch exec` boots a fresh VM and powers it off when the command ends"
+)
+
 func newMicrovmCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "microvm",

@@ -176,6 +176,7 @@ func printPolicy(g *globals, p service.Policy) error {
 		out.printf("Warning:       %s\n", p.Decision.Warning)
 	}
 	out.printf("Projection:    %s\n", p.Projection)
+	out.printf("Managed:       managedProjection: %t\n", p.ManagedProjection)
 	if len(p.Mounts) > 0 && out.err == nil {
 		tw := tabwriter.NewWriter(g.stdout, 0, 4, 2, ' ', 0)
 		rows := &printer{w: tw}
@@ -225,9 +226,12 @@ func newOfficeChannelKindCmd(g *globals) *cobra.Command {
 public_channel, private_channel, im (a direct message) or external (shared
 with another organisation).
 
-Without an explicit door policy the kind decides it: public_channel gets
-trusted/shared-support/public, private_channel gets
-trusted/shared-support/private, and im, external or no kind get isolated.`,
+Without an explicit door policy a Slack conversation's kind decides it:
+public_channel gets trusted/shared-support/public, private_channel gets
+trusted/shared-support/private, and im, external or no kind get isolated.
+Other platforms record no visibility hutch trusts: whatever kind is
+recorded there, they get isolated unless a door policy is set
+(hutch door set).`,
 		Example: "  hutch office channel-kind slack/C0123ABC public_channel",
 		Args:    cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {

@@ -1,7 +1,9 @@
 package cli
 
 import (
+	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -10,20 +12,23 @@ import (
 	"github.com/docker/go-units"
 	"github.com/spf13/cobra"
 
+	"github.com/hutchsandbox/hutch/internal/client"
 	"github.com/hutchsandbox/hutch/internal/errdefs"
 	"github.com/hutchsandbox/hutch/internal/office"
 	"github.com/hutchsandbox/hutch/internal/sandbox"
+	"github.com/hutchsandbox/hutch/internal/service"
 	"github.com/hutchsandbox/hutch/internal/settings"
 )
 
 func newSandboxCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "sandbox",
-		Short: "See and steer the managed runtimes (image mode containers)",
+		Short: "See and steer the managed runtimes (containers, microVMs, pods)",
 		Long: `In image:<image> mode every conversation gets a container of its own, made
-by hutch and named hutch-<office-key>. These commands list them, show one,
-stop or remove one, boost one, set temporary limits, and set the global
-defaults every runtime gets.
+by hutch and named hutch-<office-key> (a microVM in gondolin:default, a pod
+in kube:*). These commands list them, show one, stop or remove one, boost
+one, set temporary limits, and set the global defaults every runtime gets.
+ls and rm cover every managed mode at once.
 
 Defaults: CPU 0.5, memory 1g (no swap), 1024 processes; a boost raises a
 runtime to 2 CPUs and 4g until it stops; an idle runtime stops after 10m
@@ -36,42 +41,51 @@ re-creating the container.`,
 }
 
 func newSandboxLsCmd(g *globals) *cobra.Command {
-	return &cobra.Command{
-		Use:   "ls",
-		Short: "List the managed runtimes",
-		Args:  cobra.NoArgs,
+	var modeFlag string
+	cmd := &cobra.Command{
+		Use:   "ls [--sandbox MODE]",
+		Short: "List the managed runtimes of every mode",
+		Long: `List the runtimes this installation owns in every managed mode (image:*
+containers, gondolin:default microVMs, kube:* pods), whatever mode
+$HUTCH_SANDBOX names; --sandbox lists one mode's. A mode whose engine is
+absent (no Docker, no QEMU, no cluster) is left out with a note on stderr.`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			only, err := managedKindFlag(modeFlag)
+			if err != nil {
+				return err
+			}
 			svc, err := g.service()
 			if err != nil {
 				return err
 			}
 			defer func() { _ = svc.Close() }()
-			m, err := g.managed(cmd.Context(), svc, nil)
+			list, notes, err := g.ownedRuntimes(cmd.Context(), svc, only)
 			if err != nil {
 				return err
 			}
-			list, err := m.List(cmd.Context())
-			if err != nil {
-				return err
-			}
+			printNotes(g, notes, "not listed")
 			if len(list) == 0 {
 				return printf(g.stdout, "No managed runtimes.\n")
 			}
 			tw := tabwriter.NewWriter(g.stdout, 0, 4, 2, ' ', 0)
 			out := &printer{w: tw}
-			out.println("CONVERSATION\tSTATE\tUPTIME\tCPUS\tMEMORY\tPIDS\tIMAGE\tCONTAINER")
-			for _, s := range list {
+			out.println("CONVERSATION\tMODE\tSTATE\tUPTIME\tCPUS\tMEMORY\tPIDS\tIMAGE\tCONTAINER")
+			for _, r := range list {
+				s := r.Status
 				// A pod has no process ceiling of its own (kube:): "-".
 				pids := "-"
 				if s.Limits.Pids > 0 {
 					pids = strconv.FormatInt(s.Limits.Pids, 10)
 				}
-				out.printf("%s/%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", s.Platform, s.ConversationID, stateWord(s), uptime(s),
+				out.printf("%s/%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", s.Platform, s.ConversationID, r.Kind, stateWord(s), uptime(s),
 					strconv.FormatFloat(s.Limits.CPUs, 'f', -1, 64), units.BytesSize(float64(s.Limits.MemoryBytes)), pids, s.Image, s.Name)
 			}
 			return out.flush(tw)
 		},
 	}
+	cmd.Flags().StringVar(&modeFlag, "sandbox", "", "list one managed mode's runtimes: image:*, gondolin:default or kube:* (default: every mode)")
+	return cmd
 }
 
 func stateWord(s sandbox.Status) string {
@@ -192,14 +206,21 @@ stay; the next command starts it again. A boost or temporary limits end.`,
 }
 
 func newSandboxRmCmd(g *globals) *cobra.Command {
-	return &cobra.Command{
-		Use:   "rm <platform>/<conversation-id>",
+	var modeFlag string
+	cmd := &cobra.Command{
+		Use:   "rm <platform>/<conversation-id> [--sandbox MODE]",
 		Short: "Remove a conversation's runtime (its container and network)",
 		Long: `Remove a conversation's runtime: its container, with whatever was
-installed in it, and its network. The office directory and the vault stay;
-the next command creates a fresh runtime.`,
+installed in it, and its network (its microVM disk in gondolin:default, its
+pod in kube:*). Every managed mode is searched, whatever mode
+$HUTCH_SANDBOX names; --sandbox searches one. The office directory and the
+vault stay; the next command creates a fresh runtime.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			addr, err := conversationArg(args)
+			if err != nil {
+				return err
+			}
+			only, err := managedKindFlag(modeFlag)
 			if err != nil {
 				return err
 			}
@@ -208,16 +229,27 @@ the next command creates a fresh runtime.`,
 				return err
 			}
 			defer func() { _ = svc.Close() }()
-			m, err := g.managed(cmd.Context(), svc, &addr)
+			removed, notes, err := g.removeOwned(cmd.Context(), svc, addr, only)
 			if err != nil {
 				return err
 			}
-			if err := m.Remove(cmd.Context(), string(addr.Key())); err != nil {
-				return err
+			printNotes(g, notes, "not searched")
+			if len(removed) == 0 {
+				where := "image, gondolin or kube mode"
+				if only != "" {
+					where = string(only) + " mode"
+				}
+				return errdefs.New(errdefs.ErrNotFound, fmt.Sprintf("No runtime of %s in %s", addr, where))
 			}
-			return printf(g.stdout, "Removed the runtime of %s; its office and vault are kept.\n", addr)
+			kinds := make([]string, len(removed))
+			for i, k := range removed {
+				kinds[i] = string(k)
+			}
+			return printf(g.stdout, "Removed the runtime of %s (%s); its office and vault are kept.\n", addr, strings.Join(kinds, ", "))
 		},
 	}
+	cmd.Flags().StringVar(&modeFlag, "sandbox", "", "search one managed mode: image:*, gondolin:default or kube:* (default: every mode)")
+	return cmd
 }
 
 // limitFlags are --cpus, --memory and --pids.
@@ -473,5 +505,96 @@ at every start.`,
 			}
 			return out.err
 		},
+	}
+}
+
+// managedKindFlag parses --sandbox of ls and rm: empty means every
+// managed mode; a mode without runtimes of its own is refused.
+func managedKindFlag(flag string) (sandbox.Kind, error) {
+	if flag == "" {
+		return "", nil
+	}
+	m, err := sandbox.ParseMode(flag)
+	if err != nil {
+		return "", err
+	}
+	if !sandbox.CapabilitiesOf(m.Kind).ManagedLifecycle {
+		return "", errdefs.New(errdefs.ErrInvalid, fmt.Sprintf(
+			"Sandbox '%s' has no runtimes managed by hutch; use image:*, gondolin:default or kube:*", m.Kind))
+	}
+	return m.Kind, nil
+}
+
+// daemonKind returns the client and the managed mode of a daemon serving
+// this state dir, if one answers in a managed mode: its runtimes are
+// asked of it (it knows which commands run), the other modes' in-process.
+func (g *globals) daemonKind(ctx context.Context, svc *service.Service) (*client.Client, sandbox.Kind) {
+	c, ok := g.daemon(ctx, svc, "")
+	if !ok {
+		return nil, ""
+	}
+	h, err := c.Health(ctx)
+	if err != nil {
+		return nil, ""
+	}
+	m, err := sandbox.ParseMode(h.Mode)
+	if err != nil || !sandbox.CapabilitiesOf(m.Kind).ManagedLifecycle {
+		return nil, ""
+	}
+	return c, m.Kind
+}
+
+// ownedRuntimes lists the runtimes of every managed mode (or of only),
+// in the order of service.ManagedKinds.
+func (g *globals) ownedRuntimes(ctx context.Context, svc *service.Service, only sandbox.Kind) ([]service.OwnedRuntime, []service.ModeNote, error) {
+	var out []service.OwnedRuntime
+	c, dk := g.daemonKind(ctx, svc)
+	if dk != "" && (only == "" || only == dk) {
+		list, err := (&daemonLifecycle{c: c}).List(ctx)
+		if err != nil {
+			return nil, nil, err
+		}
+		for _, st := range list {
+			out = append(out, service.OwnedRuntime{Kind: dk, Status: st})
+		}
+	}
+	more, notes, err := svc.OwnedRuntimes(ctx, func(k sandbox.Kind) bool { return k == dk || (only != "" && k != only) })
+	if err != nil {
+		return nil, nil, err
+	}
+	out = append(out, more...)
+	slices.SortStableFunc(out, func(a, b service.OwnedRuntime) int {
+		return slices.Index(service.ManagedKinds, a.Kind) - slices.Index(service.ManagedKinds, b.Kind)
+	})
+	return out, notes, nil
+}
+
+// removeOwned removes addr's runtime in every managed mode (or in only)
+// that has one, the daemon's mode through the daemon.
+func (g *globals) removeOwned(ctx context.Context, svc *service.Service, addr office.Address, only sandbox.Kind) ([]sandbox.Kind, []service.ModeNote, error) {
+	var removed []sandbox.Kind
+	c, dk := g.daemonKind(ctx, svc)
+	if dk != "" && (only == "" || only == dk) {
+		err := (&daemonLifecycle{c: c, addr: &addr}).Remove(ctx, "")
+		switch {
+		case err == nil:
+			removed = append(removed, dk)
+		case !errdefs.IsNotFound(err):
+			return nil, nil, err
+		}
+	}
+	more, notes, err := svc.RemoveOwned(ctx, string(addr.Key()), func(k sandbox.Kind) bool { return k == dk || (only != "" && k != only) })
+	removed = append(removed, more...)
+	slices.SortStableFunc(removed, func(a, b sandbox.Kind) int {
+		return slices.Index(service.ManagedKinds, a) - slices.Index(service.ManagedKinds, b)
+	})
+	return removed, notes, err
+}
+
+// printNotes says on stderr, one line each, which modes were left out
+// and why.
+func printNotes(g *globals, notes []service.ModeNote, what string) {
+	for _, n := range notes {
+		note(g.stderr, "hutch: %s: %s: %s\n", n.Kind, what, n.Reason)
 	}
 }

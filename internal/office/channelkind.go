@@ -93,3 +93,14 @@ func parseChannelKind(path, raw string) (string, error) {
 	}
 	return kind, nil
 }
+
+// PlatformOf returns the platform a valid key names, so a recorded kind
+// can be read with the platform that recorded it (only Slack's kinds
+// derive a door). An invalid key is ErrInvalid.
+func PlatformOf(k Key) (Platform, error) {
+	m := keyPattern.FindStringSubmatch(string(k))
+	if m == nil {
+		return "", errdefs.New(errdefs.ErrInvalid, fmt.Sprintf("Invalid office key: %q", string(k)))
+	}
+	return Platform(m[1]), nil
+}

@@ -1,6 +1,7 @@
 package office_test
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -193,5 +194,18 @@ func TestWriteChannelKind_Invalid(t *testing.T) {
 	})
 	if _, err := os.Stat(filepath.Join(state, "conversations")); err == nil {
 		t.Error("state written for invalid input")
+	}
+}
+
+func TestPlatformOf(t *testing.T) {
+	for _, p := range office.Platforms {
+		k := mustAddress(t, string(p)+"/C1").Key()
+		got, err := office.PlatformOf(k)
+		if err != nil || got != p {
+			t.Errorf("PlatformOf(%s) = %q, %v; want %q", k, got, err, p)
+		}
+	}
+	if _, err := office.PlatformOf("v1-irc-c1-0123456789abcdef"); !errors.Is(err, errdefs.ErrInvalid) {
+		t.Errorf("PlatformOf(irc key) error = %v, want ErrInvalid", err)
 	}
 }

@@ -49,7 +49,19 @@ type ChannelState struct {
 	Present bool
 	// Unreadable: a record may exist but could not be read.
 	Unreadable bool
+	// Platform is the conversation's platform. Only VisibilityPlatform's
+	// recorded kinds derive a door; any other platform's (or none) derive
+	// the isolated office.
+	Platform string
 }
+
+// VisibilityPlatform is the one platform whose recorded channel kinds
+// derive a trusted door: the seed trusts Slack's channel visibility and
+// names "platforms without recorded visibility" among those that derive
+// isolated. Another platform's adapter may record the same words, but
+// what they mean there (who can join, who reads along) was never checked
+// against the shared-support layouts, so they need an explicit setting.
+const VisibilityPlatform = "slack"
 
 // Source says where a Decision's policy came from, so status output can
 // explain it ("why is this conversation isolated?").
@@ -71,6 +83,9 @@ const (
 	SourceConversation
 	// SourceBoth: the conversation's setting merged over the global one.
 	SourceBoth
+	// SourceNoVisibility: a known channel kind was recorded on a platform
+	// whose kinds derive no door (not VisibilityPlatform).
+	SourceNoVisibility
 )
 
 var sourceNames = [...]string{
@@ -81,6 +96,7 @@ var sourceNames = [...]string{
 	SourceGlobal:                "global setting",
 	SourceConversation:          "conversation setting",
 	SourceBoth:                  "conversation setting over global setting",
+	SourceNoVisibility:          "a platform without recorded visibility",
 }
 
 // String names the source without detail; Decision.Origin adds the kind.
@@ -100,8 +116,12 @@ type Decision struct {
 	Policy Policy
 	Source Source
 	// ChannelKind is the recorded word (trimmed) when Source is
-	// SourceChannelKind (then one of ChannelKinds) or SourceUnknownChannelKind.
+	// SourceChannelKind or SourceNoVisibility (then one of ChannelKinds),
+	// or SourceUnknownChannelKind.
 	ChannelKind ChannelKind
+	// Platform is the platform whose kinds derive no door when Source is
+	// SourceNoVisibility ("" if the caller named none).
+	Platform string
 	// Warning is a text to log once, or "".
 	Warning string
 }
@@ -114,6 +134,11 @@ func (d Decision) Origin() string {
 		return "channel kind " + string(d.ChannelKind)
 	case SourceUnknownChannelKind:
 		return fmt.Sprintf("unknown channel kind %q", string(d.ChannelKind))
+	case SourceNoVisibility:
+		if d.Platform == "" {
+			return "channel kind " + string(d.ChannelKind) + " on " + d.Source.String()
+		}
+		return "channel kind " + string(d.ChannelKind) + " on " + d.Platform + ", " + d.Source.String()
 	}
 	return d.Source.String()
 }
@@ -126,8 +151,9 @@ func (d Decision) Origin() string {
 // could expose more than the operator chose. Without settings the policy
 // derives from the channel kind: public channels get read-write shared
 // support, private channels read-only shared memory, and everything else
-// (DMs, external channels, unknown words, nothing recorded, unreadable)
-// the isolated office.
+// (DMs, external channels, unknown words, nothing recorded, unreadable,
+// any kind recorded on a platform other than VisibilityPlatform) the
+// isolated office.
 func Resolve(global, conversation *Setting, ch ChannelState) (Decision, error) {
 	if merged := Merge(global, conversation); merged != nil {
 		for _, s := range []struct {
@@ -166,6 +192,9 @@ func Resolve(global, conversation *Setting, ch ChannelState) (Decision, error) {
 	kind, err := ParseChannelKind(word)
 	if err != nil {
 		return Decision{Policy: PolicyIsolated, Source: SourceUnknownChannelKind, ChannelKind: ChannelKind(word)}, nil
+	}
+	if ch.Platform != VisibilityPlatform {
+		return Decision{Policy: PolicyIsolated, Source: SourceNoVisibility, ChannelKind: kind, Platform: ch.Platform}, nil
 	}
 	d := Decision{Policy: PolicyIsolated, Source: SourceChannelKind, ChannelKind: kind}
 	switch kind {

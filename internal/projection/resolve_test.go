@@ -42,7 +42,10 @@ func TestParseChannelKind(t *testing.T) {
 
 func TestResolve(t *testing.T) {
 	present := func(kind string) projection.ChannelState {
-		return projection.ChannelState{Kind: kind, Present: true}
+		return projection.ChannelState{Kind: kind, Present: true, Platform: "slack"}
+	}
+	on := func(platform, kind string) projection.ChannelState {
+		return projection.ChannelState{Kind: kind, Present: true, Platform: platform}
 	}
 	tests := []struct {
 		name                 string
@@ -74,6 +77,33 @@ func TestResolve(t *testing.T) {
 			ch:     present("external"),
 			want:   projection.Decision{Policy: projection.PolicyIsolated, Source: projection.SourceChannelKind, ChannelKind: projection.ChannelExternal},
 			origin: "channel kind external",
+		},
+		{
+			// The seed trusts Slack's recorded visibility only: the same
+			// word recorded for another platform derives nothing.
+			name:   "public_channel_on_telegram_isolated",
+			ch:     on("telegram", "public_channel"),
+			want:   projection.Decision{Policy: projection.PolicyIsolated, Source: projection.SourceNoVisibility, ChannelKind: projection.ChannelPublic, Platform: "telegram"},
+			origin: "channel kind public_channel on telegram, a platform without recorded visibility",
+		},
+		{
+			name:   "private_channel_on_discord_isolated",
+			ch:     on("discord", "private_channel"),
+			want:   projection.Decision{Policy: projection.PolicyIsolated, Source: projection.SourceNoVisibility, ChannelKind: projection.ChannelPrivate, Platform: "discord"},
+			origin: "channel kind private_channel on discord, a platform without recorded visibility",
+		},
+		{
+			name:   "public_channel_no_platform_isolated",
+			ch:     on("", "public_channel"),
+			want:   projection.Decision{Policy: projection.PolicyIsolated, Source: projection.SourceNoVisibility, ChannelKind: projection.ChannelPublic},
+			origin: "channel kind public_channel on a platform without recorded visibility",
+		},
+		{
+			name:         "setting_beats_no_visibility",
+			conversation: &projection.Setting{DoorPolicy: "trusted"},
+			ch:           on("github", "public_channel"),
+			want:         projection.Decision{Policy: projection.PolicySharedPublic, Source: projection.SourceConversation},
+			origin:       "conversation setting",
 		},
 		{
 			name:   "unknown_word_isolated",

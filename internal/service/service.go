@@ -82,6 +82,10 @@ type Policy struct {
 	Mounts []projection.Mount
 	// Projection describes how Mode reaches the workspace, for display.
 	Projection string
+	// ManagedProjection: Mode mounts exactly Mounts, so it can enforce
+	// any door (the seed's managedProjection; false for host, container
+	// and cloudflare).
+	ManagedProjection bool
 	// Refusal is why Mode would refuse to run this conversation, or nil.
 	Refusal error
 	// VaultKey is the vault this conversation uses in Mode ("" = none).
@@ -107,6 +111,7 @@ func (s *Service) Resolve(addr office.Address, mode sandbox.Mode, user string) (
 	}
 	p.Decision, p.ChannelKind = dec, kind
 	caps := sandbox.CapabilitiesOf(mode.Kind)
+	p.ManagedProjection = caps.ManagedProjection()
 	switch caps.Workspace {
 	case sandbox.WorkspaceManaged:
 		p.Mounts = projection.Plan(dec.Policy, s.layout.Workspace, string(key), RuntimeRoot)
@@ -192,8 +197,12 @@ func (s *Service) decideWith(global *projection.Setting, key office.Key) (projec
 	if err != nil {
 		return projection.Decision{}, "", err
 	}
+	platform, err := office.PlatformOf(key)
+	if err != nil {
+		return projection.Decision{}, "", err
+	}
 	kind, present, kerr := office.ReadChannelKind(s.layout.StateDir, key)
-	ch := projection.ChannelState{Kind: kind, Present: present}
+	ch := projection.ChannelState{Kind: kind, Present: present, Platform: string(platform)}
 	if kerr != nil {
 		ch = projection.ChannelState{Unreadable: true}
 		kind = ""

@@ -13,8 +13,10 @@ import (
 	"time"
 
 	"github.com/hutchsandbox/hutch/internal/agent"
+	"github.com/hutchsandbox/hutch/internal/atomicfile"
 	"github.com/hutchsandbox/hutch/internal/errdefs"
 	"github.com/hutchsandbox/hutch/internal/sandbox"
+	"github.com/hutchsandbox/hutch/internal/sandbox/managed"
 )
 
 // Name is how a VM is named in listings.
@@ -57,6 +59,16 @@ func (r *Runtime) Status(_ context.Context, key string) (sandbox.Status, error) 
 	out := sandbox.Status{OfficeKey: key, Name: Name(key), State: sandbox.StateMissing, Image: "gondolin:default"}
 	if _, err := os.Stat(filepath.Join(r.diskDir(key), "root.qcow2")); err == nil {
 		out.State = sandbox.StateStopped
+	}
+	if out.State == sandbox.StateStopped {
+		// A stopped VM shows whose it is and the limits it boots with, as
+		// its last boot recorded them: this process may have booted none
+		// (a restart, or a CLI beside the daemon).
+		b, err := r.lastBoot(key)
+		if err != nil {
+			return sandbox.Status{}, err
+		}
+		out.Platform, out.ConversationID, out.Limits = b.Platform, b.ConversationID, b.Limits
 	}
 	s, ok := r.sessions.Lookup(key)
 	if !ok {
@@ -307,4 +319,49 @@ func (r *Runtime) Check(context.Context) error {
 		return err
 	}
 	return r.assets.verify(r.cfg.AssetDir, m)
+}
+
+// bootName records, beside an office's root disk, whose VM it is and the
+// limits it boots with, so a stopped VM is listed with them by a process
+// that did not boot it (after a restart the list showed "/", 0 CPUs, 0B).
+const bootName = "boot.json"
+
+// bootRecord is bootName's content.
+type bootRecord struct {
+	Platform       string         `json:"platform"`
+	ConversationID string         `json:"conversationId"`
+	Limits         sandbox.Limits `json:"limits"`
+}
+
+// recordBoot writes the boot record of a VM about to boot for spec. The
+// limits are the base ones (no boost or temporary limits: a stop ends
+// those), rounded as a VM has them.
+func (r *Runtime) recordBoot(key string, spec sandbox.Spec) error {
+	l := spec.Limits.Over(managed.DefaultLimits)
+	l.CPUs = float64(WholeCPUs(l.CPUs))
+	l.MemoryBytes = max(l.MemoryBytes, minMemoryMiB<<20)
+	data, err := json.Marshal(bootRecord{Platform: spec.Platform, ConversationID: spec.ConversationID, Limits: l})
+	if err != nil {
+		return err
+	}
+	return atomicfile.WriteFile(filepath.Join(r.diskDir(key), bootName), append(data, '\n'), 0o600)
+}
+
+// lastBoot reads an office's boot record; a disk of an earlier release
+// has none (zero values). One that cannot be read or parsed is an error
+// naming it, as every state file's is: a guess would show wrong limits.
+func (r *Runtime) lastBoot(key string) (bootRecord, error) {
+	path := filepath.Join(r.diskDir(key), bootName)
+	data, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return bootRecord{}, nil
+	}
+	if err != nil {
+		return bootRecord{}, fmt.Errorf("microVM boot record %s: %w", path, err)
+	}
+	var b bootRecord
+	if err := json.Unmarshal(data, &b); err != nil {
+		return bootRecord{}, errdefs.New(errdefs.ErrFailedPrecondition, fmt.Sprintf("Malformed microVM boot record %s: %v", path, err))
+	}
+	return b, nil
 }

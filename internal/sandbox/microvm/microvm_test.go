@@ -352,6 +352,18 @@ func TestLifecycle(t *testing.T) {
 	if st, _ := f.rt.Status(ctx, spec.OfficeKey); st.State != sandbox.StateStopped {
 		t.Errorf("after Stop: %s", st.State)
 	}
+	// After a restart (another Runtime on the same dirs, with no session
+	// of the office) the stopped VM is still whose it was, with the limits
+	// it boots with: what its last boot recorded in the state dir.
+	list, err := f.runtime(t).List(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := sandbox.Status{OfficeKey: spec.OfficeKey, Platform: "web", ConversationID: "lifecycle", Name: microvm.Name(spec.OfficeKey),
+		State: sandbox.StateStopped, Image: "gondolin:default", Limits: spec.Limits}
+	if len(list) != 1 || list[0] != want {
+		t.Errorf("List after a restart = %+v, want [%+v]", list, want)
+	}
 	// A stopped VM boots again with its disk.
 	if out, _ := run(t, f.rt, spec, "cat /root/on-disk"); out != "kept\n" {
 		t.Errorf("after a stop: %q", out)

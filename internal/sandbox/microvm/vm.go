@@ -160,6 +160,9 @@ func (r *Runtime) boot(ctx context.Context, s *session, spec sandbox.Spec, m ass
 	if err != nil {
 		return nil, err
 	}
+	if err := r.recordBoot(s.Key, spec); err != nil {
+		return nil, err
+	}
 	// Until the guest has applied this plan, its disk may hold what the
 	// last one projected and what this one does.
 	prev, cur := r.projected(s.Key), p.filePaths()
