@@ -291,6 +291,7 @@ type ExecResult struct {
 	ExitCode        int     `json:"exitCode"`
 	Signal          string  `json:"signal,omitempty"`
 	TimedOut        bool    `json:"timedOut,omitempty"`
+	KillUnconfirmed bool    `json:"killUnconfirmed,omitempty"`
 	Aborted         bool    `json:"aborted,omitempty"`
 	OOMKilled       bool    `json:"oomKilled,omitempty"`
 	StdoutTruncated bool    `json:"stdoutTruncated,omitempty"`
@@ -394,7 +395,7 @@ func (s *Server) exec(w http.ResponseWriter, r *http.Request) error {
 		return errors.Join(errAlreadyWritten, sendErr)
 	}
 	sendErr := enc.Encode(Frame{Result: &ExecResult{
-		ExitCode: res.ExitCode, Signal: res.Signal, TimedOut: res.TimedOut, Aborted: res.Aborted, OOMKilled: res.OOMKilled,
+		ExitCode: res.ExitCode, Signal: res.Signal, TimedOut: res.TimedOut, KillUnconfirmed: res.KillUnconfirmed, Aborted: res.Aborted, OOMKilled: res.OOMKilled,
 		StdoutTruncated: res.StdoutTruncated, StderrTruncated: res.StderrTruncated,
 		StdoutBytes: res.StdoutBytes, StderrBytes: res.StderrBytes,
 		DurationSeconds: res.Duration.Seconds(), Message: res.Message(),
