@@ -725,3 +725,52 @@ func TestUsage(t *testing.T) {
 		t.Errorf("usage of an office without a container: %v, want NotFound", err)
 	}
 }
+
+// TestLimits_CorruptRuntimeState: a runtime.json (the boost and temporary
+// limits of a running container) that cannot be parsed is an error
+// naming the file, as every state file's is; it is never read as "no
+// boost" and overwritten. Stopping the runtime ends its boost and with
+// it the file, and the next command works.
+func TestLimits_CorruptRuntimeState(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	spec := f.office(t, testenv.Name(t))
+	run(t, f.rt, spec, `true`, nil)
+	path := filepath.Join(f.state, "conversations", spec.OfficeKey, "runtime.json")
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	corrupt := []byte(`{"containerId": "` + f.inspect(t, spec).Container.ID + `", "boost": {"cpus": 2`)
+	if err := os.WriteFile(path, corrupt, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	want := "Malformed runtime state in " + path + ": unexpected end of JSON input; stop the runtime (hutch sandbox stop) to end its boost and temporary limits, or remove the file"
+	check := func(what string, err error) {
+		t.Helper()
+		if !errdefs.IsFailedPrecondition(err) || err.Error() != want {
+			t.Errorf("%s with a corrupt runtime.json: %v, want ErrFailedPrecondition %q", what, err, want)
+		}
+	}
+	_, err := f.rt.Status(ctx, spec.OfficeKey)
+	check("Status", err)
+	if f.eng.CanUpdateLimits() {
+		_, err = f.rt.Boost(ctx, spec.OfficeKey, sandbox.Limits{CPUs: 1})
+		check("Boost", err)
+		_, err = f.rt.SetLimits(ctx, spec.OfficeKey, sandbox.Limits{Pids: 100})
+		check("SetLimits", err)
+		_, err = f.rt.Exec(ctx, spec, sandbox.ExecRequest{Argv: []string{"true"}})
+		check("Exec", err)
+	}
+	if got, err := os.ReadFile(path); err != nil || !bytes.Equal(got, corrupt) {
+		t.Errorf("runtime.json after the refusals: %q, %v; want it untouched", got, err)
+	}
+	if err := f.rt.Stop(ctx, spec.OfficeKey); err != nil {
+		t.Fatal(err)
+	}
+	if out, _ := run(t, f.rt, spec, `echo again`, nil); out != "again\n" {
+		t.Errorf("after a stop got %q", out)
+	}
+	if st, err := f.rt.Status(ctx, spec.OfficeKey); err != nil || st.Boosted {
+		t.Errorf("status after a stop: %+v, %v; want no boost", st, err)
+	}
+}
