@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -772,5 +773,54 @@ func TestLimits_CorruptRuntimeState(t *testing.T) {
 	}
 	if st, err := f.rt.Status(ctx, spec.OfficeKey); err != nil || st.Boosted {
 		t.Errorf("status after a stop: %+v, %v; want no boost", st, err)
+	}
+}
+
+// TestNetworkRemovedWhileStopped: an idle stop leaves a container with no
+// endpoint on its network, so a network prune removes the network. The
+// next command makes the office network anew and starts the same
+// container on it, its writable layer kept.
+func TestNetworkRemovedWhileStopped(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	spec := f.office(t, testenv.Name(t))
+	run(t, f.rt, spec, `echo kept > /usr/local/bin/marker`, nil)
+	id := f.inspect(t, spec).Container.ID
+	if err := f.rt.Stop(ctx, spec.OfficeKey); err != nil {
+		t.Fatal(err)
+	}
+	name := image.NetworkName(spec.OfficeKey)
+	// docker network prune, confined to this test's installation: other
+	// tests share the engine.
+	res, err := f.cli.NetworkPrune(ctx, client.NetworkPruneOptions{Filters: make(client.Filters).Add("label", engine.LabelStateDir+"="+f.state)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(res.Report.NetworksDeleted, name) {
+		t.Fatalf("the prune removed %v, not %s", res.Report.NetworksDeleted, name)
+	}
+	if out, _ := run(t, f.rt, spec, `cat /usr/local/bin/marker`, nil); out != "kept\n" {
+		t.Errorf("after the network was removed got %q, want the writable layer's marker", out)
+	}
+	ins := f.inspect(t, spec)
+	if ins.Container.ID != id {
+		t.Errorf("container re-created (%s, was %s); want the same one started", ins.Container.ID, id)
+	}
+	n, err := f.cli.NetworkInspect(ctx, name, client.NetworkInspectOptions{})
+	if err != nil {
+		t.Fatalf("office network not made anew: %v", err)
+	}
+	if n.Network.Labels[engine.LabelStateDir] != f.state || n.Network.Labels[engine.LabelOffice] != spec.OfficeKey {
+		t.Errorf("office network made anew with labels %v", n.Network.Labels)
+	}
+	if cfg := n.Network.IPAM.Config; len(cfg) != 1 || !image.DefaultNetworkPool.Contains(cfg[0].Subnet.Addr()) {
+		t.Errorf("office network made anew with IPAM %+v, want a subnet of %s", cfg, image.DefaultNetworkPool)
+	}
+	if ep := ins.Container.NetworkSettings.Networks[name]; ep == nil || ep.NetworkID != n.Network.ID {
+		t.Errorf("container on networks %v, want %s (%s)", ins.Container.NetworkSettings.Networks, name, n.Network.ID)
+	}
+	// A second hutch process sees a container it never met, on its network.
+	if out, _ := run(t, f.runtime(t), spec, `echo again`, nil); out != "again\n" {
+		t.Errorf("from another process got %q", out)
 	}
 }
