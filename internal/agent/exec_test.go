@@ -580,7 +580,7 @@ func TestExec_SilentAgentHostDeadline(t *testing.T) {
 				w.Header().Set("Content-Type", contentTypeStream)
 				w.Header().Set("Trailer", trailerResult)
 				w.WriteHeader(http.StatusOK)
-				(&frameWriter{out: &muxWriter{w: w, rc: http.NewResponseController(w)}, stream: stdcopy.Stdout}).Write([]byte("partial"))
+				_, _ = (&frameWriter{out: &muxWriter{w: w, rc: http.NewResponseController(w)}, stream: stdcopy.Stdout}).Write([]byte("partial"))
 				<-frozen // deaf to the reset too, as a frozen agent is
 			})})
 		}, "partial"},

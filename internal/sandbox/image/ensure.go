@@ -37,6 +37,7 @@ type containerState struct {
 	id          string
 	name        string // without the leading slash
 	running     bool
+	paused      bool
 	exitCode    int
 	fingerprint string
 	imageID     string // the base image label
@@ -68,6 +69,7 @@ func (r *Runtime) inspect(ctx context.Context, nameOrID string) (containerState,
 	st := containerState{exists: true, id: c.ID, name: strings.TrimPrefix(c.Name, "/"), imageRef: c.Image}
 	if c.State != nil {
 		st.running = c.State.Running
+		st.paused = c.State.Paused
 		st.exitCode = c.State.ExitCode
 		st.startedAt = c.State.StartedAt
 	}
@@ -311,6 +313,14 @@ func (r *Runtime) ensureLocked(ctx context.Context, s *session, spec sandbox.Spe
 				return nil, err
 			}
 		} else if !seen {
+			if st.paused {
+				// Someone paused it (hutch never does): its agent is up but
+				// frozen, and waiting for it would only wait out
+				// waitAgent's 30 s. The command goes to it unverified; the
+				// agent client bounds it by its timeout. A later command,
+				// unpaused, verifies the run.
+				return r.clientLocked(s)
+			}
 			if err := r.waitAgent(ctx, s, st.id); err != nil {
 				return nil, err
 			}

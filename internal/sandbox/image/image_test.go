@@ -824,3 +824,42 @@ func TestNetworkRemovedWhileStopped(t *testing.T) {
 		t.Errorf("from another process got %q", out)
 	}
 }
+
+// TestTimeout_PausedContainer: a runtime that stops answering (here
+// paused) cannot hold a command past its timeout: hutch answers the
+// timeout a grace after it, saying it could not confirm the kill. The
+// bound is a hang bound, not a measure of speed: before, the answer
+// came only when the connection's health check gave up, 45 s later.
+func TestTimeout_PausedContainer(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	spec := f.office(t, testenv.Name(t))
+	run(t, f.rt, spec, `true`, nil)
+	name := image.ContainerName(spec.OfficeKey)
+	if _, err := f.cli.ContainerPause(ctx, name, client.ContainerPauseOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	unpause := func() {
+		if _, err := f.cli.ContainerUnpause(ctx, name, client.ContainerUnpauseOptions{}); err != nil && !strings.Contains(err.Error(), "not paused") {
+			t.Errorf("unpause: %v", err)
+		}
+	}
+	t.Cleanup(unpause) // the fixture's cleanup removes it only once unpaused
+	start := time.Now()
+	res, err := f.rt.Exec(ctx, spec, sandbox.ExecRequest{Argv: []string{`sleep 60`}, Timeout: 2 * time.Second, Stdout: io.Discard, Stderr: io.Discard})
+	took := time.Since(start)
+	if err != nil {
+		t.Fatalf("Exec in a paused container: %v (after %v)", err, took)
+	}
+	if took > 15*time.Second {
+		t.Errorf("a 2 s timeout in a paused container returned after %v", took)
+	}
+	if want := "Command timed out after 2 seconds; the sandbox stopped answering, so hutch could not confirm the command was killed"; !res.TimedOut || !res.KillUnconfirmed || res.Message() != want {
+		t.Errorf("result %+v, message %q; want %q", res, res.Message(), want)
+	}
+	// Unpaused, the runtime serves again.
+	unpause()
+	if out, _ := run(t, f.rt, spec, `echo alive`, nil); out != "alive\n" {
+		t.Errorf("after unpausing got %q", out)
+	}
+}
