@@ -35,6 +35,17 @@ const (
 	pingTimeout     = 15 * time.Second
 )
 
+// answerGrace is how long past a command's timeout the client waits for
+// the agent's result before it stops waiting. The agent kills the group
+// at the timeout and waits up to supervise.DefaultDrainGrace for its
+// output; an agent still silent after this has stopped answering (its
+// runtime paused, frozen, or starved by what it runs), and a caller must
+// not wait on it for the connection's health check, or for ever.
+const answerGrace = 5 * time.Second
+
+// errNoAnswer is the cause of an exec's context when answerGrace passed.
+var errNoAnswer = errors.New("the agent did not answer within the timeout and its grace")
+
 // maxErrorBody bounds how much of an error response is read.
 const maxErrorBody = 64 << 10
 
@@ -208,11 +219,25 @@ func responseError(resp *http.Response) error {
 // the result has Aborted set. A connection that breaks mid-command is an
 // error of class ErrUnavailable (the agent kills the command); a command
 // the agent refused to start is an error of the agent's class and text.
+//
+// A positive req.Timeout is also enforced here, whatever the agent does:
+// with no result answerGrace past it, Exec gives up on the agent and
+// returns a timeout with KillUnconfirmed set (the request is reset, so an
+// agent that answers again kills the command).
 func (c *Client) Exec(ctx context.Context, req sandbox.ExecRequest) (sandbox.ExecResult, error) {
 	aborted := sandbox.ExecResult{ExitCode: -1, Aborted: true, Timeout: req.Timeout}
 	if ctx.Err() != nil {
 		return aborted, nil // the caller gave up before anything ran
 	}
+	caller := ctx
+	if req.Timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeoutCause(ctx, req.Timeout+answerGrace, errNoAnswer)
+		defer cancel()
+	}
+	// gaveUp reports whether ctx ended because the agent did not answer
+	// in time, not because the caller left.
+	gaveUp := func() bool { return caller.Err() == nil && errors.Is(context.Cause(ctx), errNoAnswer) }
 	er := execRequest{
 		Argv:      req.Argv,
 		Dir:       req.Dir,
@@ -235,6 +260,9 @@ func (c *Client) Exec(ctx context.Context, req sandbox.ExecRequest) (sandbox.Exe
 		defer func() { _ = body.Close() }()
 	}
 	if err != nil {
+		if gaveUp() {
+			return sandbox.ExecResult{ExitCode: -1, TimedOut: true, KillUnconfirmed: true, Duration: time.Since(start), Timeout: req.Timeout}, nil
+		}
 		if ctx.Err() != nil {
 			aborted.Duration = time.Since(start)
 			return aborted, nil
@@ -272,6 +300,10 @@ func (c *Client) Exec(ctx context.Context, req sandbox.ExecRequest) (sandbox.Exe
 		copyErr = errors.New("the agent sent no result")
 	}
 	if copyErr != nil {
+		if gaveUp() {
+			res.TimedOut, res.KillUnconfirmed = true, true
+			return res, nil
+		}
 		if ctx.Err() != nil {
 			res.Aborted = true
 			return res, nil

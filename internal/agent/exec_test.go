@@ -19,6 +19,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
+	"github.com/moby/moby/api/pkg/stdcopy"
+	"golang.org/x/net/http2"
 
 	"github.com/hutchsandbox/hutch/internal/errdefs"
 	"github.com/hutchsandbox/hutch/internal/sandbox"
@@ -553,4 +555,81 @@ func TestServeConn_NetPipe(t *testing.T) {
 	}
 	_ = c.Close()
 	<-served
+}
+
+// TestExec_SilentAgentHostDeadline: an agent that stops answering (its
+// runtime paused, frozen or starved) cannot hold a command past its
+// timeout. The client gives up a grace after the timeout, whatever the
+// agent does, keeps the output that came, and says it could not confirm
+// the command was killed.
+func TestExec_SilentAgentHostDeadline(t *testing.T) {
+	tests := []struct {
+		name string
+		// serve is the agent's side of the connection, which stops
+		// answering at some point.
+		serve   func(t *testing.T, peer net.Conn)
+		wantOut string
+	}{
+		{"before_the_answer", func(t *testing.T, peer net.Conn) {
+			_, _ = io.Copy(io.Discard, peer)
+		}, ""},
+		{"mid_output", func(t *testing.T, peer net.Conn) {
+			frozen := make(chan struct{})
+			t.Cleanup(func() { close(frozen) })
+			// The agent's own server is x/net/http2's (server.go, excluded
+			// from SA1019 for that reason); this one stands in for it.
+			//nolint:staticcheck
+			(&http2.Server{}).ServeConn(peer, &http2.ServeConnOpts{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Type", contentTypeStream)
+				w.Header().Set("Trailer", trailerResult)
+				w.WriteHeader(http.StatusOK)
+				_, _ = (&frameWriter{out: &muxWriter{w: w, rc: http.NewResponseController(w)}, stream: stdcopy.Stdout}).Write([]byte("partial"))
+				<-frozen // deaf to the reset too, as a frozen agent is
+			})})
+		}, "partial"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c := NewClient(func(context.Context) (net.Conn, error) {
+				conn, peer := net.Pipe()
+				go tc.serve(t, peer)
+				t.Cleanup(func() { _ = peer.Close() })
+				return conn, nil
+			}, nil)
+			t.Cleanup(func() { _ = c.Close() })
+			type outcome struct {
+				res sandbox.ExecResult
+				err error
+			}
+			done := make(chan outcome, 1)
+			var out bytes.Buffer
+			start := time.Now()
+			go func() {
+				res, err := c.Exec(context.Background(), sandbox.ExecRequest{Argv: []string{"sleep 60"}, Stdout: &out, Timeout: 300 * time.Millisecond})
+				done <- outcome{res, err}
+			}()
+			var o outcome
+			select {
+			case o = <-done:
+			case <-time.After(30 * time.Second):
+				t.Fatal("Exec with a 0.3 s timeout still waits for a silent agent after 30 s")
+			}
+			if o.err != nil {
+				t.Fatalf("Exec error: %v", o.err)
+			}
+			if d := time.Since(start); d < 300*time.Millisecond {
+				t.Errorf("returned after %v, before the timeout", d)
+			}
+			want := sandbox.ExecResult{ExitCode: -1, TimedOut: true, KillUnconfirmed: true, Timeout: 300 * time.Millisecond, StdoutBytes: int64(len(tc.wantOut))}
+			if diff := cmp.Diff(want, o.res, ignoreDuration); diff != "" {
+				t.Errorf("result mismatch (-want +got):\n%s", diff)
+			}
+			if out.String() != tc.wantOut {
+				t.Errorf("stdout got %q, want %q", out.String(), tc.wantOut)
+			}
+			if got, want := o.res.Message(), "Command timed out after 0.3 seconds; the sandbox stopped answering, so hutch could not confirm the command was killed"; got != want {
+				t.Errorf("Message() got %q, want %q", got, want)
+			}
+		})
+	}
 }

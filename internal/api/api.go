@@ -440,6 +440,7 @@ type ExecResult struct {
 	ExitCode        int     `json:"exitCode"`
 	Signal          string  `json:"signal,omitempty"`
 	TimedOut        bool    `json:"timedOut,omitempty"`
+	KillUnconfirmed bool    `json:"killUnconfirmed,omitempty"`
 	Aborted         bool    `json:"aborted,omitempty"`
 	OOMKilled       bool    `json:"oomKilled,omitempty"`
 	StdoutTruncated bool    `json:"stdoutTruncated,omitempty"`
@@ -571,7 +572,7 @@ func (s *Server) exec(w http.ResponseWriter, r *http.Request) error {
 		sendErr = out.sendLocked(Frame{Error: &ErrorBody{Error: err.Error(), Code: errdefs.Code(err)}})
 	} else {
 		sendErr = out.sendLocked(Frame{Result: &ExecResult{
-			ExitCode: res.ExitCode, Signal: res.Signal, TimedOut: res.TimedOut, Aborted: res.Aborted, OOMKilled: res.OOMKilled,
+			ExitCode: res.ExitCode, Signal: res.Signal, TimedOut: res.TimedOut, KillUnconfirmed: res.KillUnconfirmed, Aborted: res.Aborted, OOMKilled: res.OOMKilled,
 			StdoutTruncated: res.StdoutTruncated, StderrTruncated: res.StderrTruncated,
 			StdoutBytes: res.StdoutBytes, StderrBytes: res.StderrBytes,
 			DurationSeconds: res.Duration.Seconds(), Message: res.Message(),

@@ -9,9 +9,13 @@
 package atomicfile
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
+
+	"golang.org/x/sys/unix"
 )
 
 // WriteFile atomically replaces path with data, with permission bits perm.
@@ -20,7 +24,7 @@ import (
 // at path is replaced, never followed.
 func WriteFile(path string, data []byte, perm os.FileMode) (err error) {
 	dir := filepath.Dir(path)
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
+	tmp, err := os.CreateTemp(dir, tempPrefix(path)+"*")
 	if err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
@@ -61,4 +65,53 @@ func SyncDir(dir string) error {
 		return fmt.Errorf("sync %s: %w", dir, err)
 	}
 	return nil
+}
+
+// tempPrefix is how the names of WriteFile's temporary files for path
+// begin; os.CreateTemp ends them with a run of decimal digits.
+func tempPrefix(path string) string { return "." + filepath.Base(path) + ".tmp-" }
+
+// RemoveTemps removes the temporary files that WriteFile calls on path
+// left in its directory because their process died before the rename.
+// Only regular files named as WriteFile names them go: a symlink,
+// directory or any other name is left alone, and no link is followed
+// (each entry is checked and unlinked relative to the directory, and
+// unlink never follows a link or removes a directory).
+//
+// Call it only where no WriteFile of path can be in flight, that is
+// under the lock its writers hold: a live writer's temp file looks the
+// same as a dead one's.
+func RemoveTemps(path string) error {
+	dir := filepath.Dir(path)
+	d, err := os.Open(dir)
+	if err != nil {
+		return fmt.Errorf("remove temporary files of %s: %w", path, err)
+	}
+	defer func() { _ = d.Close() }()
+	names, err := d.Readdirnames(-1)
+	if err != nil {
+		return fmt.Errorf("remove temporary files of %s: %w", path, err)
+	}
+	prefix := tempPrefix(path)
+	var errs []error
+	removed := false
+	for _, name := range names {
+		rest, ok := strings.CutPrefix(name, prefix)
+		if !ok || rest == "" || strings.Trim(rest, "0123456789") != "" {
+			continue
+		}
+		var st unix.Stat_t
+		if err := unix.Fstatat(int(d.Fd()), name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil || st.Mode&unix.S_IFMT != unix.S_IFREG {
+			continue
+		}
+		if err := unix.Unlinkat(int(d.Fd()), name, 0); err != nil && !errors.Is(err, unix.ENOENT) {
+			errs = append(errs, fmt.Errorf("remove %s: %w", filepath.Join(dir, name), err))
+			continue
+		}
+		removed = true
+	}
+	if removed {
+		errs = append(errs, SyncDir(dir))
+	}
+	return errors.Join(errs...)
 }

@@ -78,7 +78,7 @@ func execViaDaemon(ctx context.Context, c *client.Client, o service.ExecOptions,
 		return sandbox.ExecResult{}, err
 	}
 	return sandbox.ExecResult{
-		ExitCode: r.ExitCode, Signal: r.Signal, TimedOut: r.TimedOut, Aborted: r.Aborted, OOMKilled: r.OOMKilled,
+		ExitCode: r.ExitCode, Signal: r.Signal, TimedOut: r.TimedOut, KillUnconfirmed: r.KillUnconfirmed, Aborted: r.Aborted, OOMKilled: r.OOMKilled,
 		StdoutTruncated: r.StdoutTruncated, StderrTruncated: r.StderrTruncated, StdoutBytes: r.StdoutBytes, StderrBytes: r.StderrBytes,
 		Duration: time.Duration(r.DurationSeconds * float64(time.Second)), Timeout: o.Timeout,
 	}, nil

@@ -25,11 +25,19 @@ const (
 	lockRetry = 25 * time.Millisecond
 	// DefaultLockTimeout is how long Registry waits for the lock by default.
 	DefaultLockTimeout = 5 * time.Second
-	// lockStaleAge is how old an ownerless lock must be before it counts as
-	// abandoned: a holder writes its owner file microseconds after mkdir,
-	// so a minute without one means it died in between.
-	lockStaleAge = 60 * time.Second
-	ownerFile    = "owner"
+	// ownerlessGrace is how old a lock without a readable owner must be
+	// before it counts as abandoned: a holder writes its owner file
+	// microseconds after its mkdir, so seconds without one mean it died
+	// in between. It is well under DefaultLockTimeout, so the writer that
+	// finds such a lock takes it over instead of timing out (a minute,
+	// as before, blocked every writer for that minute).
+	ownerlessGrace = 2 * time.Second
+	// guardStaleAge is how old a break guard must be before it counts as
+	// abandoned. A breaker holds it for two syscalls, but a slow one that
+	// lost its guard could delete a lock retaken meanwhile, so this errs
+	// long: only a breaker that died mid-break leaves one.
+	guardStaleAge = 60 * time.Second
+	ownerFile     = "owner"
 	// breakSuffix names the directory a process holds while it breaks a
 	// stale lock. Without it two waiters could both judge the same lock
 	// stale, and the slower one would delete the lock the faster one had
@@ -54,14 +62,21 @@ func acquireLock(dir string, timeout time.Duration) (*lease, error) {
 	deadline := time.Now().Add(timeout)
 	for {
 		err := os.Mkdir(dir, 0o700)
-		if err == nil {
-			if err := writeOwner(dir, owner); err != nil {
-				_ = os.RemoveAll(dir)
-				return nil, err
+		switch {
+		case err == nil:
+			werr := writeOwner(dir, owner)
+			if werr == nil {
+				return &lease{dir: dir, owner: owner}, nil
 			}
-			return &lease{dir: dir, owner: owner}, nil
-		}
-		if !errors.Is(err, fs.ErrExist) {
+			if !errors.Is(werr, fs.ErrNotExist) && !errors.Is(werr, fs.ErrExist) {
+				_ = os.RemoveAll(dir)
+				return nil, werr
+			}
+			// This process stalled past ownerlessGrace between its mkdir
+			// and its owner file, and a waiter broke the lock: the
+			// directory is gone or another's now, and must not be
+			// removed. Wait like any other waiter.
+		case !errors.Is(err, fs.ErrExist):
 			return nil, fmt.Errorf("acquire office registry lock: %w", err)
 		}
 		stale, err := lockIsStale(dir)
@@ -123,7 +138,7 @@ func lockIsStale(dir string) (bool, error) {
 	if pid, ok := readOwnerPID(dir); ok {
 		return !processAlive(pid), nil
 	}
-	return time.Since(fi.ModTime()) >= lockStaleAge, nil
+	return time.Since(fi.ModTime()) >= ownerlessGrace, nil
 }
 
 // readOwnerPID returns the pid named by dir's owner file, if the file is
@@ -164,7 +179,7 @@ func breakLock(dir string) (bool, error) {
 			return false, fmt.Errorf("break stale office registry lock: %w", err)
 		}
 		// Someone else is breaking it; the caller waits and retries.
-		if fi, err := os.Lstat(guard); err == nil && fi.IsDir() && time.Since(fi.ModTime()) >= lockStaleAge {
+		if fi, err := os.Lstat(guard); err == nil && fi.IsDir() && time.Since(fi.ModTime()) >= guardStaleAge {
 			_ = os.Remove(guard)
 		}
 		return false, nil

@@ -198,3 +198,87 @@ func TestRegistry_Record_Concurrent(t *testing.T) {
 		t.Errorf("lock directory left behind: %v", err)
 	}
 }
+
+// TestRegistry_Lock_OwnerlessTakenOverSoon: a writer killed between its
+// mkdir and its owner file leaves a lock no one owns. The next writer
+// waits a short grace (the owner file follows the mkdir at once), not a
+// minute, and takes it over well within its lock timeout.
+func TestRegistry_Lock_OwnerlessTakenOverSoon(t *testing.T) {
+	for _, tc := range []struct {
+		name, owner string
+		age         time.Duration
+	}{
+		{"just_left", "", 0},
+		{"seconds_old", "", 5 * time.Second},
+		{"empty_owner_file_seconds_old", "\n", 5 * time.Second},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			reg, state := newTestRegistry(t)
+			reg.LockTimeout = office.DefaultLockTimeout
+			dir := plantLock(t, state, tc.owner, tc.age)
+			start := time.Now()
+			added, err := reg.Record(mustAddress(t, "slack/C1"))
+			checkErr(t, err, "", nil)
+			if !added {
+				t.Error("Record added = false")
+			}
+			if d := time.Since(start); d > 4*time.Second {
+				t.Errorf("taking over an ownerless lock took %v", d)
+			}
+			if _, err := os.Lstat(dir); !errors.Is(err, fs.ErrNotExist) {
+				t.Errorf("lock left behind: %v", err)
+			}
+		})
+	}
+}
+
+// TestRegistry_RemovesAbandonedTempFiles: a writer killed between making
+// its temp file and renaming it over the registry leaves the temp file
+// behind. The next write, under the lock (so no write of hutch is in
+// flight), removes hutch's own leftovers and nothing else: no other
+// name, no directory, no symlink (and never what one points to).
+func TestRegistry_RemovesAbandonedTempFiles(t *testing.T) {
+	reg, state := newTestRegistry(t)
+	abandoned := []string{".office-registry.json.tmp-123456", ".office-registry.json.tmp-7"}
+	for _, name := range abandoned {
+		if err := os.WriteFile(filepath.Join(state, name), []byte(`{"version": 1, "offi`), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	outside := filepath.Join(t.TempDir(), "outside")
+	if err := os.WriteFile(outside, []byte("keep"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	kept := map[string]func(string) error{
+		".office-registry.json.tmp-999": func(p string) error { return os.Symlink(outside, p) },
+		".office-registry.json.tmp-777": func(p string) error { return os.Mkdir(p, 0o700) },
+		".office-registry.json.tmp-abc": func(p string) error { return os.WriteFile(p, nil, 0o600) },
+		".office-registry.json.tmp-":    func(p string) error { return os.WriteFile(p, nil, 0o600) },
+		"office-registry.json.tmp-1":    func(p string) error { return os.WriteFile(p, nil, 0o600) },
+		".settings.json.tmp-1":          func(p string) error { return os.WriteFile(p, nil, 0o600) },
+	}
+	for name, plant := range kept {
+		if err := plant(filepath.Join(state, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := reg.Record(mustAddress(t, "slack/C1")); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range abandoned {
+		if _, err := os.Lstat(filepath.Join(state, name)); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("abandoned temp file %s left behind: %v", name, err)
+		}
+	}
+	for name := range kept {
+		if _, err := os.Lstat(filepath.Join(state, name)); err != nil {
+			t.Errorf("%s removed, want it kept: %v", name, err)
+		}
+	}
+	if got, err := os.ReadFile(outside); err != nil || string(got) != "keep" {
+		t.Errorf("symlink target got %q, %v; want it untouched", got, err)
+	}
+	if recs, err := reg.Offices(); err != nil || len(recs) != 1 {
+		t.Errorf("registry after the sweep: %v, %v", recs, err)
+	}
+}

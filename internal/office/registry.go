@@ -170,7 +170,8 @@ func (j *Journal) Save() error {
 	return nil
 }
 
-// Hold takes the registry lock, loads the file and runs fn with a Journal
+// Hold takes the registry lock, removes the temp files of registry
+// writes whose process died, loads the file and runs fn with a Journal
 // on it; the lock is released when fn returns. Nothing is written unless
 // fn calls Save.
 func (r *Registry) Hold(fn func(*Journal) error) (err error) {
@@ -183,6 +184,11 @@ func (r *Registry) Hold(fn func(*Journal) error) (err error) {
 		return err
 	}
 	defer func() { err = errors.Join(err, l.release()) }()
+	// Under the lock no write of the registry is in flight, so a temp file
+	// of one is what a writer killed mid-write left, and would otherwise
+	// stay forever. A failed sweep must not block the change: the next
+	// holder tries again.
+	_ = atomicfile.RemoveTemps(r.path)
 	f, raw, err := readFile(r.path)
 	if err != nil {
 		return err

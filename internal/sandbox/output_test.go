@@ -44,6 +44,7 @@ func TestExecResult_Messages(t *testing.T) {
 	}{
 		{"timeout_whole", sandbox.ExecResult{TimedOut: true, Timeout: 30 * time.Second}, "Command timed out after 30 seconds"},
 		{"timeout_fraction", sandbox.ExecResult{TimedOut: true, Timeout: 1500 * time.Millisecond}, "Command timed out after 1.5 seconds"},
+		{"timeout_kill_unconfirmed", sandbox.ExecResult{TimedOut: true, KillUnconfirmed: true, Timeout: 2 * time.Second}, "Command timed out after 2 seconds; the sandbox stopped answering, so hutch could not confirm the command was killed"},
 		{"aborted", sandbox.ExecResult{Aborted: true}, "Command aborted"},
 		{"oom", sandbox.ExecResult{OOMKilled: true}, "Command was killed: the sandbox ran out of memory"},
 		{"normal", sandbox.ExecResult{ExitCode: 2}, ""},

@@ -119,6 +119,11 @@ type ExecResult struct {
 	Signal string
 	// TimedOut: the command ran past its Timeout and was killed.
 	TimedOut bool
+	// KillUnconfirmed, with TimedOut: the runtime stopped answering (it
+	// was paused, frozen or starved), so hutch gave up on it a grace
+	// after the timeout without its word that the command was killed.
+	// The command may still run once the runtime answers again.
+	KillUnconfirmed bool
 	// Aborted: the caller cancelled and the command was killed.
 	Aborted bool
 	// OOMKilled: the runtime's memory limit killed the command.
@@ -138,6 +143,8 @@ type ExecResult struct {
 // or "" when it did. The texts are the ones agents and operators know.
 func (r ExecResult) Message() string {
 	switch {
+	case r.TimedOut && r.KillUnconfirmed:
+		return "Command timed out after " + formatSeconds(r.Timeout) + " seconds; the sandbox stopped answering, so hutch could not confirm the command was killed"
 	case r.TimedOut:
 		return "Command timed out after " + plural(formatSeconds(r.Timeout), "second", "seconds")
 	case r.Aborted:

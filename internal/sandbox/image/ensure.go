@@ -38,6 +38,7 @@ type containerState struct {
 	id          string
 	name        string // without the leading slash
 	running     bool
+	paused      bool
 	exitCode    int
 	fingerprint string
 	imageID     string // the base image label
@@ -46,7 +47,15 @@ type containerState struct {
 	labels      map[string]string
 	image       string
 	imageRef    string // the image id the container runs (a snapshot after a re-create)
-	networks    map[string]bool
+	// networks maps the names of the networks the container is on to
+	// the ids they had when it joined them.
+	networks map[string]string
+}
+
+// onNetwork reports whether the container is on the network of that name.
+func (st containerState) onNetwork(name string) bool {
+	_, on := st.networks[name]
+	return on
 }
 
 func (r *Runtime) inspect(ctx context.Context, nameOrID string) (containerState, error) {
@@ -61,6 +70,7 @@ func (r *Runtime) inspect(ctx context.Context, nameOrID string) (containerState,
 	st := containerState{exists: true, id: c.ID, name: strings.TrimPrefix(c.Name, "/"), imageRef: c.Image}
 	if c.State != nil {
 		st.running = c.State.Running
+		st.paused = c.State.Paused
 		st.exitCode = c.State.ExitCode
 		st.startedAt = c.State.StartedAt
 	}
@@ -71,9 +81,13 @@ func (r *Runtime) inspect(ctx context.Context, nameOrID string) (containerState,
 		st.image = c.Config.Image
 	}
 	if ns := c.NetworkSettings; ns != nil {
-		st.networks = map[string]bool{}
-		for name := range ns.Networks {
-			st.networks[name] = true
+		st.networks = map[string]string{}
+		for name, ep := range ns.Networks {
+			id := ""
+			if ep != nil {
+				id = ep.NetworkID
+			}
+			st.networks[name] = id
 		}
 	}
 	if hc := c.HostConfig; hc != nil {
@@ -207,7 +221,7 @@ func (r *Runtime) ensureLocked(ctx context.Context, s *session, spec sandbox.Spe
 	// from what the office needs and on its network. Only its limits may
 	// need a live update; nothing is provisioned, so no lock is taken.
 	if st.running && st.fingerprint == fp && s.verified == st.id+"@"+st.startedAt &&
-		(st.networks[NetworkName(spec.OfficeKey)] || r.cfg.Engine.Flavor == engine.FlavorPodman) {
+		(st.onNetwork(NetworkName(spec.OfficeKey)) || r.cfg.Engine.Flavor == engine.FlavorPodman) {
 		if err := r.applyLimits(ctx, spec, st); err != nil {
 			return nil, err
 		}
@@ -277,7 +291,9 @@ func (r *Runtime) ensureLocked(ctx context.Context, s *session, spec sandbox.Spe
 				r.dropSnapshot(ctx, spec.OfficeKey)
 			}
 		}
-		if !st.networks[NetworkName(spec.OfficeKey)] && r.cfg.Engine.Flavor != engine.FlavorPodman {
+		joined, on := st.networks[NetworkName(spec.OfficeKey)]
+		switch {
+		case !on && r.cfg.Engine.Flavor != engine.FlavorPodman:
 			// A hutch died between starting the container and attaching
 			// it to its network: finish the job.
 			netID, err := r.ensureNetwork(ctx, spec)
@@ -285,6 +301,10 @@ func (r *Runtime) ensureLocked(ctx context.Context, s *session, spec sandbox.Spe
 				return nil, err
 			}
 			if err := r.attachNetwork(ctx, st.id, netID, spec.OfficeKey); err != nil {
+				return nil, err
+			}
+		case on && !st.running:
+			if err := r.rejoinNetwork(ctx, spec, st.id, joined); err != nil {
 				return nil, err
 			}
 		}
@@ -299,6 +319,14 @@ func (r *Runtime) ensureLocked(ctx context.Context, s *session, spec sandbox.Spe
 				return nil, err
 			}
 		} else if !seen {
+			if st.paused {
+				// Someone paused it (hutch never does): its agent is up but
+				// frozen, and waiting for it would only wait out
+				// waitAgent's 30 s. The command goes to it unverified; the
+				// agent client bounds it by its timeout. A later command,
+				// unpaused, verifies the run.
+				return r.clientLocked(s)
+			}
 			if err := r.waitAgent(ctx, s, st.id); err != nil {
 				return nil, err
 			}
@@ -391,6 +419,41 @@ func (r *Runtime) attachNetwork(ctx context.Context, containerID, netID, key str
 		return engine.Classify(err, "attach container "+ContainerName(key)+" to "+NetworkName(key))
 	}
 	return nil
+}
+
+// rejoinNetwork makes sure the network a stopped container joined (by
+// id, as the engine starts it) still exists. A stopped container holds
+// no endpoint on it, so the network can go under it: docker network
+// prune removes every network without one, so an idle stop followed by
+// a prune did it, and every later start failed with "network … not
+// found" until the runtime, and its writable layer, was removed. Here
+// the container forgets the removed network, and joins the office
+// network made anew, as ensureNetwork makes every office network (a
+// /29 of the pool, labelled, kept apart as any other).
+func (r *Runtime) rejoinNetwork(ctx context.Context, spec sandbox.Spec, containerID, joined string) error {
+	name := NetworkName(spec.OfficeKey)
+	ref := joined
+	if ref == "" {
+		ref = name
+	}
+	_, err := r.api.NetworkInspect(ctx, ref, client.NetworkInspectOptions{})
+	if err == nil {
+		return nil
+	}
+	if !engine.IsNotFound(err) {
+		return engine.Classify(err, "inspect network "+name)
+	}
+	r.log.Warn("the office network was removed while its container was stopped; making it anew", "office_key", spec.OfficeKey, "network", name)
+	// By name, before a network of that name exists again: the engine
+	// then drops the stale entry without looking the network up.
+	if _, err := r.api.NetworkDisconnect(ctx, name, client.NetworkDisconnectOptions{Container: containerID, Force: true}); err != nil && !engine.IsNotFound(err) && !strings.Contains(err.Error(), "not connected") {
+		return engine.Classify(err, "detach container "+ContainerName(spec.OfficeKey)+" from its removed network")
+	}
+	netID, err := r.ensureNetwork(ctx, spec)
+	if err != nil {
+		return err
+	}
+	return r.attachNetwork(ctx, containerID, netID, spec.OfficeKey)
 }
 
 func (r *Runtime) start(ctx context.Context, s *session, spec sandbox.Spec, id string) error {

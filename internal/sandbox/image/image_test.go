@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -723,5 +724,145 @@ func TestUsage(t *testing.T) {
 	}
 	if _, err := f.rt.Usage(ctx, "v1-web-nothing-0123456789abcdef"); !errdefs.IsNotFound(err) {
 		t.Errorf("usage of an office without a container: %v, want NotFound", err)
+	}
+}
+
+// TestLimits_CorruptRuntimeState: a runtime.json (the boost and temporary
+// limits of a running container) that cannot be parsed is an error
+// naming the file, as every state file's is; it is never read as "no
+// boost" and overwritten. Stopping the runtime ends its boost and with
+// it the file, and the next command works.
+func TestLimits_CorruptRuntimeState(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	spec := f.office(t, testenv.Name(t))
+	run(t, f.rt, spec, `true`, nil)
+	path := filepath.Join(f.state, "conversations", spec.OfficeKey, "runtime.json")
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	corrupt := []byte(`{"containerId": "` + f.inspect(t, spec).Container.ID + `", "boost": {"cpus": 2`)
+	if err := os.WriteFile(path, corrupt, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	want := "Malformed runtime state in " + path + ": unexpected end of JSON input; stop the runtime (hutch sandbox stop) to end its boost and temporary limits, or remove the file"
+	check := func(what string, err error) {
+		t.Helper()
+		if !errdefs.IsFailedPrecondition(err) || err.Error() != want {
+			t.Errorf("%s with a corrupt runtime.json: %v, want ErrFailedPrecondition %q", what, err, want)
+		}
+	}
+	_, err := f.rt.Status(ctx, spec.OfficeKey)
+	check("Status", err)
+	if f.eng.CanUpdateLimits() {
+		_, err = f.rt.Boost(ctx, spec.OfficeKey, sandbox.Limits{CPUs: 1})
+		check("Boost", err)
+		_, err = f.rt.SetLimits(ctx, spec.OfficeKey, sandbox.Limits{Pids: 100})
+		check("SetLimits", err)
+		_, err = f.rt.Exec(ctx, spec, sandbox.ExecRequest{Argv: []string{"true"}})
+		check("Exec", err)
+	}
+	if got, err := os.ReadFile(path); err != nil || !bytes.Equal(got, corrupt) {
+		t.Errorf("runtime.json after the refusals: %q, %v; want it untouched", got, err)
+	}
+	if err := f.rt.Stop(ctx, spec.OfficeKey); err != nil {
+		t.Fatal(err)
+	}
+	if out, _ := run(t, f.rt, spec, `echo again`, nil); out != "again\n" {
+		t.Errorf("after a stop got %q", out)
+	}
+	if st, err := f.rt.Status(ctx, spec.OfficeKey); err != nil || st.Boosted {
+		t.Errorf("status after a stop: %+v, %v; want no boost", st, err)
+	}
+}
+
+// TestNetworkRemovedWhileStopped: an idle stop leaves a container with no
+// endpoint on its network, so a network prune removes the network. The
+// next command makes the office network anew and starts the same
+// container on it, its writable layer kept.
+func TestNetworkRemovedWhileStopped(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	spec := f.office(t, testenv.Name(t))
+	run(t, f.rt, spec, `echo kept > /usr/local/bin/marker`, nil)
+	id := f.inspect(t, spec).Container.ID
+	if err := f.rt.Stop(ctx, spec.OfficeKey); err != nil {
+		t.Fatal(err)
+	}
+	name := image.NetworkName(spec.OfficeKey)
+	// docker network prune, confined to this test's installation: other
+	// tests share the engine.
+	res, err := f.cli.NetworkPrune(ctx, client.NetworkPruneOptions{Filters: make(client.Filters).Add("label", engine.LabelStateDir+"="+f.state)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(res.Report.NetworksDeleted, name) {
+		if f.eng.Flavor == engine.FlavorPodman {
+			t.Skip("Podman does not prune a network that a stopped container uses, so the fault cannot arise there")
+		}
+		t.Fatalf("the prune removed %v, not %s", res.Report.NetworksDeleted, name)
+	}
+	if out, _ := run(t, f.rt, spec, `cat /usr/local/bin/marker`, nil); out != "kept\n" {
+		t.Errorf("after the network was removed got %q, want the writable layer's marker", out)
+	}
+	ins := f.inspect(t, spec)
+	if ins.Container.ID != id {
+		t.Errorf("container re-created (%s, was %s); want the same one started", ins.Container.ID, id)
+	}
+	n, err := f.cli.NetworkInspect(ctx, name, client.NetworkInspectOptions{})
+	if err != nil {
+		t.Fatalf("office network not made anew: %v", err)
+	}
+	if n.Network.Labels[engine.LabelStateDir] != f.state || n.Network.Labels[engine.LabelOffice] != spec.OfficeKey {
+		t.Errorf("office network made anew with labels %v", n.Network.Labels)
+	}
+	if cfg := n.Network.IPAM.Config; len(cfg) != 1 || !image.DefaultNetworkPool.Contains(cfg[0].Subnet.Addr()) {
+		t.Errorf("office network made anew with IPAM %+v, want a subnet of %s", cfg, image.DefaultNetworkPool)
+	}
+	if ep := ins.Container.NetworkSettings.Networks[name]; ep == nil || ep.NetworkID != n.Network.ID {
+		t.Errorf("container on networks %v, want %s (%s)", ins.Container.NetworkSettings.Networks, name, n.Network.ID)
+	}
+	// A second hutch process sees a container it never met, on its network.
+	if out, _ := run(t, f.runtime(t), spec, `echo again`, nil); out != "again\n" {
+		t.Errorf("from another process got %q", out)
+	}
+}
+
+// TestTimeout_PausedContainer: a runtime that stops answering (here
+// paused) cannot hold a command past its timeout: hutch answers the
+// timeout a grace after it, saying it could not confirm the kill. The
+// bound is a hang bound, not a measure of speed: before, the answer
+// came only when the connection's health check gave up, 45 s later.
+func TestTimeout_PausedContainer(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	spec := f.office(t, testenv.Name(t))
+	run(t, f.rt, spec, `true`, nil)
+	name := image.ContainerName(spec.OfficeKey)
+	if _, err := f.cli.ContainerPause(ctx, name, client.ContainerPauseOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	unpause := func() {
+		if _, err := f.cli.ContainerUnpause(ctx, name, client.ContainerUnpauseOptions{}); err != nil && !strings.Contains(err.Error(), "not paused") {
+			t.Errorf("unpause: %v", err)
+		}
+	}
+	t.Cleanup(unpause) // the fixture's cleanup removes it only once unpaused
+	start := time.Now()
+	res, err := f.rt.Exec(ctx, spec, sandbox.ExecRequest{Argv: []string{`sleep 60`}, Timeout: 2 * time.Second, Stdout: io.Discard, Stderr: io.Discard})
+	took := time.Since(start)
+	if err != nil {
+		t.Fatalf("Exec in a paused container: %v (after %v)", err, took)
+	}
+	if took > 15*time.Second {
+		t.Errorf("a 2 s timeout in a paused container returned after %v", took)
+	}
+	if want := "Command timed out after 2 seconds; the sandbox stopped answering, so hutch could not confirm the command was killed"; !res.TimedOut || !res.KillUnconfirmed || res.Message() != want {
+		t.Errorf("result %+v, message %q; want %q", res, res.Message(), want)
+	}
+	// Unpaused, the runtime serves again.
+	unpause()
+	if out, _ := run(t, f.rt, spec, `echo alive`, nil); out != "alive\n" {
+		t.Errorf("after unpausing got %q", out)
 	}
 }

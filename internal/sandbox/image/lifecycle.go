@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"time"
@@ -34,16 +35,33 @@ func runtimeStatePath(stateDir, key string) string {
 	return filepath.Join(stateDir, "conversations", key, "runtime.json")
 }
 
-func loadRuntimeState(stateDir, key string, st containerState) runtimeState {
-	data, err := os.ReadFile(runtimeStatePath(stateDir, key))
-	if err != nil {
-		return runtimeState{}
+// loadRuntimeState returns the boost and temporary limits of the life of
+// the container st describes; none when it is not running (its next
+// start clears the file), there is no file or the file is of an earlier
+// life. A file that cannot be read or parsed fails closed, naming it, as
+// every state file does: read as "no boost", it would silently drop a
+// boost, and the next boost would overwrite it.
+func loadRuntimeState(stateDir, key string, st containerState) (runtimeState, error) {
+	if !st.running {
+		return runtimeState{}, nil
+	}
+	path := runtimeStatePath(stateDir, key)
+	data, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return runtimeState{}, nil
 	}
 	var rs runtimeState
-	if json.Unmarshal(data, &rs) != nil || rs.ContainerID != st.id || rs.StartedAt != st.startedAt || !st.running {
-		return runtimeState{}
+	if err == nil {
+		err = json.Unmarshal(data, &rs)
 	}
-	return rs
+	if err != nil {
+		return runtimeState{}, errdefs.New(errdefs.ErrFailedPrecondition, fmt.Sprintf(
+			"Malformed runtime state in %s: %v; stop the runtime (hutch sandbox stop) to end its boost and temporary limits, or remove the file", path, err))
+	}
+	if rs.ContainerID != st.id || rs.StartedAt != st.startedAt {
+		return runtimeState{}, nil
+	}
+	return rs, nil
 }
 
 func saveRuntimeState(stateDir, key string, rs runtimeState) error {
@@ -105,9 +123,12 @@ func (r *Runtime) channelKey(officeKey string) ([]byte, error) {
 
 // effective is the limits an office's running container must have: the
 // base limits, raised by a boost, overridden by temporary limits.
-func (r *Runtime) effective(spec sandbox.Spec, st containerState) (sandbox.Limits, runtimeState) {
+func (r *Runtime) effective(spec sandbox.Spec, st containerState) (sandbox.Limits, error) {
 	base := spec.Limits.Over(managed.DefaultLimits)
-	rs := loadRuntimeState(r.cfg.StateDir, spec.OfficeKey, st)
+	rs, err := loadRuntimeState(r.cfg.StateDir, spec.OfficeKey, st)
+	if err != nil {
+		return sandbox.Limits{}, err
+	}
 	eff := base
 	if rs.Boost != nil {
 		eff = rs.Boost.Over(eff)
@@ -115,7 +136,7 @@ func (r *Runtime) effective(spec sandbox.Spec, st containerState) (sandbox.Limit
 	if rs.Temp != nil {
 		eff = rs.Temp.Over(eff)
 	}
-	return eff, rs
+	return eff, nil
 }
 
 // applyLimits updates a container's limits live when they differ from
@@ -124,7 +145,10 @@ func (r *Runtime) applyLimits(ctx context.Context, spec sandbox.Spec, st contain
 	if !r.cfg.Engine.CanUpdateLimits() {
 		return nil // the limits are in the fingerprint: a change re-created the container
 	}
-	eff, _ := r.effective(spec, st)
+	eff, err := r.effective(spec, st)
+	if err != nil {
+		return err
+	}
 	if sameLimits(eff, st.limits) {
 		return nil
 	}
@@ -207,7 +231,10 @@ func (r *Runtime) Status(ctx context.Context, key string) (sandbox.Status, error
 	out.Fingerprint = st.fingerprint
 	out.Recreated, out.RecreatedBecause = sandbox.RecreatedFrom(st.labels)
 	out.Limits = st.limits
-	rs := loadRuntimeState(r.cfg.StateDir, key, st)
+	rs, err := loadRuntimeState(r.cfg.StateDir, key, st)
+	if err != nil {
+		return sandbox.Status{}, err
+	}
 	out.Boosted, out.TempLimits = rs.Boost != nil, rs.Temp != nil
 	return out, nil
 }
@@ -339,7 +366,11 @@ func (r *Runtime) setRuntimeLimits(ctx context.Context, key string, change func(
 		s.Unlock()
 		return sandbox.Status{}, sandbox.NotRunning(key)
 	}
-	rs := loadRuntimeState(r.cfg.StateDir, key, st)
+	rs, err := loadRuntimeState(r.cfg.StateDir, key, st)
+	if err != nil {
+		s.Unlock()
+		return sandbox.Status{}, err
+	}
 	rs.ContainerID, rs.StartedAt = st.id, st.startedAt
 	change(&rs)
 	// Unset fields keep the container's current values.
