@@ -359,7 +359,7 @@ func TestCancel(t *testing.T) {
 func TestExec_Timeout(t *testing.T) {
 	f := hostFixture(t)
 	res := f.exec(protocol.ExecRequest{SandboxID: "timeout", Command: "sleep 300 & echo $!; wait", TimeoutSeconds: 1})
-	if res.Code != -1 || res.Error != "Command timed out after 1 seconds" {
+	if res.Code != -1 || res.Error != "Command timed out after 1 second" {
 		t.Errorf("base exec past its timeout: %+v", res)
 	}
 	waitGone(t, pidOf(t, res.Stdout))

@@ -279,7 +279,7 @@ func TestStream_Results(t *testing.T) {
 		stdout string
 	}{
 		{"signal", []protocol.Frame{{Exit: &protocol.Exit{Code: -1, Signal: "SIGSEGV", Error: "Command was killed by SIGSEGV"}}}, 0, sandbox.ExecResult{ExitCode: -1, Signal: "SIGSEGV"}, ""},
-		{"timed_out", []protocol.Frame{{Stdout: []byte("x")}, {Exit: &protocol.Exit{Code: 137, TimedOut: true, Error: "Command timed out after 1 seconds"}}}, 0, sandbox.ExecResult{ExitCode: -1, TimedOut: true, StdoutBytes: 1}, "x"},
+		{"timed_out", []protocol.Frame{{Stdout: []byte("x")}, {Exit: &protocol.Exit{Code: 137, TimedOut: true, Error: "Command timed out after 1 second"}}}, 0, sandbox.ExecResult{ExitCode: -1, TimedOut: true, StdoutBytes: 1}, "x"},
 		{
 			"output_limit",
 			[]protocol.Frame{{Stdout: bytes.Repeat([]byte("a"), 700)}, {Stdout: bytes.Repeat([]byte("b"), 700)}, {Stdout: []byte("c")}, {Exit: &protocol.Exit{}}},
