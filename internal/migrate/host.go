@@ -5,7 +5,6 @@ import (
 	"regexp"
 	"slices"
 	"strings"
-	"unicode"
 
 	"github.com/hutchsandbox/hutch/internal/office"
 	"github.com/hutchsandbox/hutch/internal/vault"
@@ -45,7 +44,7 @@ const (
 //
 // A legacy vault has one of two names: the hashed per-conversation key of
 // the later raw-id releases (vault.ConversationKey), or the bare
-// sanitized raw id of the oldest (see sanitizedName). It returns every raw
+// sanitized raw id of the oldest (see vault.SanitizedName). It returns every raw
 // id it considered.
 func (p *Plan) planHost(in Input, enabled []office.Platform, records map[string]office.MigrationRecord) map[string]bool {
 	settled := map[string]office.Platform{}
@@ -194,7 +193,7 @@ func (p *Plan) planHost(in Input, enabled []office.Platform, records map[string]
 	return known
 }
 
-// sanitizedShape is what sanitizedName returns.
+// sanitizedShape is what vault.SanitizedName returns.
 var sanitizedShape = regexp.MustCompile(`^[a-z0-9]+(-[a-z0-9]+)*$`)
 
 // identityShape ends every hashed identity key (vault.UserKey,
@@ -216,48 +215,8 @@ func notCurrentName(name string) bool {
 // (Slack's C0123ABC, Telegram's and Discord's digits) sanitizes to such a
 // name, so nothing real is lost.
 func sanitizedVault(rawID string) (string, bool) {
-	s := sanitizedName(rawID)
+	s := vault.SanitizedName(rawID)
 	return s, notCurrentName(s)
-}
-
-// sanitizedName is the oldest releases' name for a raw id's vault and
-// container: lower-cased, every run of characters outside [a-z0-9] one
-// "-", trimmed of "-", "unknown" when empty; never cut, never hashed.
-// Case mapping follows those releases' JavaScript: U+0130 lower-cases to
-// "i" and a combining dot (which becomes "-"), and non-ASCII runes that
-// lower-case into ASCII (U+212A KELVIN SIGN) count as that letter.
-func sanitizedName(rawID string) string {
-	var b strings.Builder
-	dash := false
-	put := func(c byte) {
-		if c == '-' && dash {
-			return
-		}
-		dash = c == '-'
-		b.WriteByte(c)
-	}
-	for _, r := range rawID {
-		switch {
-		case r == '\u0130':
-			put('i')
-			put('-')
-			continue
-		case r >= 'A' && r <= 'Z':
-			r += 'a' - 'A'
-		case r >= 0x80:
-			r = unicode.ToLower(r)
-		}
-		if r >= 'a' && r <= 'z' || r >= '0' && r <= '9' {
-			put(byte(r))
-		} else {
-			put('-')
-		}
-	}
-	s := strings.Trim(b.String(), "-")
-	if s == "" {
-		return "unknown"
-	}
-	return s
 }
 
 // planForeign finds the containers hutch does not manage that bind a

@@ -35,10 +35,21 @@ func identityKey(kind, value string) string {
 	return readable(value) + "-" + hex.EncodeToString(sum[:])[:12]
 }
 
-// readable lower-cases value, turns every run of characters outside
-// [a-z0-9] into one "-", trims "-", falls back to "unknown", cuts to
-// readableMax and strips a trailing "-" the cut may have exposed.
+// readable is SanitizedName cut to readableMax, with a trailing "-" the
+// cut may have exposed stripped.
 func readable(value string) string {
+	s := SanitizedName(value)
+	if len(s) > readableMax {
+		s = s[:readableMax]
+	}
+	return strings.TrimRight(s, "-")
+}
+
+// SanitizedName lower-cases value, turns every run of characters outside
+// [a-z0-9] into one "-", trims "-" and falls back to "unknown": the
+// readable part of a vault key before its cut, and on its own the name
+// the oldest releases gave a raw id's vault and container.
+func SanitizedName(value string) string {
 	var b strings.Builder
 	dash := false
 	emit := func(c byte) {
@@ -78,10 +89,7 @@ func readable(value string) string {
 	if s == "" {
 		s = "unknown"
 	}
-	if len(s) > readableMax {
-		s = s[:readableMax]
-	}
-	return strings.TrimRight(s, "-")
+	return s
 }
 
 // reservedKeys are top-level names under <state>/vaults that are not
