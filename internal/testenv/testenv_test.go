@@ -160,6 +160,25 @@ func TestHutchBinary(t *testing.T) {
 	if err != nil || !bytes.Contains(out, []byte("hutch")) {
 		t.Errorf("%s --help: %v\n%s", p, err, out)
 	}
+	// Another test process of this checkout builds to the same path, and
+	// finds the binary up to date: no second link, the same file (a link
+	// renames a new one into place; the go command only touches an
+	// up-to-date one).
+	before, err := os.Stat(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := buildHutch()
+	if err != nil {
+		t.Fatal(err)
+	}
+	after, err := os.Stat(again)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again != p || !os.SameFile(before, after) {
+		t.Errorf("a second build gave %s, want the first, %s, not linked again", again, p)
+	}
 }
 
 func TestBusyboxImage(t *testing.T) {
