@@ -221,7 +221,7 @@ func (p *projectCmd) load(ctx context.Context) (*loaded, error) {
 	layout := svc.Layout()
 	spec, err := project.Resolve(project.Input{
 		Project: l.dir, Home: p.home(), HostUID: os.Getuid(), HostGID: os.Getgid(),
-		Settings: l.settings, Devcontainer: dc, Flavor: string(eng.Flavor), Rootless: rootless(ctx, eng),
+		Settings: l.settings, Devcontainer: dc, Flavor: string(eng.Flavor), Rootless: eng.Flavor == engine.FlavorPodman && rootless(ctx, eng),
 		RelayDir: box.RelayDir(layout.StateDir, name),
 	})
 	if err != nil {
@@ -296,6 +296,8 @@ func (p *projectCmd) open(ctx context.Context, enabled bool) (*loaded, error) {
 
 // rootless reports whether the engine runs without root (Docker lists
 // "name=rootless" in its security options; so does Podman's compat API).
+// Only Podman's answer changes the spec, and only Podman is asked: its
+// GET /info takes a second (it asks dpkg about its helpers).
 func rootless(ctx context.Context, eng *engine.Engine) bool {
 	info, err := eng.Client.Info(ctx, client.InfoOptions{})
 	if err != nil {
