@@ -2,20 +2,17 @@ package testenv
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
-	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
-	"golang.org/x/sys/unix"
+	"github.com/hutchsandbox/hutch/internal/project"
 )
 
 // hutchBuildTimeout bounds waiting for the build lock and building: a cold
@@ -62,7 +59,7 @@ func buildHutch() (string, error) {
 	// One build at a time across test processes: go test starts many at
 	// once, and on a cold build cache each would compile every dependency
 	// itself (the go command shares finished results, not work under way);
-	// after the first, a build only links.
+	// after the first, a build finds the binary up to date.
 	ctx, cancel := context.WithTimeout(context.Background(), hutchBuildTimeout)
 	defer cancel()
 	unlock, err := lockFile(ctx, filepath.Join(os.TempDir(), "hutch-testenv-build.lock"))
@@ -70,10 +67,8 @@ func buildHutch() (string, error) {
 		return "", err
 	}
 	defer unlock()
-	// The directories of the per-process builds this replaced.
-	removeEndedBuilds(os.TempDir())
-	dir := filepath.Join(os.TempDir(), binDirPrefix+pathHash(root))
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	dir, err := buildDir(root)
+	if err != nil {
 		return "", err
 	}
 	out := filepath.Join(dir, "hutch")
@@ -93,44 +88,26 @@ func buildHutch() (string, error) {
 	return out, nil
 }
 
-// buildDirPrefix started the name of a build directory of HutchBinary's
-// when each test process built into its own, followed by the building
-// process's pid, a dash and MkdirTemp's suffix.
-const buildDirPrefix = "hutch-testenv-"
-
-// binDirPrefix starts the name of the directory HutchBinary builds into,
-// followed by pathHash of the module root: two checkouts never share a
-// binary, the test processes of one always do.
-const binDirPrefix = "hutch-testenv-bin-"
-
-// pathHash is a short hex digest of a path, for directory names.
-func pathHash(path string) string {
-	sum := sha256.Sum256([]byte(path))
-	return hex.EncodeToString(sum[:8])
-}
-
-// removeEndedBuilds removes the build directories under tmp whose process
-// has ended. One whose pid another process has taken since stays until
-// that one ends too.
-func removeEndedBuilds(tmp string) {
-	entries, err := os.ReadDir(tmp)
+// buildDir returns os.TempDir()/hutch-testenv-bin-<project.Hash of the
+// module root>, made when missing: two checkouts never share a binary,
+// the test processes of one always do. The name is predictable, so a
+// directory found there must be this user's own and writable by nobody
+// else, or another local user could have put a binary of theirs where
+// the tests run it.
+func buildDir(root string) (string, error) {
+	dir := filepath.Join(os.TempDir(), "hutch-testenv-bin-"+project.Hash(root))
+	if err := os.Mkdir(dir, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
+		return "", err
+	}
+	fi, err := os.Lstat(dir)
 	if err != nil {
-		return
+		return "", err
 	}
-	for _, e := range entries {
-		rest, ok := strings.CutPrefix(e.Name(), buildDirPrefix)
-		if !ok || !e.IsDir() {
-			continue
-		}
-		pidText, _, ok := strings.Cut(rest, "-")
-		pid, err := strconv.Atoi(pidText)
-		if !ok || err != nil || pid <= 0 {
-			continue
-		}
-		if err := unix.Kill(pid, 0); errors.Is(err, unix.ESRCH) {
-			_ = os.RemoveAll(filepath.Join(tmp, e.Name()))
-		}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !fi.IsDir() || !ok || int(st.Uid) != os.Geteuid() || fi.Mode().Perm()&0o022 != 0 {
+		return "", fmt.Errorf("%s is not a directory of this user's that only it can write (%s): remove it", dir, fi.Mode())
 	}
+	return dir, nil
 }
 
 // ModuleRoot returns the directory holding go.mod, found by walking up from

@@ -3,14 +3,12 @@ package testenv
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"regexp"
 	"runtime"
 	"slices"
@@ -400,35 +398,45 @@ func TestListImages_AsksAgain(t *testing.T) {
 
 // TestRemoveEndedBuilds: the build directory of a process that has ended
 // goes; this process's own, other names and plain files stay.
-func TestRemoveEndedBuilds(t *testing.T) {
-	t.Parallel()
-	ended := exec.Command("true")
-	if err := ended.Run(); err != nil {
+// A directory at the build directory's predictable name that another
+// user could have made, or could write into, is refused, not built into.
+func TestBuildDir_RefusesAPlantedDirectory(t *testing.T) {
+	t.Setenv("TMPDIR", t.TempDir())
+	root := "/src/" + Name(t)
+	dir, err := buildDir(root)
+	if err != nil {
 		t.Fatal(err)
 	}
-	tmp := t.TempDir()
-	gone := fmt.Sprintf("%s%d-123", buildDirPrefix, ended.Process.Pid)
-	kept := []string{
-		fmt.Sprintf("%s%d-456", buildDirPrefix, os.Getpid()),
-		buildDirPrefix + "busybox-789",
-		"other-1-2",
+	if again, err := buildDir(root); err != nil || again != dir {
+		t.Fatalf("buildDir again: %q, %v; want %q", again, err, dir)
 	}
-	for _, d := range append([]string{gone}, kept...) {
-		if err := os.MkdirAll(filepath.Join(tmp, d, "sub"), 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	lock := filepath.Join(tmp, buildDirPrefix+"busybox.lock")
-	if err := os.WriteFile(lock, nil, 0o644); err != nil {
+	if err := os.Chmod(dir, 0o777); err != nil {
 		t.Fatal(err)
 	}
-	removeEndedBuilds(tmp)
-	if _, err := os.Stat(filepath.Join(tmp, gone)); !errors.Is(err, os.ErrNotExist) {
-		t.Errorf("%s: stat error %v, want it removed", gone, err)
+	if _, err := buildDir(root); err == nil || !strings.Contains(err.Error(), "remove it") {
+		t.Errorf("buildDir of a world-writable directory: %v; want a refusal", err)
 	}
-	for _, p := range append(kept, filepath.Base(lock)) {
-		if _, err := os.Stat(filepath.Join(tmp, p)); err != nil {
-			t.Errorf("%s: %v, want it kept", p, err)
-		}
+	if err := os.Remove(dir); err != nil {
+		t.Fatal(err)
+	}
+	elsewhere := t.TempDir()
+	if err := os.Symlink(elsewhere, dir); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := buildDir(root); err == nil || !strings.Contains(err.Error(), "remove it") {
+		t.Errorf("buildDir through a symlink: %v; want a refusal", err)
+	}
+	if err := os.Remove(dir); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	// Root (as in CI) stands in for the other user who made it.
+	if err := os.Chown(dir, 65534, 65534); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := buildDir(root); err == nil || !strings.Contains(err.Error(), "remove it") {
+		t.Errorf("buildDir of another user's directory: %v; want a refusal", err)
 	}
 }
