@@ -235,7 +235,7 @@ func (p *projectCmd) load(ctx context.Context) (*loaded, error) {
 
 func (p *projectCmd) boxOptions(eng *engine.Engine, stateDir, runDir string) box.Options {
 	return box.Options{Engine: eng, StateDir: stateDir, RunDir: runDir, Progress: p.g.stderr, Home: p.home(),
-		Agent: func() (agentbin.Binary, error) { return agentbin.Locate(p.g.env("HUTCH_AGENT_BINARY")) }}
+		Agent: func() (agentbin.Binary, error) { return agentbin.LocateCached(p.g.env("HUTCH_AGENT_BINARY"), stateDir) }}
 }
 
 // attach is the warm path of a command: when hutch's own container of

@@ -62,7 +62,7 @@ func (s *Service) agentLocked() (agentbin.Binary, error) {
 		if override == "" {
 			override = s.getenv("HUTCH_AGENT_BINARY")
 		}
-		b, err := agentbin.Locate(override)
+		b, err := agentbin.LocateCached(override, s.layout.StateDir)
 		if err != nil {
 			return agentbin.Binary{}, err
 		}
