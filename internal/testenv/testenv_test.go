@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"runtime"
 	"slices"
@@ -438,5 +439,23 @@ func TestBuildDir_RefusesAPlantedDirectory(t *testing.T) {
 	}
 	if _, err := buildDir(root); err == nil || !strings.Contains(err.Error(), "remove it") {
 		t.Errorf("buildDir of another user's directory: %v; want a refusal", err)
+	}
+}
+
+// TestNoOptimize_MatchesKubeUp: the tests' hutch and hack/kube-up's
+// Kubernetes share compiled client libraries only while both builds
+// pass the same -gcflags; a change to one alone would compile them twice
+// on a fresh machine, silently.
+func TestNoOptimize_MatchesKubeUp(t *testing.T) {
+	root, err := ModuleRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	script, err := os.ReadFile(filepath.Join(root, "hack", "kube-up"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "\ngcflags=\"" + noOptimize + "\"\n"; !bytes.Contains(script, []byte(want)) {
+		t.Errorf("hack/kube-up does not set %s: the tests' hutch builds with -gcflags '%s'", strings.TrimSpace(want), noOptimize)
 	}
 }
