@@ -38,12 +38,13 @@ var hutchBuild struct {
 }
 
 // HutchBinary returns the path of a static hutch binary (CGO_ENABLED=0 go
-// build -trimpath -gcflags='all=-N -l' -ldflags='-s -w' ./cmd/hutch), built once per test
-// process into one directory under os.TempDir() per module root, shared
-// by every test process of that checkout. The go command links only when the binary
-// there is out of date (it compares the build ID in the file), so the
-// test processes of one run link hutch once between them instead of
-// once each (about 8 s of CPU per link here). A rebuild renames the new
+// build -trimpath -gcflags='all=-N -l' -ldflags='-s -w' ./cmd/hutch),
+// built once per test process into one directory under os.TempDir() per
+// module root, shared by every test process of that checkout. The go
+// command links only when the binary there is out of date (it compares
+// the build ID in the file), so the test processes of one run link hutch
+// once between them instead of once each (about 8 s of CPU per link
+// here). A rebuild renames the new
 // file into place: a process still running the old one keeps its inode.
 // -trimpath and without optimizations, as hack/kube-up builds Kubernetes:
 // the client libraries both use, at the versions kube-up aligns, are
