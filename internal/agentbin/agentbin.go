@@ -32,13 +32,9 @@ type Binary struct {
 // or a test's build), otherwise the running executable. It must be a
 // statically linked Linux ELF.
 func Locate(override string) (Binary, error) {
-	path := override
-	if path == "" {
-		exe, err := os.Executable()
-		if err != nil {
-			return Binary{}, fmt.Errorf("find the hutch binary: %w", err)
-		}
-		path = exe
+	path, err := binaryPath(override)
+	if err != nil {
+		return Binary{}, err
 	}
 	if err := checkStatic(path); err != nil {
 		return Binary{}, err
@@ -53,6 +49,18 @@ func Locate(override string) (Binary, error) {
 		return Binary{}, fmt.Errorf("agent binary %s: %w", path, err)
 	}
 	return Binary{Path: path, SHA256: hex.EncodeToString(h.Sum(nil))}, nil
+}
+
+// binaryPath is override when set, otherwise the running executable.
+func binaryPath(override string) (string, error) {
+	if override != "" {
+		return override, nil
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return "", fmt.Errorf("find the hutch binary: %w", err)
+	}
+	return exe, nil
 }
 
 // checkStatic refuses a binary that needs a dynamic loader.

@@ -61,24 +61,20 @@ func identify(path string) (fileID, time.Time, error) {
 // hint about hutch's own file in hutch's own 0700 directory: a missing,
 // unreadable or stale entry means hashing, never an error.
 func LocateCached(override, stateDir string) (Binary, error) {
-	path := override
-	if path == "" {
-		exe, err := os.Executable()
-		if err != nil {
-			return Binary{}, fmt.Errorf("find the hutch binary: %w", err)
-		}
-		path = exe
+	path, err := binaryPath(override)
+	if err != nil {
+		return Binary{}, err
 	}
 	cache := filepath.Join(stateDir, DigestCacheName)
-	before, changed, err := identify(path)
-	if err == nil {
+	before, changed, ierr := identify(path)
+	if ierr == nil {
 		if sum, ok := cachedDigest(cache, before); ok {
 			return Binary{Path: path, SHA256: sum}, nil
 		}
 	}
-	b, lerr := Locate(path)
-	if lerr != nil || err != nil {
-		return b, lerr
+	b, err := Locate(path)
+	if err != nil || ierr != nil {
+		return b, err
 	}
 	// Remember only what was hashed from a file that did not change while
 	// it was read, and that has not changed too recently to tell apart.
