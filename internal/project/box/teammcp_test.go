@@ -169,20 +169,29 @@ var (
 // exec` as an agent would run, with env set, and returns its stdout,
 // stderr and exit code.
 //
-// A connection that timed out is tried again, once, with a log line: the
+// A connect that timed out is tried again, once, with a log line: the
 // subject is the server's answer, not the host's network, and under
-// Podman in CI a connect to the gateway once waited out the kernel's
-// 127 s of SYN retries while the calls before and after it went through.
+// Podman in CI a connect to the gateway once timed out while the calls
+// before and after it went through. Only a failed connect: then nothing
+// reached the server, so the call cannot have run twice.
 func (f *fixture) supervise(t *testing.T, sup supervisor, arg string, env ...string) (string, string, int) {
 	t.Helper()
 	argv := append([]string{"exec", "--", "env"}, env...)
 	argv = append(argv, sup...)
 	out, errOut, code := f.hutch(t, append(argv, arg)...)
-	if code != 0 && strings.Contains(errOut, "Connection timed out") {
+	if code != 0 && connectTimedOut(errOut) {
 		t.Logf("the supervisor's connection timed out (%s); trying once more", strings.TrimSpace(errOut))
 		out, errOut, code = f.hutch(t, append(argv, arg)...)
 	}
 	return out, errOut, code
+}
+
+// connectTimedOut reports whether a supervisor's stderr says its connect
+// to the server timed out: busybox wget's "can't connect to remote host
+// (...): Connection timed out", bash's "connect: Connection timed out".
+func connectTimedOut(stderr string) bool {
+	return strings.Contains(stderr, "can't connect to remote host") && strings.Contains(stderr, "Connection timed out") ||
+		strings.Contains(stderr, "connect: Connection timed out")
 }
 
 // call is one tools/call by the supervisor, which must get an answer.
@@ -486,4 +495,24 @@ func TestTeamMCP_Networks(t *testing.T) {
 			t.Errorf("a config was written under sandbox-network none: %v", err)
 		}
 	})
+}
+
+// TestConnectTimedOut pins what counts as a connect that timed out (and
+// is tried again): the two supervisors' own texts, not a server's answer
+// or a command's output that merely mentions a timeout.
+func TestConnectTimedOut(t *testing.T) {
+	for _, tt := range []struct {
+		stderr string
+		want   bool
+	}{
+		{"wget: can't connect to remote host (10.88.0.1): Connection timed out\n", true},
+		{"bash: connect: Connection timed out\nbash: line 6: /dev/tcp/10.88.0.1/41234: Connection timed out\n", true},
+		{"wget: server returned error: HTTP/1.1 401 Unauthorized\n", false},
+		{"wget: can't connect to remote host (10.88.0.1): Connection refused\n", false},
+		{"HTTP/1.1 500 Internal Server Error\r\n\r\nupstream: Connection timed out\n", false},
+	} {
+		if got := connectTimedOut(tt.stderr); got != tt.want {
+			t.Errorf("connectTimedOut(%q) = %v, want %v", tt.stderr, got, tt.want)
+		}
+	}
 }
