@@ -72,6 +72,7 @@ func (f *fixture) vaultFile(t *testing.T, spec sandbox.Spec, name, content strin
 // removed with `hutch vault rm` are gone from the re-created VM, and no
 // byte of them is left on its disk.
 func TestAttack_WithdrawnVaultFileStays(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	spec := f.office(t, "withdrawn")
 	netrc := withdrawnSecret{"netrc-password-", "4f1d0c"}
@@ -111,6 +112,7 @@ func TestAttack_WithdrawnVaultFileStays(t *testing.T) {
 // shared support (MEMORY.md writable, synced at shutdown) to isolated no
 // longer sees the shared MEMORY.md, and its disk holds none of it.
 func TestAttack_SharedMemoryAfterDowngrade(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	spec := f.sharedSupport(t, f.office(t, "downgrade"), false)
 	secret := withdrawnSecret{"team-memory-", "9c3e55"}
@@ -146,6 +148,7 @@ func TestAttack_SharedMemoryAfterDowngrade(t *testing.T) {
 // replaced shows only the new content, and the old is on the disk
 // nowhere.
 func TestAttack_RotatedVaultFileKeepsOld(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	spec := f.office(t, "rotated")
 	old, cur := withdrawnSecret{"token-old-", "51e0aa"}, withdrawnSecret{"token-new-", "d2c417"}
@@ -170,6 +173,7 @@ func TestAttack_RotatedVaultFileKeepsOld(t *testing.T) {
 // TestAttack_MovedVaultFileStays: a vault file whose runtime path
 // changes is at the new path only.
 func TestAttack_MovedVaultFileStays(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	spec := f.office(t, "moved")
 	secret := withdrawnSecret{"moved-token-", "0b9f3d"}
@@ -197,6 +201,7 @@ func TestAttack_MovedVaultFileStays(t *testing.T) {
 // of vault files an old guest wrote, and no record says which. Its next
 // boot starts from a fresh disk, so nothing on it survives.
 func TestAttack_DiskFromBeforeTheRecord(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	spec := f.office(t, "old-disk")
 	if _, res := run(t, f.rt, spec, "echo copy > /root/old-vault-copy && sync"); res.ExitCode != 0 {
@@ -234,6 +239,7 @@ func TestAttack_DiskFromBeforeTheRecord(t *testing.T) {
 // to hutch's state dir in its place. The victim's next boot must refuse
 // the link, and nothing of the state dir may show in its VM.
 func TestAttack_ShareSourceLinked(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	victim := f.office(t, "victim-share")
 	attacker := f.office(t, "attacker-full")
@@ -262,6 +268,7 @@ func TestAttack_ShareSourceLinked(t *testing.T) {
 // mounts it (played by a hook at exactly that point). The VM must get
 // the directory that was checked.
 func TestAttack_ShareSourceSwappedInTheRace(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	victim := f.office(t, "victim-race")
 	if err := os.WriteFile(filepath.Join(victim.OfficeDir, "mine"), []byte("victim's\n"), 0o600); err != nil {

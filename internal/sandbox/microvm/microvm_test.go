@@ -29,6 +29,14 @@ import (
 
 // fixture is one hutch installation with the microVM mode: its own state
 // dir, run dir and workspace, and the guest assets every test shares.
+//
+// The tests that boot VMs run in parallel (as many at once as go test's
+// -parallel, the number of CPUs by default): a VM under software
+// emulation keeps one host CPU busy while it boots, and one at a time
+// left the other CPU idle for most of the package's five minutes, which
+// ran on alone at the end of CI's go test. Each test has its own
+// fixture, so they share nothing but the assets, which no test changes
+// (TestTamperedAsset tampers with a copy).
 type fixture struct {
 	state, run, ws, assets string
 	agent                  agentbin.Binary
@@ -114,6 +122,7 @@ func run(t *testing.T, rt sandbox.Runtime, spec sandbox.Spec, cmd string) (strin
 // TestConformance runs the exec contract in one VM: its subtests run in
 // parallel and each VM takes a host core under software emulation.
 func TestConformance(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	spec := f.office(t, "conformance")
 	var once sync.Once
@@ -131,6 +140,7 @@ func TestConformance(t *testing.T) {
 // conversation, as TestConformance's do); the mounts check, last, re-creates
 // it with mounts of its own.
 func TestFiles(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	spec := f.office(t, "files")
 	sandboxtest.RunFiles(t, sandboxtest.Harness{New: func(t *testing.T) (sandbox.Runtime, sandbox.Spec) {
@@ -141,6 +151,7 @@ func TestFiles(t *testing.T) {
 // TestBootAndOffice boots a VM and checks what it sees: its office,
 // shared with the host both ways, and nothing else of the workspace.
 func TestBootAndOffice(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	spec := f.office(t, "office")
 	other := f.office(t, "other")
@@ -198,6 +209,7 @@ func (f *fixture) sharedSupport(t *testing.T, spec sandbox.Spec, private bool) s
 // private shared-support office cannot write MEMORY.md, even as root
 // trying to remount it; a public one syncs its edits back to the host.
 func TestIsolation(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	if err := os.MkdirAll(f.ws, 0o755); err != nil {
 		t.Fatal(err)
@@ -276,6 +288,7 @@ func TestIsolation(t *testing.T) {
 // and never reaches back; rotating it on the host re-creates the VM on
 // the next command, which then sees the new content.
 func TestVault(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	spec := f.office(t, "vault")
 	vdir := filepath.Join(f.state, "vaults", spec.OfficeKey)
@@ -318,6 +331,7 @@ func TestVault(t *testing.T) {
 // command, its root disk (and what was written to it) kept; stop and
 // remove; a tampered asset refused.
 func TestLifecycle(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	spec := f.office(t, "lifecycle")
 	ctx := context.Background()
@@ -409,6 +423,7 @@ func alive(pid int) bool {
 // TestTamperedAsset: an asset changed after the build is refused before
 // anything boots, naming the file and the mismatch.
 func TestTamperedAsset(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	dir := filepath.Join(t.TempDir(), "assets")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -487,6 +502,7 @@ func hostIP(t *testing.T) string {
 // with one, commands reach exactly the listed hosts through hutch's
 // proxy, and nothing directly.
 func TestNetwork(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	l, err := net.Listen("tcp", "0.0.0.0:0")
 	if err != nil {
@@ -532,11 +548,14 @@ func TestNetwork(t *testing.T) {
 // out of memory is reported as an OOM kill and the VM survives it, a
 // boost replaces the VM with bigger limits and ends with it.
 func TestLimits(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	spec := f.office(t, "limits")
 	spec.Limits = sandbox.Limits{CPUs: 0.5, MemoryBytes: 256 << 20, Pids: 64}
 	ctx := context.Background()
-	out, res := run(t, f.rt, spec, "nproc; i=0; while [ $i -lt 100 ]; do sleep 30 & i=$((i+1)); done 2>&1 | tail -1; kill $(jobs -p) 2>/dev/null; echo done")
+	// The sleeps' output goes elsewhere, or tail would wait for them; they
+	// end with the command (its leader's exit ends its background).
+	out, res := run(t, f.rt, spec, "nproc; i=0; while [ $i -lt 100 ]; do sleep 30 >/dev/null 2>&1 & i=$((i+1)); done 2>&1 | tail -1; echo done")
 	if !strings.HasPrefix(out, "1\n") || !strings.Contains(out, "done") {
 		t.Errorf("0.5 CPU: %q (exit %d); want one vCPU", out, res.ExitCode)
 	}

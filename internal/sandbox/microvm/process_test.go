@@ -77,6 +77,7 @@ func waitNoQEMU(t *testing.T, dir string, within time.Duration) {
 // a hutch killed with SIGKILL leaves its QEMU running, and the next hutch
 // ends it when it starts.
 func TestServe_ShutdownAndLeftovers(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	run, err := os.MkdirTemp("", "hvm")
 	if err != nil {
