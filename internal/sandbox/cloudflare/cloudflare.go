@@ -76,9 +76,10 @@ type Runtime struct {
 	display string // the URL as error texts name it (password redacted)
 	client  *http.Client
 	log     *slog.Logger
-	// grace and retryDelays are constants that tests shorten.
+	// grace, retryDelays and stdinChunk are constants that tests shorten.
 	grace       time.Duration
 	retryDelays []time.Duration
+	stdinChunk  int
 
 	mu     sync.Mutex // guards the following
 	health *Health    // the last good health answer; nil: check before the next command
@@ -119,6 +120,7 @@ func New(cfg Config) (*Runtime, error) {
 		log:         log.With("mode", "cloudflare", "bridge", base.Redacted()),
 		grace:       defaultGrace,
 		retryDelays: defaultRetryDelays,
+		stdinChunk:  defaultStdinChunk,
 	}, nil
 }
 

@@ -23,7 +23,7 @@ package cloudflare
 // cut short is an error, not a short file. A write is staged next to its
 // target (.<name>.hutch-stage-<hex>) and renamed over it with mv -f once
 // it is whole, so an aborted write never truncates the target: with the
-// stdin extension each exec appends up to stdinChunk bytes of standard
+// stdin extension each exec appends up to 8 MiB of standard
 // input to the stage; without it each exec appends one base64 chunk of at
 // most 64 KiB (printf) to a stage of base64 text, which the last exec
 // decodes. Stage files are removed when a write fails.
@@ -67,10 +67,10 @@ const (
 	// whole command as one). A multiple of 3, so that the chunks'
 	// base64 texts concatenate into one.
 	b64Chunk = 48 << 10
-	// stdinChunk is how many bytes of content one exec carries as standard
-	// input (extension stdin): under MaxStdin, and, in base64, under the
-	// request body limits bridges set.
-	stdinChunk = 8 << 20
+	// defaultStdinChunk is how many bytes of content one exec carries as
+	// standard input (extension stdin): under MaxStdin, and, in base64,
+	// under the request body limits bridges set.
+	defaultStdinChunk = 8 << 20
 	// fileTimeout bounds each exec of a file operation.
 	fileTimeout = 5 * time.Minute
 	// abortTimeout bounds the exec that removes a failed write's stage.
@@ -409,7 +409,7 @@ func (f *RemoteFiles) WriteFileWithin(ctx context.Context, p string, roots []str
 	stage := stageName(path.Base(p))
 	size := b64Chunk
 	if viaStdin {
-		size = stdinChunk
+		size = f.r.stdinChunk
 	}
 	for first := true; ; first = false {
 		// A short chunk is the last; after a full one, the next may be

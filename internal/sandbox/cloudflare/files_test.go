@@ -562,14 +562,18 @@ func TestFiles_WriteAtomic(t *testing.T) {
 	for _, v := range bridgeVariants {
 		t.Run(v.name, func(t *testing.T) {
 			t.Parallel()
-			// Enough content for two execs at least, whatever the chunk.
-			size := 48<<10*3 + 5
-			if slices.Contains(v.extensions, cloudflare.ExtStdin) {
-				size = 8<<20 + 5
+			// Content for four execs, whatever the variant: the stdin
+			// extension's chunk of 8 MiB made as small as the base64 one.
+			const stdinChunk = 48 << 10
+			size := stdinChunk*3 + 5
+			start := func(t *testing.T, b *localBridge) *cloudflare.Runtime {
+				rt := startLocal(t, v.flavour, b)
+				rt.SetStdinChunk(stdinChunk)
+				return rt
 			}
 			t.Run("source_fails", func(t *testing.T) {
 				t.Parallel()
-				files := startLocal(t, v.flavour, &localBridge{extensions: v.extensions}).RemoteFiles(spec)
+				files := start(t, &localBridge{extensions: v.extensions}).RemoteFiles(spec)
 				tr := newFileTree(t)
 				err := files.WriteFileWithin(t.Context(), tr.ws+"/file.txt", tr.roots, &failingReader{n: size}, 0)
 				if want := "[unavailable] Writing " + tr.ws + "/file.txt failed: the content did not arrive whole: the source broke"; errText(err) != want {
@@ -584,7 +588,7 @@ func TestFiles_WriteAtomic(t *testing.T) {
 				t.Parallel()
 				// The second exec fails; the third (the clean-up) runs.
 				b := &localBridge{extensions: v.extensions, fail: func(n int) bool { return n == 2 }}
-				files := startLocal(t, v.flavour, b).RemoteFiles(spec)
+				files := start(t, b).RemoteFiles(spec)
 				tr := newFileTree(t)
 				err := files.WriteFileWithin(t.Context(), tr.ws+"/file.txt", tr.roots, bytes.NewReader(allBytes(size)), 0)
 				if !errdefs.IsUnavailable(err) || !strings.Contains(err.Error(), "injected failure of exec 2") {
@@ -619,7 +623,7 @@ func TestFiles_WriteAtomic(t *testing.T) {
 					}
 					return false
 				}
-				files := startLocal(t, v.flavour, b).RemoteFiles(spec)
+				files := start(t, b).RemoteFiles(spec)
 				err := files.WriteFileWithin(t.Context(), tr.ws+"/d/f.txt", tr.roots, bytes.NewReader(allBytes(size)), 0)
 				if want := "[failed precondition] Path " + tr.ws + "/d/f.txt is outside the sandbox's workspace"; errText(err) != want {
 					t.Errorf("got %s\nwant %s", errText(err), want)
