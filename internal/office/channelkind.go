@@ -71,7 +71,7 @@ func WriteChannelKind(stateDir string, k Key, kind string) error {
 // readChannelKindFile returns the file's content; present is false when
 // the file (or the state directory) does not exist, or is empty.
 func readChannelKindFile(path string) (string, bool, error) {
-	data, err := readRegularFile(path, "Channel kind file must be a regular non-symlink file: "+path)
+	data, _, err := readRegularFile(path, "Channel kind file must be a regular non-symlink file: "+path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return "", false, nil
 	}

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -107,24 +108,68 @@ func emptyFile() *File {
 	return &File{Version: FileVersion, EnabledPlatforms: []Platform{}, Offices: []OfficeRecord{}, Migrations: []MigrationRecord{}}
 }
 
+// clone copies f's slices, so that a caller may change the copy while
+// the registry's cached snapshot stays as read.
+func (f *File) clone() *File {
+	c := *f
+	c.EnabledPlatforms = slices.Clone(f.EnabledPlatforms)
+	c.Offices = slices.Clone(f.Offices)
+	c.Migrations = slices.Clone(f.Migrations)
+	return &c
+}
+
+// fileID identifies one version of a file: a writer that replaces it by
+// rename makes a new inode, and size and change times tell apart a later
+// version that happens to get an inode number back.
+type fileID struct {
+	dev, ino     uint64
+	size         int64
+	mtime, ctime int64 // nanoseconds since the epoch
+}
+
+// idOf is fi's fileID; ok is false where the file system gives no inode.
+func idOf(fi fs.FileInfo) (id fileID, ok bool) {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return fileID{}, false
+	}
+	return fileID{
+		dev: uint64(st.Dev), ino: st.Ino, size: st.Size,
+		mtime: st.Mtim.Nano(), ctime: st.Ctim.Nano(),
+	}, true
+}
+
 // readFile loads and validates the registry at path; a missing file is an
 // empty registry.
 func readFile(path string) (*File, []byte, error) {
-	data, err := readRegularFile(path, "Office registry must be a regular non-symlink file: "+path)
+	f, data, _, err := readFileID(path)
+	return f, data, err
+}
+
+// readFileID is readFile that also returns the identity of the version
+// it read (zero for a missing file).
+func readFileID(path string) (*File, []byte, fileID, error) {
+	data, id, err := readRegularFile(path, "Office registry must be a regular non-symlink file: "+path)
 	if errors.Is(err, fs.ErrNotExist) {
-		return emptyFile(), nil, nil
+		return emptyFile(), nil, fileID{}, nil
 	}
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, fileID{}, err
 	}
+	f, err := parseFile(path, data)
+	return f, data, id, err
+}
+
+// parseFile decodes and validates a registry's bytes.
+func parseFile(path string, data []byte) (*File, error) {
 	// Unknown fields are ignored (and dropped by the next write): any
 	// change a reader must not miss bumps the version instead.
 	f := &File{}
 	if err := json.Unmarshal(data, f); err != nil {
-		return nil, nil, errdefs.New(errdefs.ErrFailedPrecondition, fmt.Sprintf("Malformed office registry %s: %v", path, err))
+		return nil, errdefs.New(errdefs.ErrFailedPrecondition, fmt.Sprintf("Malformed office registry %s: %v", path, err))
 	}
 	if err := f.validate(path); err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	// Older files may lack arrays; callers get empty slices, not nil, so
 	// they can append without caring.
@@ -137,39 +182,42 @@ func readFile(path string) (*File, []byte, error) {
 	if f.Migrations == nil {
 		f.Migrations = []MigrationRecord{}
 	}
-	return f, data, nil
+	return f, nil
 }
 
 // readRegularFile reads path, refusing symlinks and anything but a regular
-// file with an ErrFailedPrecondition error of text refusal. O_NOFOLLOW
-// closes the gap between the check and the open, and O_NONBLOCK keeps a
-// FIFO planted there from hanging the daemon.
-func readRegularFile(path, refusal string) ([]byte, error) {
+// file with an ErrFailedPrecondition error of text refusal, and returns
+// the identity of the file it read. O_NOFOLLOW closes the gap between the
+// check and the open, and O_NONBLOCK keeps a FIFO planted there from
+// hanging the daemon.
+func readRegularFile(path, refusal string) ([]byte, fileID, error) {
 	refuse := errdefs.New(errdefs.ErrFailedPrecondition, refusal)
 	fi, err := os.Lstat(path)
 	if err != nil {
-		return nil, err
+		return nil, fileID{}, err
 	}
 	if !fi.Mode().IsRegular() {
-		return nil, refuse
+		return nil, fileID{}, refuse
 	}
 	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
 	if errors.Is(err, unix.ELOOP) {
-		return nil, refuse
+		return nil, fileID{}, refuse
 	}
 	if err != nil {
-		return nil, &fs.PathError{Op: "open", Path: path, Err: err}
+		return nil, fileID{}, &fs.PathError{Op: "open", Path: path, Err: err}
 	}
 	file := os.NewFile(uintptr(fd), path)
 	defer func() { _ = file.Close() }()
 	fi, err = file.Stat()
 	if err != nil {
-		return nil, err
+		return nil, fileID{}, err
 	}
 	if !fi.Mode().IsRegular() {
-		return nil, refuse
+		return nil, fileID{}, refuse
 	}
-	return io.ReadAll(file)
+	id, _ := idOf(fi)
+	data, err := io.ReadAll(file)
+	return data, id, err
 }
 
 // validate checks the invariants every reader relies on. Every failure is

@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/hutchsandbox/hutch/internal/atomicfile"
@@ -21,13 +23,23 @@ const (
 // no lock: writers replace the file atomically, so a reader sees one
 // complete version. Changes go through Update, which serialises every
 // writer on the host (goroutines, daemons and CLI runs alike) with the
-// lock directory. A Registry holds no cached state, so any number of them
-// may point at the same state dir.
+// lock directory.
+//
+// A Registry keeps the last version it read, parsed and indexed, and
+// checks before each read that the file is still that version (one
+// lstat: the same inode, size and times). Any number of Registries, in
+// any number of processes, may point at the same state dir: each sees
+// every other's writes on its next read. A daemon with ten thousand
+// offices would otherwise parse them all for every command.
 //
 // Set the exported fields before the Registry is first used.
 type Registry struct {
 	path    string
 	lockDir string
+
+	mu     sync.Mutex // guards cached and reads
+	cached *snapshot  // the version last read; nil: none yet
+	reads  int        // how many times the file was read, for tests
 
 	// Clock stamps new records; nil means time.Now.
 	Clock func() time.Time
@@ -58,10 +70,68 @@ func (r *Registry) now() time.Time {
 
 // Load reads the registry. A missing file is an empty registry; a file
 // that is not a regular file, malformed, of another version or breaking an
-// invariant is an error of class errdefs.ErrFailedPrecondition.
+// invariant is an error of class errdefs.ErrFailedPrecondition. The File
+// is the caller's to change.
 func (r *Registry) Load() (*File, error) {
-	f, _, err := readFile(r.path)
-	return f, err
+	s, err := r.snapshot()
+	if err != nil {
+		return nil, err
+	}
+	return s.file.clone(), nil
+}
+
+// snapshot is one version of the registry file as read, with the indexes
+// the hot paths use. It is never changed once made.
+type snapshot struct {
+	id   fileID
+	file *File
+	// settled: the version's modification time was well before it was
+	// read, so any later version has a later one (see racyWindow) and
+	// the identity alone tells them apart.
+	settled bool
+	has     map[Address]bool
+
+	keysOnce sync.Once
+	keys     map[Key]Address // built on first Lookup: a SHA-256 per office
+}
+
+// racyWindow is how long after a version's modification time its
+// identity is not trusted alone. File times come from a clock that lags
+// the real one by a tick (milliseconds), and some file systems keep
+// whole seconds; a write in the same tick as the last one, to an inode
+// number freed and reused, of the same size, would otherwise look
+// unchanged. A version read this soon after it was written is read again
+// next time (git's index does the same for its racily clean entries).
+const racyWindow = 2 * time.Second
+
+// snapshot returns the registry's current version: the cached one when
+// the file is still it, else the file read anew.
+func (r *Registry) snapshot() (*snapshot, error) {
+	r.mu.Lock()
+	s := r.cached
+	r.mu.Unlock()
+	fi, err := os.Lstat(r.path)
+	if err == nil && s != nil && s.settled {
+		if id, ok := idOf(fi); ok && id == s.id {
+			return s, nil
+		}
+	}
+	start := time.Now()
+	f, _, id, err := readFileID(r.path)
+	if err != nil {
+		return nil, err
+	}
+	s = &snapshot{id: id, file: f, has: make(map[Address]bool, len(f.Offices))}
+	for _, rec := range f.Offices {
+		s.has[rec.Address()] = true
+	}
+	// A missing file (zero id) is never settled: it has no identity.
+	s.settled = id != (fileID{}) && start.Sub(time.Unix(0, id.mtime)) > racyWindow
+	r.mu.Lock()
+	r.cached = s
+	r.reads++
+	r.mu.Unlock()
+	return s, nil
 }
 
 // Update changes the registry under its lock: it reloads the file (another
@@ -90,11 +160,11 @@ func (r *Registry) Record(a Address) (added bool, err error) {
 	if err := a.Validate(); err != nil {
 		return false, err
 	}
-	f, err := r.Load()
+	s, err := r.snapshot()
 	if err != nil {
 		return false, err
 	}
-	if f.HasOffice(a) {
+	if s.has[a] {
 		return false, nil
 	}
 	// Second-precision UTC keeps the timestamp plain RFC 3339.
@@ -112,11 +182,11 @@ func (r *Registry) Record(a Address) (added bool, err error) {
 // Offices returns every recorded office, sorted by platform then
 // conversation id.
 func (r *Registry) Offices() ([]OfficeRecord, error) {
-	f, err := r.Load()
+	s, err := r.snapshot()
 	if err != nil {
 		return nil, err
 	}
-	out := slices.Clone(f.Offices)
+	out := slices.Clone(s.file.Offices)
 	sortOffices(out)
 	return out, nil
 }
@@ -125,16 +195,19 @@ func (r *Registry) Offices() ([]OfficeRecord, error) {
 // Keys are one-way, so this is the only way back from a directory name to
 // the conversation it belongs to.
 func (r *Registry) Lookup(k Key) (Address, bool, error) {
-	f, err := r.Load()
+	s, err := r.snapshot()
 	if err != nil {
 		return Address{}, false, err
 	}
-	for _, rec := range f.Offices {
-		if a := rec.Address(); a.Key() == k {
-			return a, true, nil
+	s.keysOnce.Do(func() {
+		s.keys = make(map[Key]Address, len(s.file.Offices))
+		for _, rec := range s.file.Offices {
+			a := rec.Address()
+			s.keys[a.Key()] = a
 		}
-	}
-	return Address{}, false, nil
+	})
+	a, ok := s.keys[k]
+	return a, ok, nil
 }
 
 // Journal is the registry held under its lock for a run of several

@@ -1,0 +1,161 @@
+package office
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"sync"
+	"testing"
+	"time"
+)
+
+// readsOf is how many times r has read its file.
+func readsOf(r *Registry) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.reads
+}
+
+// age sets the registry file's modification time an hour back, so that
+// the version read next is settled.
+func age(t *testing.T, r *Registry) time.Time {
+	t.Helper()
+	old := time.Now().Add(-time.Hour).Truncate(time.Second)
+	if err := os.Chtimes(r.path, old, old); err != nil {
+		t.Fatal(err)
+	}
+	return old
+}
+
+// TestRegistry_CachedUntilReplaced: a settled version is read once for
+// any number of reads; a version another Registry (another process)
+// writes is seen on the next read, and so is a change in place that
+// keeps the inode, the size and the modification time.
+func TestRegistry_CachedUntilReplaced(t *testing.T) {
+	state := t.TempDir()
+	reader, writer := NewRegistry(state), NewRegistry(state)
+	x := Address{Platform: "web", ConversationID: "x1"}
+	if _, err := writer.Record(x); err != nil {
+		t.Fatal(err)
+	}
+	old := age(t, writer)
+
+	before := readsOf(reader)
+	for range 100 {
+		if added, err := reader.Record(x); err != nil || added {
+			t.Fatalf("Record of a recorded office: added %v, %v", added, err)
+		}
+		if a, ok, err := reader.Lookup(x.Key()); err != nil || !ok || a != x {
+			t.Fatalf("Lookup: %v %v %v", a, ok, err)
+		}
+	}
+	if n := readsOf(reader) - before; n != 1 {
+		t.Errorf("200 reads of a settled version read the file %d times; want once", n)
+	}
+
+	y := Address{Platform: "web", ConversationID: "y2"}
+	if _, err := writer.Record(y); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok, err := reader.Lookup(y.Key()); err != nil || !ok {
+		t.Fatalf("an office another registry recorded is not seen: %v %v", ok, err)
+	}
+
+	// The same inode, the same size, the same modification time: only
+	// the change time differs.
+	age(t, writer)
+	if recs, err := reader.Offices(); err != nil || len(recs) != 2 {
+		t.Fatalf("Offices: %v, %v", recs, err)
+	}
+	data, err := os.ReadFile(reader.path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data = bytes.Replace(data, []byte(`"y2"`), []byte(`"z3"`), 1)
+	if err := os.WriteFile(reader.path, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chtimes(reader.path, old, old); err != nil {
+		t.Fatal(err)
+	}
+	z := Address{Platform: "web", ConversationID: "z3"}
+	if _, ok, _ := reader.Lookup(z.Key()); !ok {
+		t.Error("a change in place that kept inode, size and modification time is not seen")
+	}
+	if _, ok, _ := reader.Lookup(y.Key()); ok {
+		t.Error("an office changed away in place is still found")
+	}
+}
+
+// TestRegistry_RecentVersionReadAgain: a version written moments ago is
+// read again on every read, since a later one in the same clock tick
+// could look the same.
+func TestRegistry_RecentVersionReadAgain(t *testing.T) {
+	r := NewRegistry(t.TempDir())
+	if _, err := r.Record(Address{Platform: "web", ConversationID: "x1"}); err != nil {
+		t.Fatal(err)
+	}
+	before := readsOf(r)
+	for range 3 {
+		if _, err := r.Offices(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := readsOf(r) - before; n != 3 {
+		t.Errorf("3 reads of a version just written read the file %d times; want 3", n)
+	}
+}
+
+// TestRegistry_LoadIsACopy: what Load returns is the caller's to change;
+// the cached version stays as read.
+func TestRegistry_LoadIsACopy(t *testing.T) {
+	r := NewRegistry(t.TempDir())
+	if _, err := r.Record(Address{Platform: "web", ConversationID: "x1"}); err != nil {
+		t.Fatal(err)
+	}
+	age(t, r)
+	f, err := r.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Offices[0].ConversationID = "changed"
+	f.Offices = append(f.Offices, OfficeRecord{Platform: "web", ConversationID: "added"})
+	g, err := r.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(g.Offices) != 1 || g.Offices[0].ConversationID != "x1" {
+		t.Errorf("a change to a loaded File reached the cache: %+v", g.Offices)
+	}
+}
+
+// TestRegistry_ReadersBesideWriters: readers of one Registry and writers
+// through others, at once (for the race detector), and every reader sees
+// each office once its Record returned.
+func TestRegistry_ReadersBesideWriters(t *testing.T) {
+	state := t.TempDir()
+	shared := NewRegistry(state)
+	var wg sync.WaitGroup
+	for w := range 4 {
+		wg.Go(func() {
+			writer := NewRegistry(state)
+			for i := range 25 {
+				a := Address{Platform: "web", ConversationID: fmt.Sprintf("w%d-%d", w, i)}
+				if _, err := writer.Record(a); err != nil {
+					t.Error(err)
+					return
+				}
+				if _, ok, err := shared.Lookup(a.Key()); err != nil || !ok {
+					t.Errorf("%s: recorded, then not found: %v", a.ConversationID, err)
+				}
+				if added, err := shared.Record(a); err != nil || added {
+					t.Errorf("%s: recorded twice (%v, %v)", a.ConversationID, added, err)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if recs, err := shared.Offices(); err != nil || len(recs) != 100 {
+		t.Errorf("Offices: %d records, %v; want 100", len(recs), err)
+	}
+}
