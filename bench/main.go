@@ -31,6 +31,10 @@
 //     diagnostic row runs service.Exec on the daemon's own service (policy,
 //     registry and vault, no HTTP). Target: API p50 / in-process p50 at
 //     most 1.3.
+//  7. Offices at scale: warm exec through the API of a daemon whose
+//     registry holds one office vs one whose registry holds -offices
+//     (10,000), interleaved, and GET /v1/offices of each. Targets: the
+//     exec ratio at most 1.1; the listing of 10,000 under 10 ms.
 //
 // Run it from the module root:
 //
@@ -38,8 +42,8 @@
 //	go run ./bench -quick          # smoke run: about a minute
 //	go run ./bench -warm 500 -idle 40 -cpuprofile warm.pprof
 //
-// Flags set counts (-warm, -cold, -small, -large, -convs, -cmds, -idle, -api);
-// -quick lowers every count not given explicitly. The agent is a static
+// Flags set counts (-warm, -cold, -small, -large, -convs, -cmds, -idle, -api,
+// -offices); -quick lowers every count not given explicitly. The agent is a static
 // hutch built with CGO_ENABLED=0 (or -agent PATH); the image
 // hutch-test-busybox:1 is built by `go test -run TestBusyboxImage
 // ./internal/testenv` when missing. Everything it makes carries the label
@@ -92,9 +96,9 @@ import (
 )
 
 type config struct {
-	warm, cold, small, large, convs, cmds, idle, api, parallel int
-	quick                                                      bool
-	image, agent, cpuprofile                                   string
+	warm, cold, small, large, convs, cmds, idle, api, parallel, offices int
+	quick                                                               bool
+	image, agent, cpuprofile                                            string
 }
 
 func main() { os.Exit(run()) }
@@ -109,6 +113,7 @@ func run() int {
 	flag.IntVar(&c.cmds, "cmds", 25, "commands per conversation in the concurrency phase")
 	flag.IntVar(&c.idle, "idle", 100, "idle managed containers in the memory phase")
 	flag.IntVar(&c.api, "api", 200, "warm exec runs per path through the daemon's API and in-process")
+	flag.IntVar(&c.offices, "offices", 10000, "offices registered in the scale phase's second daemon")
 	flag.IntVar(&c.parallel, "parallel", 4, "containers created or removed at once in setup and cleanup")
 	flag.BoolVar(&c.quick, "quick", false, "smoke run: lower every count not set explicitly")
 	flag.StringVar(&c.image, "image", benchkit.BusyboxRef, "image of every container")
@@ -151,6 +156,7 @@ func run() int {
 		{"concurrency", b.concurrency},
 		{"memory", b.memory},
 		{"API overhead", b.apiOverhead},
+		{"offices at scale", b.scale},
 	}
 	failed := false
 	for _, p := range phases {
@@ -195,14 +201,14 @@ type bench struct {
 	state  string
 	runDir string
 	ws     string
-	// apiState is the state dir of the API phase's daemon ("" until then);
-	// cleanup removes what carries its label too.
-	apiState string
-	tmp      string // removed at the end; holds state, ws, the agent build
-	rt       *image.Runtime
-	docker   string // docker CLI, "" when missing
-	targets  []target
-	log      *slog.Logger
+	// daemonStates are the state dirs of the daemons the API phases
+	// started; cleanup removes what carries their labels too.
+	daemonStates []string
+	tmp          string // removed at the end; holds state, ws, the agent build
+	rt           *image.Runtime
+	docker       string // docker CLI, "" when missing
+	targets      []target
+	log          *slog.Logger
 }
 
 type target struct {
@@ -275,10 +281,8 @@ func (b *bench) newRuntime() (*image.Runtime, error) {
 func (b *bench) cleanup() {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	for _, state := range []string{b.state, b.apiState} {
-		if state != "" {
-			b.cleanupState(ctx, state)
-		}
+	for _, state := range append([]string{b.state}, b.daemonStates...) {
+		b.cleanupState(ctx, state)
 	}
 	_ = os.RemoveAll(b.runDir)
 	_ = os.RemoveAll(b.tmp)
@@ -1202,28 +1206,46 @@ func (b *bench) memory(ctx context.Context) error {
 // image and agent, a state dir of its own so its reconcile leaves the
 // other phases' containers alone) and measures warm exec of `true` through
 // its API against image.Runtime.Exec in-process, interleaved.
-func (b *bench) apiOverhead(ctx context.Context) error {
-	b.apiState = filepath.Join(b.tmp, "api-state")
+// apiDaemon is a daemon (daemon.Run in this process, image mode) on a
+// state dir of its own, and a client of its unix socket.
+type apiDaemon struct {
+	cl    *hclient.Client
+	svc   *service.Service
+	mode  sandbox.Mode
+	state string
+	stop  func() // stops the daemon and waits for it
+}
+
+// startDaemon starts a daemon on the state dir and workspace named name
+// under the run's temp dir. prepare, when set, runs on the fresh state
+// dir before the daemon starts.
+func (b *bench) startDaemon(ctx context.Context, name string, prepare func(state string) error) (*apiDaemon, error) {
+	state := filepath.Join(b.tmp, name+"-state")
+	b.daemonStates = append(b.daemonStates, state)
 	runDir, err := os.MkdirTemp("", "hd-")
 	if err != nil {
-		return err
+		return nil, err
 	}
-	defer func() { _ = os.RemoveAll(runDir) }()
-	layout, err := service.ResolveLayout(service.LayoutOptions{StateDir: b.apiState, Workspace: filepath.Join(b.tmp, "api-ws"),
+	layout, err := service.ResolveLayout(service.LayoutOptions{StateDir: state, Workspace: filepath.Join(b.tmp, name+"-ws"),
 		Getenv: func(k string) string {
 			if k == "HUTCH_RUN_DIR" {
 				return runDir
 			}
 			return ""
 		}})
+	if err == nil && prepare != nil {
+		if err = os.MkdirAll(state, 0o700); err == nil {
+			err = prepare(state)
+		}
+	}
 	if err != nil {
-		return err
+		_ = os.RemoveAll(runDir)
+		return nil, err
 	}
 	svc := service.New(layout, b.log)
 	svc.SetAgentBinary(b.agent.Path)
 	mode := sandbox.Mode{Kind: sandbox.KindImage, Target: b.c.image}
 	dctx, stop := context.WithCancel(ctx)
-	defer stop()
 	ready := make(chan string, 1)
 	done := make(chan error, 1)
 	go func() {
@@ -1234,32 +1256,49 @@ func (b *bench) apiOverhead(ctx context.Context) error {
 	select {
 	case sock = <-ready:
 	case err := <-done:
-		return fmt.Errorf("daemon: %w", err)
+		stop()
+		_ = os.RemoveAll(runDir)
+		return nil, fmt.Errorf("daemon: %w", err)
 	}
-	defer func() {
+	return &apiDaemon{cl: &hclient.Client{Socket: sock}, svc: svc, mode: mode, state: state, stop: func() {
 		stop()
 		if err := <-done; err != nil {
-			progress("API overhead: daemon: %v", err)
+			progress("%s: daemon: %v", name, err)
 		}
-	}()
-	cl := &hclient.Client{Socket: sock}
+		_ = os.RemoveAll(runDir)
+	}}, nil
+}
+
+// execTrue runs `true` in conv through d's API; remove, deferred, removes
+// the conversation's runtime.
+func (d *apiDaemon) execTrue(ctx context.Context, conv api.Conversation) error {
+	res, err := d.cl.Exec(ctx, api.ExecRequest{Conversation: conv, Command: "true"}, nil, nil)
+	if err == nil && res.ExitCode != 0 {
+		err = fmt.Errorf("exit %d %s", res.ExitCode, res.Message)
+	}
+	return err
+}
+
+func (d *apiDaemon) remove(conv api.Conversation) {
+	if err := d.cl.Call(context.Background(), "/v1/sandbox/remove", api.LimitsRequest{Conversation: conv}, nil); err != nil {
+		progress("remove %s: %v", conv.ConversationID, err)
+	}
+}
+
+func (b *bench) apiOverhead(ctx context.Context) error {
+	d, err := b.startDaemon(ctx, "api", nil)
+	if err != nil {
+		return err
+	}
+	defer d.stop()
+	svc, mode := d.svc, d.mode
 	conv := api.Conversation{Platform: "web", ConversationID: "bench-api"}
 	addr, err := office.NewAddress(conv.Platform, conv.ConversationID)
 	if err != nil {
 		return err
 	}
-	defer func() {
-		if err := cl.Call(context.Background(), "/v1/sandbox/remove", api.LimitsRequest{Conversation: conv}, nil); err != nil {
-			progress("API overhead: remove %s: %v", conv.ConversationID, err)
-		}
-	}()
-	apiRun := func() error {
-		res, err := cl.Exec(ctx, api.ExecRequest{Conversation: conv, Command: "true"}, nil, nil)
-		if err == nil && res.ExitCode != 0 {
-			err = fmt.Errorf("exit %d %s", res.ExitCode, res.Message)
-		}
-		return err
-	}
+	defer d.remove(conv)
+	apiRun := func() error { return d.execTrue(ctx, conv) }
 	if err := apiRun(); err != nil {
 		return fmt.Errorf("first command through the API: %w", err)
 	}
@@ -1303,6 +1342,76 @@ func (b *bench) apiOverhead(ctx context.Context) error {
 		benchkit.Ratio(ops[0].P50(), base.P50()), benchkit.Ratio(ops[0].Pct(90), base.Pct(90)), benchkit.Ms(ops[0].P50()-base.P50()))
 	b.reportFailures(ops)
 	b.addTarget("API overhead: API p50 / in-process p50", benchkit.Ratio(ops[0].P50(), base.P50()), 1.3)
+	return nil
+}
+
+// scale measures what the number of registered offices costs: warm exec
+// through the API of a daemon whose registry holds one office against
+// one whose registry holds -offices, interleaved, and the listing of
+// every office (GET /v1/offices) of each.
+func (b *bench) scale(ctx context.Context) error {
+	one, err := b.startDaemon(ctx, "scale-1", nil)
+	if err != nil {
+		return err
+	}
+	defer one.stop()
+	many, err := b.startDaemon(ctx, "scale-n", func(state string) error {
+		// Recorded as the daemon records them, in one write.
+		at := time.Now().UTC().Truncate(time.Second)
+		return office.NewRegistry(state).Update(func(f *office.File) error {
+			for i := range b.c.offices - 1 {
+				f.AddOffice(office.Address{Platform: "web", ConversationID: fmt.Sprintf("bench-scale-%06d", i)}, at)
+			}
+			return nil
+		})
+	})
+	if err != nil {
+		return err
+	}
+	defer many.stop()
+	conv := api.Conversation{Platform: "web", ConversationID: "bench-scale"}
+	for _, d := range []*apiDaemon{one, many} {
+		defer d.remove(conv)
+		if err := d.execTrue(ctx, conv); err != nil {
+			return fmt.Errorf("first command: %w", err)
+		}
+	}
+	list := func(d *apiDaemon, want int) func() error {
+		return func() error {
+			var out []api.OfficeEntry
+			if err := d.cl.Get(ctx, "/v1/offices", &out); err != nil {
+				return err
+			}
+			if len(out) != want {
+				return fmt.Errorf("%d offices listed; want %d", len(out), want)
+			}
+			return nil
+		}
+	}
+	ops := []*benchkit.Series{
+		{Name: "hutch API exec (sh -c true), 1 office", Run: func() error { return one.execTrue(ctx, conv) }},
+		{Name: fmt.Sprintf("hutch API exec (sh -c true), %d offices", b.c.offices), Run: func() error { return many.execTrue(ctx, conv) }},
+		{Name: "GET /v1/offices, 1 office", Run: list(one, 1)},
+		{Name: fmt.Sprintf("GET /v1/offices, %d offices", b.c.offices), Run: list(many, b.c.offices)},
+	}
+	if err := warmUp(ctx, 5, "offices at scale", ops); err != nil {
+		return err
+	}
+	if err := interleave(ctx, b.c.api, "offices at scale", ops); err != nil {
+		return err
+	}
+	benchkit.Printf(b.out, "\n7. Offices at scale: two daemons (this process, image mode), one office registered vs %d; %d runs per path, interleaved round-robin\n", b.c.offices, b.c.api)
+	tw := benchkit.Table(b.out)
+	benchkit.Println(tw, "path\tok\tfail\tp50\tp90\tp99\t÷1-office p50")
+	for i, s := range ops {
+		base := ops[i&^1]
+		benchkit.Printf(tw, "%s\t%d\t%d\t%s\t%s\t%s\t%.3f\n", s.Name, len(s.Times), s.Fail, benchkit.Ms(s.P50()), benchkit.Ms(s.Pct(90)), benchkit.Ms(s.Pct(99)),
+			benchkit.Ratio(s.P50(), base.P50()))
+	}
+	_ = tw.Flush()
+	b.reportFailures(ops)
+	b.addTarget(fmt.Sprintf("warm exec p50, %d offices / 1 office", b.c.offices), benchkit.Ratio(ops[1].P50(), ops[0].P50()), 1.1)
+	b.addTarget(fmt.Sprintf("GET /v1/offices p50 of %d offices, ms", b.c.offices), float64(ops[3].P50())/float64(time.Millisecond), 10)
 	return nil
 }
 
