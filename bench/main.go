@@ -41,6 +41,7 @@
 //	go run ./bench                 # full run: several minutes
 //	go run ./bench -quick          # smoke run: about a minute
 //	go run ./bench -warm 500 -idle 40 -cpuprofile warm.pprof
+//	go run ./bench -only 'offices at scale' -api 300
 //
 // Flags set counts (-warm, -cold, -small, -large, -convs, -cmds, -idle, -api,
 // -offices); -quick lowers every count not given explicitly. The agent is a static
@@ -98,7 +99,7 @@ import (
 type config struct {
 	warm, cold, small, large, convs, cmds, idle, api, parallel, offices int
 	quick                                                               bool
-	image, agent, cpuprofile                                            string
+	image, agent, cpuprofile, only                                      string
 }
 
 func main() { os.Exit(run()) }
@@ -116,6 +117,7 @@ func run() int {
 	flag.IntVar(&c.offices, "offices", 10000, "offices registered in the scale phase's second daemon")
 	flag.IntVar(&c.parallel, "parallel", 4, "containers created or removed at once in setup and cleanup")
 	flag.BoolVar(&c.quick, "quick", false, "smoke run: lower every count not set explicitly")
+	flag.StringVar(&c.only, "only", "", "run only these phases, comma-separated (e.g. \"warm exec,offices at scale\"); default: every phase")
 	flag.StringVar(&c.image, "image", benchkit.BusyboxRef, "image of every container")
 	flag.StringVar(&c.agent, "agent", "", "static hutch binary to use as the agent (default: build one)")
 	flag.StringVar(&c.cpuprofile, "cpuprofile", "", "write a CPU profile of an extra hutch-only warm exec loop to this file")
@@ -128,6 +130,37 @@ func run() int {
 				*p = map[string]int{"warm": 20, "cold": 2, "small": 10, "large": 2, "convs": 8, "cmds": 5, "idle": 10, "api": 20}[name]
 			}
 		}
+	}
+
+	type phase struct {
+		name string
+		f    func(*bench, context.Context) error
+	}
+	phases := []phase{
+		{"warm exec", (*bench).warmExec},
+		{"cold start", (*bench).coldStart},
+		{"trace", (*bench).trace},
+		{"files", (*bench).files},
+		{"concurrency", (*bench).concurrency},
+		{"memory", (*bench).memory},
+		{"API overhead", (*bench).apiOverhead},
+		{"offices at scale", (*bench).scale},
+	}
+	if c.only != "" {
+		var chosen []phase
+		for _, name := range strings.Split(c.only, ",") {
+			i := slices.IndexFunc(phases, func(p phase) bool { return p.name == strings.TrimSpace(name) })
+			if i < 0 {
+				var names []string
+				for _, p := range phases {
+					names = append(names, strconv.Quote(p.name))
+				}
+				fmt.Fprintf(os.Stderr, "bench: -only: no phase is named %q; the phases are %s\n", strings.TrimSpace(name), strings.Join(names, ", "))
+				return 2
+			}
+			chosen = append(chosen, phases[i])
+		}
+		phases = chosen
 	}
 
 	ctx, cancel := benchkit.Interruptible(progress, "interrupted: cleaning up (interrupt again to quit at once, leaving containers behind)")
@@ -145,26 +178,13 @@ func run() int {
 		return 1
 	}
 	b.header()
-	phases := []struct {
-		name string
-		f    func(context.Context) error
-	}{
-		{"warm exec", b.warmExec},
-		{"cold start", b.coldStart},
-		{"trace", b.trace},
-		{"files", b.files},
-		{"concurrency", b.concurrency},
-		{"memory", b.memory},
-		{"API overhead", b.apiOverhead},
-		{"offices at scale", b.scale},
-	}
 	failed := false
 	for _, p := range phases {
 		if ctx.Err() != nil {
 			break
 		}
 		progress("phase: %s", p.name)
-		if err := p.f(ctx); err != nil {
+		if err := p.f(b, ctx); err != nil {
 			if ctx.Err() != nil {
 				benchkit.Printf(b.out, "\n%s: interrupted\n", p.name)
 				break
@@ -1369,8 +1389,11 @@ func (b *bench) scale(ctx context.Context) error {
 		return err
 	}
 	defer many.stop()
-	conv := api.Conversation{Platform: "web", ConversationID: "bench-scale"}
-	for _, d := range []*apiDaemon{one, many} {
+	// A conversation of each (two installations on one engine may not
+	// serve the same one), ids of the same length.
+	conv1 := api.Conversation{Platform: "web", ConversationID: "bench-scale-1"}
+	convN := api.Conversation{Platform: "web", ConversationID: "bench-scale-n"}
+	for d, conv := range map[*apiDaemon]api.Conversation{one: conv1, many: convN} {
 		defer d.remove(conv)
 		if err := d.execTrue(ctx, conv); err != nil {
 			return fmt.Errorf("first command: %w", err)
@@ -1389,8 +1412,8 @@ func (b *bench) scale(ctx context.Context) error {
 		}
 	}
 	ops := []*benchkit.Series{
-		{Name: "hutch API exec (sh -c true), 1 office", Run: func() error { return one.execTrue(ctx, conv) }},
-		{Name: fmt.Sprintf("hutch API exec (sh -c true), %d offices", b.c.offices), Run: func() error { return many.execTrue(ctx, conv) }},
+		{Name: "hutch API exec (sh -c true), 1 office", Run: func() error { return one.execTrue(ctx, conv1) }},
+		{Name: fmt.Sprintf("hutch API exec (sh -c true), %d offices", b.c.offices), Run: func() error { return many.execTrue(ctx, convN) }},
 		{Name: "GET /v1/offices, 1 office", Run: list(one, 1)},
 		{Name: fmt.Sprintf("GET /v1/offices, %d offices", b.c.offices), Run: list(many, b.c.offices)},
 	}

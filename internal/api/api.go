@@ -390,13 +390,13 @@ type OfficeEntry struct {
 }
 
 func (s *Server) offices(w http.ResponseWriter, r *http.Request) error {
-	recs, err := s.Service.Offices()
+	recs, err := s.Service.KeyedOffices()
 	if err != nil {
 		return err
 	}
-	out := []OfficeEntry{}
+	out := make([]OfficeEntry, 0, len(recs))
 	for _, rec := range recs {
-		out = append(out, OfficeEntry{Platform: string(rec.Platform), ConversationID: rec.ConversationID, OfficeKey: string(rec.Address().Key()), RecordedAt: rec.RecordedAt})
+		out = append(out, OfficeEntry{Platform: string(rec.Platform), ConversationID: rec.ConversationID, OfficeKey: string(rec.Key), RecordedAt: rec.RecordedAt})
 	}
 	writeJSON(w, http.StatusOK, out)
 	return nil

@@ -91,8 +91,32 @@ type snapshot struct {
 	settled bool
 	has     map[Address]bool
 
+	// keyed and keys are built on first use, from file: a SHA-256 per
+	// office, a microsecond each, too many to spend per command.
 	keysOnce sync.Once
-	keys     map[Key]Address // built on first Lookup: a SHA-256 per office
+	keyed    []KeyedRecord // sorted as Offices
+	keys     map[Key]Address
+}
+
+// KeyedRecord is an office record with its office key.
+type KeyedRecord struct {
+	OfficeRecord
+	Key Key
+}
+
+// index builds s.keyed and s.keys, once.
+func (s *snapshot) index() {
+	s.keysOnce.Do(func() {
+		s.keyed = make([]KeyedRecord, len(s.file.Offices))
+		s.keys = make(map[Key]Address, len(s.file.Offices))
+		recs := slices.Clone(s.file.Offices)
+		sortOffices(recs)
+		for i, rec := range recs {
+			a := rec.Address()
+			s.keyed[i] = KeyedRecord{OfficeRecord: rec, Key: a.Key()}
+			s.keys[s.keyed[i].Key] = a
+		}
+	})
 }
 
 // racyWindow is how long after a version's modification time its
@@ -199,15 +223,20 @@ func (r *Registry) Lookup(k Key) (Address, bool, error) {
 	if err != nil {
 		return Address{}, false, err
 	}
-	s.keysOnce.Do(func() {
-		s.keys = make(map[Key]Address, len(s.file.Offices))
-		for _, rec := range s.file.Offices {
-			a := rec.Address()
-			s.keys[a.Key()] = a
-		}
-	})
+	s.index()
 	a, ok := s.keys[k]
 	return a, ok, nil
+}
+
+// KeyedOffices is Offices with each office's key, computed once for each
+// version of the file rather than once per call.
+func (r *Registry) KeyedOffices() ([]KeyedRecord, error) {
+	s, err := r.snapshot()
+	if err != nil {
+		return nil, err
+	}
+	s.index()
+	return slices.Clone(s.keyed), nil
 }
 
 // Journal is the registry held under its lock for a run of several

@@ -159,3 +159,41 @@ func TestRegistry_ReadersBesideWriters(t *testing.T) {
 		t.Errorf("Offices: %d records, %v; want 100", len(recs), err)
 	}
 }
+
+// TestRegistry_KeyedOffices: the offices sorted, each with its key, and
+// a later version's offices with theirs.
+func TestRegistry_KeyedOffices(t *testing.T) {
+	state := t.TempDir()
+	reader, writer := NewRegistry(state), NewRegistry(state)
+	addrs := []Address{{Platform: "web", ConversationID: "b"}, {Platform: "discord", ConversationID: "z"}, {Platform: "web", ConversationID: "a"}}
+	check := func(n int) {
+		t.Helper()
+		got, err := reader.KeyedOffices()
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := reader.Offices()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != n || len(want) != n {
+			t.Fatalf("%d keyed offices, %d offices; want %d", len(got), len(want), n)
+		}
+		for i, rec := range got {
+			if rec.OfficeRecord != want[i] || rec.Key != want[i].Address().Key() {
+				t.Errorf("keyed office %d: %+v; want %+v with key %s", i, rec, want[i], want[i].Address().Key())
+			}
+		}
+	}
+	for _, a := range addrs[:2] {
+		if _, err := writer.Record(a); err != nil {
+			t.Fatal(err)
+		}
+	}
+	age(t, writer)
+	check(2)
+	if _, err := writer.Record(addrs[2]); err != nil {
+		t.Fatal(err)
+	}
+	check(3)
+}

@@ -65,6 +65,11 @@ func (s *Service) Offices() ([]office.OfficeRecord, error) {
 	return s.registry.Offices()
 }
 
+// KeyedOffices returns every registered office with its key, sorted.
+func (s *Service) KeyedOffices() ([]office.KeyedRecord, error) {
+	return s.registry.KeyedOffices()
+}
+
 // Policy is a conversation's effective door policy and what it projects.
 type Policy struct {
 	Address  office.Address
