@@ -1218,22 +1218,15 @@ func (b *bench) memory(ctx context.Context) error {
 	return nil
 }
 
-// ---- summary ----
-
 // ---- 6. API overhead ----
 
-// apiOverhead starts a daemon in this process (image mode on the bench's
-// image and agent, a state dir of its own so its reconcile leaves the
-// other phases' containers alone) and measures warm exec of `true` through
-// its API against image.Runtime.Exec in-process, interleaved.
 // apiDaemon is a daemon (daemon.Run in this process, image mode) on a
 // state dir of its own, and a client of its unix socket.
 type apiDaemon struct {
-	cl    *hclient.Client
-	svc   *service.Service
-	mode  sandbox.Mode
-	state string
-	stop  func() // stops the daemon and waits for it
+	cl   *hclient.Client
+	svc  *service.Service
+	mode sandbox.Mode
+	stop func() // stops the daemon and waits for it
 }
 
 // startDaemon starts a daemon on the state dir and workspace named name
@@ -1280,7 +1273,7 @@ func (b *bench) startDaemon(ctx context.Context, name string, prepare func(state
 		_ = os.RemoveAll(runDir)
 		return nil, fmt.Errorf("daemon: %w", err)
 	}
-	return &apiDaemon{cl: &hclient.Client{Socket: sock}, svc: svc, mode: mode, state: state, stop: func() {
+	return &apiDaemon{cl: &hclient.Client{Socket: sock}, svc: svc, mode: mode, stop: func() {
 		stop()
 		if err := <-done; err != nil {
 			progress("%s: daemon: %v", name, err)
@@ -1289,8 +1282,7 @@ func (b *bench) startDaemon(ctx context.Context, name string, prepare func(state
 	}}, nil
 }
 
-// execTrue runs `true` in conv through d's API; remove, deferred, removes
-// the conversation's runtime.
+// execTrue runs `true` in conv through d's API.
 func (d *apiDaemon) execTrue(ctx context.Context, conv api.Conversation) error {
 	res, err := d.cl.Exec(ctx, api.ExecRequest{Conversation: conv, Command: "true"}, nil, nil)
 	if err == nil && res.ExitCode != 0 {
@@ -1299,12 +1291,17 @@ func (d *apiDaemon) execTrue(ctx context.Context, conv api.Conversation) error {
 	return err
 }
 
+// remove removes conv's runtime; the phases defer it.
 func (d *apiDaemon) remove(conv api.Conversation) {
 	if err := d.cl.Call(context.Background(), "/v1/sandbox/remove", api.LimitsRequest{Conversation: conv}, nil); err != nil {
 		progress("remove %s: %v", conv.ConversationID, err)
 	}
 }
 
+// apiOverhead starts a daemon in this process (image mode on the bench's
+// image and agent, a state dir of its own so its reconcile leaves the
+// other phases' containers alone) and measures warm exec of `true` through
+// its API against image.Runtime.Exec in-process, interleaved.
 func (b *bench) apiOverhead(ctx context.Context) error {
 	d, err := b.startDaemon(ctx, "api", nil)
 	if err != nil {
@@ -1364,6 +1361,8 @@ func (b *bench) apiOverhead(ctx context.Context) error {
 	b.addTarget("API overhead: API p50 / in-process p50", benchkit.Ratio(ops[0].P50(), base.P50()), 1.3)
 	return nil
 }
+
+// ---- 7. offices at scale ----
 
 // scale measures what the number of registered offices costs: warm exec
 // through the API of a daemon whose registry holds one office against
@@ -1437,6 +1436,8 @@ func (b *bench) scale(ctx context.Context) error {
 	b.addTarget(fmt.Sprintf("GET /v1/offices p50 of %d offices, ms", b.c.offices), float64(ops[3].P50())/float64(time.Millisecond), 10)
 	return nil
 }
+
+// ---- summary ----
 
 func (b *bench) summary() {
 	if len(b.targets) == 0 {

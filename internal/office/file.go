@@ -139,16 +139,10 @@ func idOf(fi fs.FileInfo) (id fileID, ok bool) {
 	}, true
 }
 
-// readFile loads and validates the registry at path; a missing file is an
-// empty registry.
-func readFile(path string) (*File, []byte, error) {
-	f, data, _, err := readFileID(path)
-	return f, data, err
-}
-
-// readFileID is readFile that also returns the identity of the version
-// it read (zero for a missing file).
-func readFileID(path string) (*File, []byte, fileID, error) {
+// readFile loads and validates the registry at path, and returns the
+// identity of the version it read; a missing file is an empty registry
+// (of zero identity).
+func readFile(path string) (*File, []byte, fileID, error) {
 	data, id, err := readRegularFile(path, "Office registry must be a regular non-symlink file: "+path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return emptyFile(), nil, fileID{}, nil

@@ -141,7 +141,7 @@ func (r *Registry) snapshot() (*snapshot, error) {
 		}
 	}
 	start := time.Now()
-	f, _, id, err := readFileID(r.path)
+	f, _, id, err := readFile(r.path)
 	if err != nil {
 		return nil, err
 	}
@@ -291,7 +291,7 @@ func (r *Registry) Hold(fn func(*Journal) error) (err error) {
 	// stay forever. A failed sweep must not block the change: the next
 	// holder tries again.
 	_ = atomicfile.RemoveTemps(r.path)
-	f, raw, err := readFile(r.path)
+	f, raw, _, err := readFile(r.path)
 	if err != nil {
 		return err
 	}
