@@ -88,6 +88,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 
 	"github.com/hutchsandbox/hutch/bench/benchkit"
 	"github.com/hutchsandbox/hutch/internal/agentbin"
@@ -160,11 +162,21 @@ func run(ctx context.Context, o opts) error {
 	if err != nil {
 		return err
 	}
-	version, err := quick.Client.Discovery().ServerVersion()
+	// The bench reads and deletes what kube mode does not (nodes, its
+	// namespace), so it has a clientset of its own.
+	quickCS, err := kubernetes.NewForConfig(quick.Config)
+	if err != nil {
+		return err
+	}
+	cs, err := kubernetes.NewForConfig(cluster.Config)
+	if err != nil {
+		return err
+	}
+	version, err := quickCS.Discovery().ServerVersion()
 	if err != nil {
 		return fmt.Errorf("the Kubernetes API server at %s (%s) does not answer (hack/kube-up up starts the test cluster): %w", cluster.Config.Host, cluster.Source, err)
 	}
-	node, err := describeNode(ctx, quick)
+	node, err := describeNode(ctx, quickCS)
 	if err != nil {
 		return err
 	}
@@ -185,10 +197,10 @@ func run(ctx context.Context, o opts) error {
 	}
 
 	progress("creating namespace %s", ns)
-	if _, err := cluster.Client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
 		return fmt.Errorf("create namespace %s: %w", ns, err)
 	}
-	defer deleteNamespace(cluster, ns)
+	defer deleteNamespace(cs, ns)
 
 	// kube reports "created" for every pod it makes (a pod is never
 	// started again); the cold start rows only ask whether the count moved.
@@ -215,13 +227,13 @@ func run(ctx context.Context, o opts) error {
 		if err := kubeRt.Stop(ctx, kb.Spec.OfficeKey); err != nil {
 			return err
 		}
-		return waitPodGone(ctx, cluster, kube.PodName(kb.Spec.OfficeKey))
+		return waitPodGone(ctx, cs.CoreV1().Pods(ns), kube.PodName(kb.Spec.OfficeKey))
 	}
 	kb.Remove = func(ctx context.Context) error {
 		if err := kubeRt.Remove(ctx, kb.Spec.OfficeKey); err != nil {
 			return err
 		}
-		return waitPodGone(ctx, cluster, kube.PodName(kb.Spec.OfficeKey))
+		return waitPodGone(ctx, cs.CoreV1().Pods(ns), kube.PodName(kb.Spec.OfficeKey))
 	}
 
 	img, removeImg, err := sc.ImageMode(eng, "bench-kube-image-"+tag, limits)
@@ -282,8 +294,8 @@ func run(ctx context.Context, o opts) error {
 
 // describeNode names the cluster's node and what it runs, for the header;
 // the bench expects one (the test cluster's).
-func describeNode(ctx context.Context, c *kube.Cluster) (string, error) {
-	nodes, err := c.Client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+func describeNode(ctx context.Context, cs kubernetes.Interface) (string, error) {
+	nodes, err := cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return "", fmt.Errorf("list nodes: %w", err)
 	}
@@ -348,10 +360,9 @@ func kubeLoad(ctx context.Context, archive io.Reader) error {
 // waitPodGone polls the API server until it answers NotFound for the pod:
 // Stop deletes gracefully, and a cold start must not be timed while the
 // old pod still terminates.
-func waitPodGone(ctx context.Context, c *kube.Cluster, name string) error {
+func waitPodGone(ctx context.Context, pods corev1client.PodInterface, name string) error {
 	ctx, cancel := context.WithTimeout(ctx, goneTimeout)
 	defer cancel()
-	pods := c.Client.CoreV1().Pods(c.Namespace)
 	for {
 		_, err := pods.Get(ctx, name, metav1.GetOptions{})
 		switch {
@@ -370,11 +381,11 @@ func waitPodGone(ctx context.Context, c *kube.Cluster, name string) error {
 
 // deleteNamespace deletes the bench's namespace and waits (bounded) until
 // it is gone, so that a finished run leaves nothing in the cluster.
-func deleteNamespace(c *kube.Cluster, ns string) {
+func deleteNamespace(cs kubernetes.Interface, ns string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	progress("cleanup: deleting namespace %s", ns)
-	nss := c.Client.CoreV1().Namespaces()
+	nss := cs.CoreV1().Namespaces()
 	if err := nss.Delete(ctx, ns, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
 		progress("cleanup: delete namespace %s: %v", ns, err)
 		return

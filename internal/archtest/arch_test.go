@@ -104,3 +104,32 @@ func TestPurePackagesHaveNoEffects(t *testing.T) {
 		}
 	}
 }
+
+// heavyInit are packages whose init registers, allocates or compiles
+// enough to slow every hutch process down, each CLI call included: the
+// generated Kubernetes clientset's scheme registers every API group (12
+// ms and 0.7 MB per process here); kube mode speaks REST with a scheme of
+// its own few types instead (internal/sandbox/kube's API).
+var heavyInit = []string{
+	"k8s.io/client-go/kubernetes",
+	"k8s.io/client-go/kubernetes/scheme",
+}
+
+func TestHutchLinksNoHeavyInit(t *testing.T) {
+	pkgs := list(t, "github.com/hutchsandbox/hutch/cmd/hutch")
+	if len(pkgs) != 1 || len(pkgs[0].Deps) == 0 {
+		t.Fatalf("go list gave %d packages for cmd/hutch, or no deps; the check would be vacuous", len(pkgs))
+	}
+	seen := map[string]bool{}
+	for _, dep := range pkgs[0].Deps {
+		seen[dep] = true
+	}
+	if !seen["github.com/hutchsandbox/hutch/internal/sandbox/kube"] {
+		t.Fatal("cmd/hutch no longer links kube mode; this check then says nothing")
+	}
+	for _, heavy := range heavyInit {
+		if seen[heavy] {
+			t.Errorf("cmd/hutch depends on %s, whose package init every hutch process pays for", heavy)
+		}
+	}
+}

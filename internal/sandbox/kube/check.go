@@ -6,7 +6,6 @@ import (
 	"os"
 	"time"
 
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
@@ -47,7 +46,7 @@ func Configured(kubeconfig string) bool {
 func (c *Cluster) WithTimeout(d time.Duration) (*Cluster, error) {
 	cfg := rest.CopyConfig(c.Config)
 	cfg.Timeout = d
-	cs, err := kubernetes.NewForConfig(cfg)
+	cs, err := newAPI(cfg)
 	if err != nil {
 		return nil, errdefs.New(errdefs.ErrInvalid, "kube mode: "+err.Error())
 	}

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/remotecommand"
 	"k8s.io/streaming/pkg/httpstream"
 )
@@ -21,7 +20,7 @@ import (
 // (hutch goes away, the pod is deleted) the agent's stdin ends and it
 // kills what it was running.
 func (r *Runtime) dial(ctx context.Context, key string) (net.Conn, error) {
-	req := r.cluster.Client.CoreV1().RESTClient().Post().
+	req := r.cluster.Client.CoreREST().Post().
 		Resource("pods").Namespace(r.cluster.Namespace).Name(PodName(key)).SubResource("exec").
 		VersionedParams(&corev1.PodExecOptions{
 			Container: containerName,
@@ -29,7 +28,7 @@ func (r *Runtime) dial(ctx context.Context, key string) (net.Conn, error) {
 			Stdin:     true,
 			Stdout:    true,
 			Stderr:    true,
-		}, scheme.ParameterCodec)
+		}, codecs().params)
 	// WebSocket is what current API servers speak; SPDY is the fallback
 	// for those that do not (or a proxy in between that cannot upgrade).
 	ws, err := remotecommand.NewWebSocketExecutor(r.cluster.Config, "GET", req.URL().String())

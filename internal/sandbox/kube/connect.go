@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
@@ -22,8 +21,8 @@ import (
 type Cluster struct {
 	// Config is the REST config (exec streams are made from it).
 	Config *rest.Config
-	// Client is the typed clientset.
-	Client kubernetes.Interface
+	// Client makes the API calls.
+	Client API
 	// Namespace is where hutch's pods go.
 	Namespace string
 	// Source says where the credentials came from, for messages.
@@ -93,7 +92,7 @@ func Connect(kubeconfig, namespace string) (*Cluster, error) {
 	// (5 QPS) would throttle a busy daemon's Gets.
 	cfg.QPS, cfg.Burst = 50, 100
 	cfg.UserAgent = "hutch"
-	cs, err := kubernetes.NewForConfig(cfg)
+	cs, err := newAPI(cfg)
 	if err != nil {
 		return nil, errdefs.New(errdefs.ErrInvalid, "kube mode: "+err.Error())
 	}
@@ -106,10 +105,10 @@ func (c *Cluster) Ping(ctx context.Context) error {
 	defer cancel()
 	// Discovery's ServerVersion takes no context: ask for /version
 	// directly, so an API server that never answers cannot hang a start.
-	if err := c.Client.Discovery().RESTClient().Get().AbsPath("/version").Do(ctx).Error(); err != nil {
+	if err := c.Client.CoreREST().Get().AbsPath("/version").Do(ctx).Error(); err != nil {
 		return errdefs.New(errdefs.ErrUnavailable, fmt.Sprintf("The Kubernetes API server at %s does not answer (%s): %s", c.Config.Host, c.Source, firstLine(err)))
 	}
-	if _, err := c.Client.CoreV1().Namespaces().Get(ctx, c.Namespace, getOpts); err != nil {
+	if _, err := c.Client.Namespaces().Get(ctx, c.Namespace, getOpts); err != nil {
 		return classify(err, "namespace "+c.Namespace)
 	}
 	return nil

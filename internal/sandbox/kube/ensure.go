@@ -74,7 +74,7 @@ func (r *Runtime) ensureLocked(ctx context.Context, s *session, spec sandbox.Spe
 	}
 	fp := d.fingerprint()
 	name := PodName(spec.OfficeKey)
-	pods := r.cluster.Client.CoreV1().Pods(r.cluster.Namespace)
+	pods := r.cluster.Client.Pods(r.cluster.Namespace)
 	because := "" // why this call deleted the pod, for its replacement
 	for round := 0; round < maxEnsureRounds; round++ {
 		pod, err := pods.Get(ctx, name, getOpts)
@@ -189,7 +189,7 @@ func (r *Runtime) create(ctx context.Context, spec sandbox.Spec, d desired, fp, 
 	if because != "" {
 		sandbox.MarkRecreated(pod.Annotations, time.Now(), because)
 	}
-	created, err := r.cluster.Client.CoreV1().Pods(r.cluster.Namespace).Create(ctx, pod, metav1.CreateOptions{})
+	created, err := r.cluster.Client.Pods(r.cluster.Namespace).Create(ctx, pod, metav1.CreateOptions{})
 	if err != nil {
 		return nil, err
 	}
@@ -202,7 +202,7 @@ func (r *Runtime) create(ctx context.Context, spec sandbox.Spec, d desired, fp, 
 // other files (a rotated credential). The update carries the resource
 // version read, so of two replicas writing at once one re-reads.
 func (r *Runtime) putSecret(ctx context.Context, want *corev1.Secret) error {
-	secrets := r.cluster.Client.CoreV1().Secrets(r.cluster.Namespace)
+	secrets := r.cluster.Client.Secrets(r.cluster.Namespace)
 	for range maxEnsureRounds {
 		cur, err := secrets.Get(ctx, want.Name, getOpts)
 		if apierrors.IsNotFound(err) {
@@ -236,7 +236,7 @@ func (r *Runtime) putSecret(ctx context.Context, want *corev1.Secret) error {
 // deletePod deletes the pod with that UID (never a newer one of the same
 // name) and, when wait is set, waits until it is gone.
 func (r *Runtime) deletePod(ctx context.Context, name string, uid types.UID, wait bool) error {
-	err := r.cluster.Client.CoreV1().Pods(r.cluster.Namespace).Delete(ctx, name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
+	err := r.cluster.Client.Pods(r.cluster.Namespace).Delete(ctx, name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
 	switch {
 	case apierrors.IsNotFound(err), apierrors.IsConflict(err):
 		return nil // gone already, or another pod by now: the caller looks again
@@ -253,7 +253,7 @@ func (r *Runtime) deletePod(ctx context.Context, name string, uid types.UID, wai
 func (r *Runtime) waitGone(ctx context.Context, name string, uid types.UID) error {
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
-	pods := r.cluster.Client.CoreV1().Pods(r.cluster.Namespace)
+	pods := r.cluster.Client.Pods(r.cluster.Namespace)
 	for {
 		list, err := pods.List(ctx, metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("metadata.name", name).String()})
 		if err != nil {
@@ -288,7 +288,7 @@ func (r *Runtime) waitGone(ctx context.Context, name string, uid types.UID) erro
 func (r *Runtime) waitRunning(ctx context.Context, pod *corev1.Pod) (*corev1.Pod, error) {
 	ctx, cancel := context.WithTimeout(ctx, r.cfg.StartTimeout)
 	defer cancel()
-	pods := r.cluster.Client.CoreV1().Pods(r.cluster.Namespace)
+	pods := r.cluster.Client.Pods(r.cluster.Namespace)
 	sel := fields.OneTermEqualSelector("metadata.name", pod.Name).String()
 	for {
 		if done, err := r.podStarted(pod); done || err != nil {
@@ -437,7 +437,7 @@ func (r *Runtime) ensurePolicy(ctx context.Context) {
 				PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeIngress},
 			},
 		}
-		_, err := r.cluster.Client.NetworkingV1().NetworkPolicies(r.cluster.Namespace).Create(ctx, np, metav1.CreateOptions{})
+		_, err := r.cluster.Client.NetworkPolicies(r.cluster.Namespace).Create(ctx, np, metav1.CreateOptions{})
 		if err != nil && !apierrors.IsAlreadyExists(err) {
 			r.log.Warn("could not make the NetworkPolicy that keeps conversations' pods apart; pods may reach each other", "namespace", r.cluster.Namespace, "error", err)
 		}

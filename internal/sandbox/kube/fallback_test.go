@@ -48,7 +48,7 @@ func TestBoost_RecreateWhenNoInPlaceResize(t *testing.T) {
 		return false, nil, nil
 	})
 	rt, err := New(Config{
-		Cluster:    &Cluster{Client: cs, Namespace: "ns"},
+		Cluster:    &Cluster{Client: clientsetAPI{cs}, Namespace: "ns"},
 		StateDir:   o.stateDir,
 		Workspace:  "/ws",
 		AgentImage: d.AgentImage,

@@ -92,7 +92,7 @@ const (
 // annotations (boost, temporary limits) carried over. It returns which
 // happened.
 func (r *Runtime) resize(ctx context.Context, pod *corev1.Pod, l sandbox.Limits) (string, error) {
-	pods := r.cluster.Client.CoreV1().Pods(r.cluster.Namespace)
+	pods := r.cluster.Client.Pods(r.cluster.Namespace)
 	want := pod.DeepCopy()
 	if c := sandboxContainer(want); c != nil {
 		// Only CPU and memory resize; ephemeral storage stays as made.
@@ -141,7 +141,7 @@ func resizeReplacement(want *corev1.Pod, now time.Time) *corev1.Pod {
 func (r *Runtime) waitResized(ctx context.Context, pod *corev1.Pod, l sandbox.Limits) error {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	pods := r.cluster.Client.CoreV1().Pods(r.cluster.Namespace)
+	pods := r.cluster.Client.Pods(r.cluster.Namespace)
 	for {
 		for _, c := range pod.Status.Conditions {
 			if c.Type == corev1.PodResizePending && c.Status == corev1.ConditionTrue && c.Reason == corev1.PodReasonInfeasible {
@@ -185,7 +185,7 @@ func (r *Runtime) selector() string {
 
 // List returns every pod this hutch manages.
 func (r *Runtime) List(ctx context.Context) ([]sandbox.Status, error) {
-	list, err := r.cluster.Client.CoreV1().Pods(r.cluster.Namespace).List(ctx, metav1.ListOptions{LabelSelector: r.selector()})
+	list, err := r.cluster.Client.Pods(r.cluster.Namespace).List(ctx, metav1.ListOptions{LabelSelector: r.selector()})
 	if err != nil {
 		return nil, classify(err, "list pods")
 	}
@@ -202,7 +202,7 @@ func (r *Runtime) List(ctx context.Context) ([]sandbox.Status, error) {
 
 // Status describes one office's pod.
 func (r *Runtime) Status(ctx context.Context, key string) (sandbox.Status, error) {
-	pod, err := r.cluster.Client.CoreV1().Pods(r.cluster.Namespace).Get(ctx, PodName(key), getOpts)
+	pod, err := r.cluster.Client.Pods(r.cluster.Namespace).Get(ctx, PodName(key), getOpts)
 	if apierrors.IsNotFound(err) {
 		return r.status(key, nil), nil
 	}
@@ -256,7 +256,7 @@ func (r *Runtime) status(key string, pod *corev1.Pod) sandbox.Status {
 
 // owned returns the office's pod, refusing one this hutch did not make.
 func (r *Runtime) owned(ctx context.Context, key string) (*corev1.Pod, error) {
-	pod, err := r.cluster.Client.CoreV1().Pods(r.cluster.Namespace).Get(ctx, PodName(key), getOpts)
+	pod, err := r.cluster.Client.Pods(r.cluster.Namespace).Get(ctx, PodName(key), getOpts)
 	if apierrors.IsNotFound(err) {
 		return nil, errdefs.New(errdefs.ErrNotFound, fmt.Sprintf("No runtime for office %s", key))
 	}
@@ -296,7 +296,7 @@ func (r *Runtime) stopLocked(ctx context.Context, s *session, pod *corev1.Pod) e
 // (another replica used it). It reports whether the pod went.
 func (r *Runtime) stopIdleLocked(ctx context.Context, s *session, pod *corev1.Pod) (bool, error) {
 	uid, rv := pod.UID, pod.ResourceVersion
-	err := r.cluster.Client.CoreV1().Pods(r.cluster.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid, ResourceVersion: &rv}})
+	err := r.cluster.Client.Pods(r.cluster.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid, ResourceVersion: &rv}})
 	switch {
 	case apierrors.IsConflict(err):
 		return false, nil // used or changed meanwhile: not idle
@@ -324,7 +324,7 @@ func (r *Runtime) stopped(ctx context.Context, s *session, pod *corev1.Pod) {
 // would, once the pod is gone; hutch does not leave credentials around
 // for it).
 func (r *Runtime) deleteSecret(ctx context.Context, key string) {
-	err := r.cluster.Client.CoreV1().Secrets(r.cluster.Namespace).Delete(ctx, SecretName(key), metav1.DeleteOptions{})
+	err := r.cluster.Client.Secrets(r.cluster.Namespace).Delete(ctx, SecretName(key), metav1.DeleteOptions{})
 	if err != nil && !apierrors.IsNotFound(err) {
 		r.log.Warn("could not delete the vault secret", "office_key", key, "error", err)
 	}
@@ -388,7 +388,7 @@ func (r *Runtime) setRuntimeLimits(ctx context.Context, key string, change func(
 }
 
 func (r *Runtime) setRuntimeLimitsLocked(ctx context.Context, key string, change func(boost, temp *sandbox.Limits) (*sandbox.Limits, *sandbox.Limits, bool)) (*corev1.Pod, string, error) {
-	pods := r.cluster.Client.CoreV1().Pods(r.cluster.Namespace)
+	pods := r.cluster.Client.Pods(r.cluster.Namespace)
 	for range maxEnsureRounds {
 		pod, err := r.owned(ctx, key)
 		if err != nil {
@@ -486,7 +486,7 @@ func (r *Runtime) StopIdle(ctx context.Context, idle time.Duration) ([]string, e
 // ended (the next command makes them again).
 func (r *Runtime) Reconcile(ctx context.Context, known func(officeKey string) bool) (sandbox.ReconcileReport, error) {
 	var rep sandbox.ReconcileReport
-	pods := r.cluster.Client.CoreV1().Pods(r.cluster.Namespace)
+	pods := r.cluster.Client.Pods(r.cluster.Namespace)
 	list, err := pods.List(ctx, metav1.ListOptions{LabelSelector: r.selector()})
 	if err != nil {
 		return rep, classify(err, "list pods")
@@ -514,14 +514,14 @@ func (r *Runtime) Reconcile(ctx context.Context, known func(officeKey string) bo
 			rep.Removed = append(rep.Removed, key)
 		}
 	}
-	secrets, err := r.cluster.Client.CoreV1().Secrets(r.cluster.Namespace).List(ctx, metav1.ListOptions{LabelSelector: r.selector()})
+	secrets, err := r.cluster.Client.Secrets(r.cluster.Namespace).List(ctx, metav1.ListOptions{LabelSelector: r.selector()})
 	if err != nil {
 		return rep, classify(err, "list secrets")
 	}
 	for _, sec := range secrets.Items {
 		if key := sec.Annotations[engine.LabelOffice]; !live[key] {
 			uid := sec.UID
-			err := r.cluster.Client.CoreV1().Secrets(r.cluster.Namespace).Delete(ctx, sec.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
+			err := r.cluster.Client.Secrets(r.cluster.Namespace).Delete(ctx, sec.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
 			if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
 				return rep, classify(err, "delete secret "+sec.Name)
 			}

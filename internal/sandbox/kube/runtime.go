@@ -195,7 +195,7 @@ func (r *Runtime) touch(ctx context.Context, s *session) {
 	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{
 		annotationLastUsed: now.UTC().Format(time.RFC3339Nano),
 	}}})
-	_, err := r.cluster.Client.CoreV1().Pods(r.cluster.Namespace).Patch(ctx, PodName(s.Key), types.MergePatchType, patch, metav1.PatchOptions{})
+	_, err := r.cluster.Client.Pods(r.cluster.Namespace).Patch(ctx, PodName(s.Key), types.MergePatchType, patch, metav1.PatchOptions{})
 	if err != nil && !apierrors.IsNotFound(err) {
 		r.log.Debug("could not record the pod's last use", "office_key", s.Key, "error", err)
 	}
