@@ -26,6 +26,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/hutchsandbox/hutch/internal/sandbox"
@@ -258,11 +259,15 @@ func (s *Server) render(w http.ResponseWriter, status int, name string, data any
 func refuse(w http.ResponseWriter, status int, msg string) {
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.WriteHeader(status)
-	_ = refusalPage.Execute(w, msg)
+	_ = refusalPage().Execute(w, msg)
 }
 
-var refusalPage = template.Must(template.New("refusal").Parse(`<!doctype html>
+// refusalPage is parsed on first use: every hutch process runs this
+// package's init, and few of them serve the portal.
+var refusalPage = sync.OnceValue(func() *template.Template {
+	return template.Must(template.New("refusal").Parse(`<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
 <title>hutch admin</title><link rel="stylesheet" href="/admin/static/admin.css"></head>
 <body><main><h1>hutch admin</h1><p role="alert">{{.}}</p></main></body></html>
 `))
+})

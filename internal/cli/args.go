@@ -2,11 +2,12 @@ package cli
 
 import (
 	"fmt"
-	"regexp"
 	"strings"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+
+	"github.com/hutchsandbox/hutch/internal/lazyregexp"
 )
 
 // usageError is a command line hutch cannot parse: it exits 2 and points
@@ -64,7 +65,7 @@ func unknownSubcommand(group *cobra.Command, word string) error {
 
 // negativeNumber is an argument such as Telegram's group id -1001234567890,
 // which flag parsing would otherwise take for a cluster of short flags.
-var negativeNumber = regexp.MustCompile(`^-[0-9]+$`)
+var negativeNumber = lazyregexp.New(`^-[0-9]+$`)
 
 // negativeMark stands in for the leading "-" of a negative number while
 // flags are parsed: an argument that does not start with "-" is an

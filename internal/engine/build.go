@@ -14,6 +14,8 @@ import (
 	"github.com/moby/moby/api/types/build"
 	"github.com/moby/moby/api/types/jsonstream"
 	"github.com/moby/moby/client"
+
+	"github.com/hutchsandbox/hutch/internal/lazyregexp"
 )
 
 // BuildDockerfile builds dockerfile, with no context besides it, as tag
@@ -72,7 +74,7 @@ func streamBuild(r io.Reader, out io.Writer) error {
 	}
 }
 
-var stepRE = regexp.MustCompile(`(?m)^(Step \d+/\d+ : .*)$`)
+var stepRE = lazyregexp.New(`(?m)^(Step \d+/\d+ : .*)$`)
 
 // stepOf returns the "Step N/M : INSTRUCTION" line in a build message, if
 // any (the legacy builder's; Podman prints "STEP N/M: ...").

@@ -2,10 +2,10 @@ package migrate
 
 import (
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strings"
 
+	"github.com/hutchsandbox/hutch/internal/lazyregexp"
 	"github.com/hutchsandbox/hutch/internal/office"
 	"github.com/hutchsandbox/hutch/internal/vault"
 )
@@ -194,11 +194,11 @@ func (p *Plan) planHost(in Input, enabled []office.Platform, records map[string]
 }
 
 // sanitizedShape is what vault.SanitizedName returns.
-var sanitizedShape = regexp.MustCompile(`^[a-z0-9]+(-[a-z0-9]+)*$`)
+var sanitizedShape = lazyregexp.New(`^[a-z0-9]+(-[a-z0-9]+)*$`)
 
 // identityShape ends every hashed identity key (vault.UserKey,
 // ContainerKey, ConversationKey): "-" and 12 hex digits.
-var identityShape = regexp.MustCompile(`-[0-9a-f]{12}$`)
+var identityShape = lazyregexp.New(`-[0-9a-f]{12}$`)
 
 // notCurrentName reports whether a vault name is none the current layout
 // gives: not an office key, not a hashed identity key and not reserved.

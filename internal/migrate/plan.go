@@ -3,12 +3,12 @@ package migrate
 import (
 	"fmt"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"sort"
 	"strings"
 
 	"github.com/hutchsandbox/hutch/internal/errdefs"
+	"github.com/hutchsandbox/hutch/internal/lazyregexp"
 	"github.com/hutchsandbox/hutch/internal/office"
 )
 
@@ -220,11 +220,11 @@ var reserved = map[string]bool{"MEMORY.md": true, "skills": true, "events": true
 // ^GH_[A-Za-z0-9_.-]+_\d+$. Web ids have no grammar. A pure-digit id
 // matches both Telegram and Discord, so it is unowned when both are
 // enabled.
-var grammars = map[office.Platform]*regexp.Regexp{
-	office.PlatformSlack:    regexp.MustCompile(`^[A-Z][A-Z0-9]*$`),
-	office.PlatformTelegram: regexp.MustCompile(`^-?\d+$`),
-	office.PlatformDiscord:  regexp.MustCompile(`^\d+$`),
-	office.PlatformGitHub:   regexp.MustCompile(`^GH_[A-Za-z0-9_.-]+_\d+$`),
+var grammars = map[office.Platform]*lazyregexp.Regexp{
+	office.PlatformSlack:    lazyregexp.New(`^[A-Z][A-Z0-9]*$`),
+	office.PlatformTelegram: lazyregexp.New(`^-?\d+$`),
+	office.PlatformDiscord:  lazyregexp.New(`^\d+$`),
+	office.PlatformGitHub:   lazyregexp.New(`^GH_[A-Za-z0-9_.-]+_\d+$`),
 }
 
 // OwnerOf infers the platform owning rawID. With one enabled platform

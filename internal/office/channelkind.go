@@ -5,11 +5,11 @@ import (
 	"fmt"
 	"io/fs"
 	"path/filepath"
-	"regexp"
 	"strings"
 
 	"github.com/hutchsandbox/hutch/internal/atomicfile"
 	"github.com/hutchsandbox/hutch/internal/errdefs"
+	"github.com/hutchsandbox/hutch/internal/lazyregexp"
 )
 
 // channelKindFile holds the platform's kind of channel (public, private,
@@ -18,7 +18,7 @@ import (
 // policy owns which words exist.
 const channelKindFile = "channel-kind"
 
-var channelKindPattern = regexp.MustCompile(`^[a-z_]+$`)
+var channelKindPattern = lazyregexp.New(`^[a-z_]+$`)
 
 // ReadChannelKind returns the channel kind recorded for k. present is false
 // when none is recorded (no file, or an empty one). A file that cannot be

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/hutchsandbox/hutch/internal/errdefs"
+	"github.com/hutchsandbox/hutch/internal/lazyregexp"
 )
 
 // Key is an office key, v1-<platform>-<readable>-<digest>: the name of the
@@ -34,7 +35,7 @@ const (
 
 // keyPattern is the office key grammar. The platform alternation comes from
 // Platforms so the two cannot drift apart.
-var keyPattern = regexp.MustCompile(`^v1-(` + platformAlternation() + `)-[a-z0-9]+(?:-[a-z0-9]+)*-[a-f0-9]{16}$`)
+var keyPattern = lazyregexp.New(`^v1-(` + platformAlternation() + `)-[a-z0-9]+(?:-[a-z0-9]+)*-[a-f0-9]{16}$`)
 
 func platformAlternation() string {
 	names := make([]string, len(Platforms))

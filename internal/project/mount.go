@@ -3,10 +3,10 @@ package project
 import (
 	"fmt"
 	"path"
-	"regexp"
 	"strings"
 
 	"github.com/hutchsandbox/hutch/internal/errdefs"
+	"github.com/hutchsandbox/hutch/internal/lazyregexp"
 )
 
 // Mount types.
@@ -49,7 +49,7 @@ func (m Mount) String() string {
 }
 
 // volumeName is what Docker accepts as a volume name.
-var volumeName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]+$`)
+var volumeName = lazyregexp.New(`^[A-Za-z0-9][A-Za-z0-9_.-]+$`)
 
 const mountForm = "write source:target, source:target:ro, or a bare path to mount it at the same path"
 

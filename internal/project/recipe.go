@@ -2,8 +2,9 @@ package project
 
 import (
 	"fmt"
-	"regexp"
 	"strings"
+
+	"github.com/hutchsandbox/hutch/internal/lazyregexp"
 )
 
 // ImageRepo is the repository of generated sandbox images; the tag is the
@@ -37,11 +38,11 @@ type Recipe struct {
 
 // aptName is a package name apt-get accepts, optionally with :arch and
 // =version or /release: nothing a shell would read as more than a word.
-var aptName = regexp.MustCompile(`^[a-z0-9][a-z0-9+.-]*(:[a-z0-9-]+)?(=[A-Za-z0-9.+~:-]+|/[a-z0-9.-]+)?$`)
+var aptName = lazyregexp.New(`^[a-z0-9][a-z0-9+.-]*(:[a-z0-9-]+)?(=[A-Za-z0-9.+~:-]+|/[a-z0-9.-]+)?$`)
 
 // heredoc finds a heredoc opener (<<EOF, <<-"EOF"), which BuildKit reads
 // across Dockerfile lines; a here-string (<<<) is fine.
-var heredoc = regexp.MustCompile(`(^|[^<])<<-?\s*["']?[A-Za-z_]`)
+var heredoc = lazyregexp.New(`(^|[^<])<<-?\s*["']?[A-Za-z_]`)
 
 // Compile renders the Dockerfile and notes about entries it left out: a
 // package that is not an apt package name, an agent hutch cannot install,

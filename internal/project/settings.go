@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"math"
 	"path"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -15,6 +14,7 @@ import (
 	"github.com/docker/go-units"
 
 	"github.com/hutchsandbox/hutch/internal/errdefs"
+	"github.com/hutchsandbox/hutch/internal/lazyregexp"
 )
 
 // The settings keys of the project sandbox.
@@ -207,7 +207,7 @@ func parseLayer(source, project string, obj map[string]json.RawMessage, notes *[
 
 // imageRef is what an image reference may look like: no spaces, no line
 // breaks, nothing that could smuggle a second instruction into FROM.
-var imageRef = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._/:@-]*$`)
+var imageRef = lazyregexp.New(`^[A-Za-z0-9][A-Za-z0-9._/:@-]*$`)
 
 // minMemory is the smallest memory ceiling Docker accepts.
 const minMemory = 6 << 20

@@ -7,11 +7,11 @@ import (
 	"fmt"
 	"math"
 	"path"
-	"regexp"
 	"strings"
 
 	"github.com/hutchsandbox/hutch/internal/devcontainer"
 	"github.com/hutchsandbox/hutch/internal/errdefs"
+	"github.com/hutchsandbox/hutch/internal/lazyregexp"
 )
 
 // Engine flavours.
@@ -117,8 +117,8 @@ type Spec struct {
 }
 
 var (
-	envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
-	userRef = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9_.-]*(:[A-Za-z0-9_][A-Za-z0-9_.-]*)?$`)
+	envName = lazyregexp.New(`^[A-Za-z_][A-Za-z0-9_]*$`)
+	userRef = lazyregexp.New(`^[A-Za-z0-9_][A-Za-z0-9_.-]*(:[A-Za-z0-9_][A-Za-z0-9_.-]*)?$`)
 )
 
 // Resolve decides the sandbox of in.Project. It refuses (ErrInvalid) a

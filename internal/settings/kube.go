@@ -3,10 +3,10 @@ package settings
 import (
 	"fmt"
 	"path"
-	"regexp"
 	"strings"
 
 	"github.com/hutchsandbox/hutch/internal/errdefs"
+	"github.com/hutchsandbox/hutch/internal/lazyregexp"
 )
 
 // KubeSettings are the sandbox.kube.* settings of the kube:<image> mode.
@@ -29,15 +29,15 @@ type KubeStorage struct {
 }
 
 // dns1123Label is a Kubernetes DNS-1123 label (namespaces, at most 63).
-var dns1123Label = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
+var dns1123Label = lazyregexp.New(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
 
 // dns1123Subdomain is a Kubernetes DNS-1123 subdomain (claims, runtime
 // classes, label key prefixes; at most 253).
-var dns1123Subdomain = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`)
+var dns1123Subdomain = lazyregexp.New(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`)
 
 // qualifiedName is the name part of a label key, and a non-empty label
 // value (at most 63).
-var qualifiedName = regexp.MustCompile(`^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$`)
+var qualifiedName = lazyregexp.New(`^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$`)
 
 func isLabel(s string) bool     { return len(s) <= 63 && dns1123Label.MatchString(s) }
 func isSubdomain(s string) bool { return len(s) <= 253 && dns1123Subdomain.MatchString(s) }
@@ -144,7 +144,7 @@ func ParseKubeRuntimeClass(s string) (string, error) {
 // imageRepository is an image repository without tag or digest: lowercase
 // path components separated by '/' (separators as Docker's reference
 // grammar has them), optionally after a registry host[:port].
-var imageRepository = regexp.MustCompile(`^([A-Za-z0-9.-]+(:[0-9]+)?/)?[a-z0-9]+(([._]|__|-+)[a-z0-9]+)*(/[a-z0-9]+(([._]|__|-+)[a-z0-9]+)*)*$`)
+var imageRepository = lazyregexp.New(`^([A-Za-z0-9.-]+(:[0-9]+)?/)?[a-z0-9]+(([._]|__|-+)[a-z0-9]+)*(/[a-z0-9]+(([._]|__|-+)[a-z0-9]+)*)*$`)
 
 // ParseKubeAgentImage checks sandbox.kube.agentImage: an image repository
 // without tag or digest, since the mode derives the tag from the agent's

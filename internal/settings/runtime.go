@@ -3,7 +3,6 @@ package settings
 import (
 	"encoding/json"
 	"fmt"
-	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -13,6 +12,7 @@ import (
 	"github.com/docker/go-units"
 
 	"github.com/hutchsandbox/hutch/internal/errdefs"
+	"github.com/hutchsandbox/hutch/internal/lazyregexp"
 	"github.com/hutchsandbox/hutch/internal/microvm/egress"
 )
 
@@ -100,7 +100,7 @@ func lookupKey(name string) (runtimeKey, error) {
 
 // plainValue is what a value may look like: no whitespace, no shell
 // metacharacters, nothing a later consumer could misread.
-var plainValue = regexp.MustCompile(`^[A-Za-z0-9.]+$`)
+var plainValue = lazyregexp.New(`^[A-Za-z0-9.]+$`)
 
 func checkPlain(v, what string) error {
 	if !plainValue.MatchString(v) {
@@ -163,7 +163,7 @@ func ParsePids(s string) (int64, error) {
 
 // timeZoneName is what an IANA zone name looks like: Europe/Berlin,
 // America/Argentina/Buenos_Aires, Etc/GMT+2, UTC.
-var timeZoneName = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_+-]*(/[A-Za-z0-9_+-]+)*$`)
+var timeZoneName = lazyregexp.New(`^[A-Za-z][A-Za-z0-9_+-]*(/[A-Za-z0-9_+-]+)*$`)
 
 // ParseTimeZone checks an IANA time zone name against the zone database
 // built into hutch, so a typo is refused here rather than silently giving

@@ -2,10 +2,10 @@ package tools
 
 import (
 	"context"
-	"regexp"
 	"strconv"
 
 	"github.com/hutchsandbox/hutch/internal/errdefs"
+	"github.com/hutchsandbox/hutch/internal/lazyregexp"
 )
 
 // Limiter reads and sets the resource limits of one conversation's
@@ -33,7 +33,7 @@ type SandboxOutput struct {
 
 // limitValue is what a cpus or memory value may look like: it travels
 // to the engine as a word, so no whitespace or shell metacharacters.
-var limitValue = regexp.MustCompile(`^[A-Za-z0-9_.-]+$`)
+var limitValue = lazyregexp.New(`^[A-Za-z0-9_.-]+$`)
 
 // SandboxTool shows or sets the limits of the conversation's runtime.
 // mode is the conversation's sandbox mode as written ("host",

@@ -2,17 +2,17 @@ package build
 
 import (
 	"fmt"
-	"regexp"
 
 	units "github.com/docker/go-units"
 
 	"github.com/hutchsandbox/hutch/internal/errdefs"
+	"github.com/hutchsandbox/hutch/internal/lazyregexp"
 )
 
 // sizeSyntax is what ParseSize accepts: digits, an optional fraction, an
 // optional unit letter, optional "i" and "B". Checked before go-units so
 // that spaces and signs are refused with the same message.
-var sizeSyntax = regexp.MustCompile(`^[0-9]+(\.[0-9]+)?([kKmMgGtT]([iI]?[bB])?|[bB])?$`)
+var sizeSyntax = lazyregexp.New(`^[0-9]+(\.[0-9]+)?([kKmMgGtT]([iI]?[bB])?|[bB])?$`)
 
 // ParseSize parses a size in binary units, as Docker's memory flags do:
 // 1073741824, 512M, 512m, 1G, 1GB and 1GiB (all 2^30). Errors are of class

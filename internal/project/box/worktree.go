@@ -6,11 +6,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 
 	"github.com/hutchsandbox/hutch/internal/beneath"
 	"github.com/hutchsandbox/hutch/internal/errdefs"
+	"github.com/hutchsandbox/hutch/internal/lazyregexp"
 )
 
 // WorktreesDir is where team members' worktrees live: under the project,
@@ -18,7 +18,7 @@ import (
 // beside the project would be invisible in the container.)
 const WorktreesDir = ".worktrees"
 
-var memberName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
+var memberName = lazyregexp.New(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
 
 // WorktreeDir returns the worktree directory of member, checking the name.
 func WorktreeDir(projectDir, member string) (string, error) {

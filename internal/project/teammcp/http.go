@@ -11,10 +11,11 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/hutchsandbox/hutch/internal/lazyregexp"
 )
 
 // Files of `hutch project mcp`.
@@ -83,7 +84,7 @@ func ClientConfig(url, token string) []byte {
 	return append(data, '\n')
 }
 
-var tokenForm = regexp.MustCompile(`^[0-9a-f]{64}$`)
+var tokenForm = lazyregexp.New(`^[0-9a-f]{64}$`)
 
 // LoadOrMakeToken returns the token kept at path, making it the first
 // time: 32 random bytes in hex, in a file of mode 0600. The file is made
