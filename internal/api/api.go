@@ -390,17 +390,32 @@ type OfficeEntry struct {
 }
 
 func (s *Server) offices(w http.ResponseWriter, r *http.Request) error {
-	recs, err := s.Service.KeyedOffices()
+	body, err := service.OfficeView(s.Service, officeListing)
 	if err != nil {
 		return err
 	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(body)
+	return nil
+}
+
+// officeListing is GET /v1/offices's answer, encoded once per version of
+// the registry: with 10,000 offices the encoding alone took 10 ms a
+// request, and the answer changes only when an office is added.
+var officeListing = office.NewView(func(recs []office.KeyedRecord) ([]byte, error) {
 	out := make([]OfficeEntry, 0, len(recs))
 	for _, rec := range recs {
 		out = append(out, OfficeEntry{Platform: string(rec.Platform), ConversationID: rec.ConversationID, OfficeKey: string(rec.Key), RecordedAt: rec.RecordedAt})
 	}
-	writeJSON(w, http.StatusOK, out)
-	return nil
-}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false) // as writeJSON
+	if err := enc.Encode(out); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+})
 
 // recordKind records a channel kind given with a request.
 func (s *Server) recordKind(addr office.Address, c Conversation) error {

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/hutchsandbox/hutch/internal/api"
+	"github.com/hutchsandbox/hutch/internal/office"
 	"github.com/hutchsandbox/hutch/internal/sandbox"
 	"github.com/hutchsandbox/hutch/internal/service"
 )
@@ -185,5 +186,48 @@ func TestChat(t *testing.T) {
 	code, body = post(t, ts, "/v1/chat", `{`+conv+`,"message":"hello"}`)
 	if code != 400 {
 		t.Errorf("not a command: %d %s", code, body)
+	}
+}
+
+// TestOffices_ListsEveryRecordedOffice: the listing (served from memory
+// per version of the registry) names each recorded office with its key,
+// and an office recorded after a listing is in the next one.
+func TestOffices_ListsEveryRecordedOffice(t *testing.T) {
+	ts := newServer(t, "")
+	list := func() []api.OfficeEntry {
+		t.Helper()
+		resp, err := ts.Client().Get(ts.URL + "/v1/offices")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _ = resp.Body.Close() }()
+		var out []api.OfficeEntry
+		if err := json.NewDecoder(resp.Body).Decode(&out); err != nil || resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "application/json" {
+			t.Fatalf("GET /v1/offices: %d %s %v", resp.StatusCode, resp.Header.Get("Content-Type"), err)
+		}
+		return out
+	}
+	door := func(id string) {
+		t.Helper()
+		if code, body := post(t, ts, "/v1/door", `{"conversation":{"platform":"web","conversationId":"`+id+`"},"policy":"shared"}`); code != 200 {
+			t.Fatalf("door %s: %d %s", id, code, body)
+		}
+	}
+	door("list-1")
+	door("list-2")
+	for range 3 {
+		got := list()
+		if len(got) != 2 || got[0].ConversationID != "list-1" || got[1].ConversationID != "list-2" {
+			t.Fatalf("offices = %+v; want list-1 and list-2", got)
+		}
+		for _, e := range got {
+			if want := string(office.Address{Platform: "web", ConversationID: e.ConversationID}.Key()); e.OfficeKey != want || e.Platform != "web" || e.RecordedAt.IsZero() {
+				t.Errorf("entry %+v; want key %s and a time", e, want)
+			}
+		}
+	}
+	door("list-3")
+	if got := list(); len(got) != 3 || got[2].ConversationID != "list-3" {
+		t.Errorf("after a third office, offices = %+v", got)
 	}
 }

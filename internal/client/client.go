@@ -198,6 +198,17 @@ func (c *Client) Get(ctx context.Context, path string, out any) error {
 	return c.call(ctx, "GET", path, nil, out)
 }
 
+// GetTo sends a GET and copies the answer's body, undecoded, to w as it
+// comes, returning how many bytes it copied.
+func (c *Client) GetTo(ctx context.Context, path string, w io.Writer) (int64, error) {
+	resp, err := c.send(ctx, "GET", path, nil)
+	if err != nil {
+		return 0, err
+	}
+	defer func() { _ = resp.Body.Close() }()
+	return io.Copy(w, resp.Body)
+}
+
 // StatFile describes path (relative to the conversation's office, or
 // absolute in its runtime).
 func (c *Client) StatFile(ctx context.Context, conv api.Conversation, path string) (sandbox.FileInfo, error) {

@@ -84,3 +84,31 @@ func TestExec_Streams(t *testing.T) {
 		t.Errorf("stdout %q, stderr %q", stdout.String(), stderr.String())
 	}
 }
+
+// TestGetTo_CopiesTheBodyOrReturnsTheError: the body arrives as sent,
+// undecoded; an error answer is an error of its class, nothing copied.
+func TestGetTo_CopiesTheBodyOrReturnsTheError(t *testing.T) {
+	body := bytes.Repeat([]byte(`{"officeKey":"k"},`), 10000)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != "GET" {
+			t.Errorf("method %s; want GET", r.Method)
+		}
+		if r.URL.Path == "/v1/missing" {
+			w.WriteHeader(http.StatusNotFound)
+			_ = json.NewEncoder(w).Encode(api.ErrorBody{Error: "No such thing", Code: "not_found"})
+			return
+		}
+		_, _ = w.Write(body)
+	}))
+	t.Cleanup(srv.Close)
+	c := &client.Client{BaseURL: srv.URL}
+	var got bytes.Buffer
+	n, err := c.GetTo(context.Background(), "/v1/offices", &got)
+	if err != nil || n != int64(len(body)) || !bytes.Equal(got.Bytes(), body) {
+		t.Errorf("GetTo: %d bytes, %v; want the %d bytes sent", n, err, len(body))
+	}
+	got.Reset()
+	if _, err := c.GetTo(context.Background(), "/v1/missing", &got); err == nil || err.Error() != "No such thing" || got.Len() != 0 {
+		t.Errorf("GetTo of an error answer: %v, %d bytes copied; want the daemon's error and nothing", err, got.Len())
+	}
+}

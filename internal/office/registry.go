@@ -96,6 +96,9 @@ type snapshot struct {
 	keysOnce sync.Once
 	keyed    []KeyedRecord // sorted as Offices
 	keys     map[Key]Address
+
+	// views holds what each View derived from this version: *View -> value.
+	views sync.Map
 }
 
 // KeyedRecord is an office record with its office key.
@@ -237,6 +240,41 @@ func (r *Registry) KeyedOffices() ([]KeyedRecord, error) {
 	}
 	s.index()
 	return slices.Clone(s.keyed), nil
+}
+
+// A View is a value derived from every office of the registry, such as
+// a listing's encoded answer, computed once per version of the file and
+// then served from memory until the file changes.
+type View[T any] struct {
+	build func(recs []KeyedRecord) (T, error)
+}
+
+// NewView returns the view that build derives. build gets the offices
+// sorted as Offices, with their keys, and must not change them: the same
+// records serve every caller.
+func NewView[T any](build func(recs []KeyedRecord) (T, error)) *View[T] {
+	return &View[T]{build: build}
+}
+
+// Of is v of r's current version. An error is returned, never kept: the
+// next call builds again.
+func (v *View[T]) Of(r *Registry) (T, error) {
+	s, err := r.snapshot()
+	if err != nil {
+		var zero T
+		return zero, err
+	}
+	if got, ok := s.views.Load(v); ok {
+		return got.(T), nil
+	}
+	s.index()
+	val, err := v.build(s.keyed)
+	if err != nil {
+		return val, err
+	}
+	// Two callers may both have built it; either result is this version's.
+	got, _ := s.views.LoadOrStore(v, val)
+	return got.(T), nil
 }
 
 // Journal is the registry held under its lock for a run of several

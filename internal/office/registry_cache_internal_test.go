@@ -197,3 +197,57 @@ func TestRegistry_KeyedOffices(t *testing.T) {
 	}
 	check(3)
 }
+
+// TestView_BuiltOncePerVersion: a view is built once for any number of
+// calls on a settled version, again once another process records an
+// office, and a build's error is returned but not kept.
+func TestView_BuiltOncePerVersion(t *testing.T) {
+	state := t.TempDir()
+	reader, writer := NewRegistry(state), NewRegistry(state)
+	x := Address{Platform: "web", ConversationID: "x1"}
+	if _, err := writer.Record(x); err != nil {
+		t.Fatal(err)
+	}
+	age(t, writer)
+
+	builds := 0
+	fail := false
+	v := NewView(func(recs []KeyedRecord) (string, error) {
+		builds++
+		if fail {
+			return "", fmt.Errorf("build failed")
+		}
+		s := ""
+		for _, r := range recs {
+			s += r.ConversationID + "=" + string(r.Key)[:8] + ";"
+		}
+		return s, nil
+	})
+	for range 50 {
+		got, err := v.Of(reader)
+		if err != nil || got != "x1=v1-web-x;" {
+			t.Fatalf("Of = %q, %v", got, err)
+		}
+	}
+	if builds != 1 {
+		t.Errorf("50 calls on one settled version built the view %d times; want once", builds)
+	}
+
+	fail = true
+	y := Address{Platform: "web", ConversationID: "y2"}
+	if _, err := writer.Record(y); err != nil {
+		t.Fatal(err)
+	}
+	age(t, writer)
+	if _, err := v.Of(reader); err == nil {
+		t.Fatal("a failing build's error is not returned")
+	}
+	fail = false
+	got, err := v.Of(reader)
+	if err != nil || got != "x1=v1-web-x;y2=v1-web-y;" {
+		t.Errorf("after a failed build, Of = %q, %v; want the new version's view", got, err)
+	}
+	if builds != 3 {
+		t.Errorf("the view was built %d times; want 3 (first version, the failure, the retry)", builds)
+	}
+}

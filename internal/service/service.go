@@ -70,6 +70,12 @@ func (s *Service) KeyedOffices() ([]office.KeyedRecord, error) {
 	return s.registry.KeyedOffices()
 }
 
+// OfficeView is v of the registry's current version, built once per
+// version of the file (office.View).
+func OfficeView[T any](s *Service, v *office.View[T]) (T, error) {
+	return v.Of(s.registry)
+}
+
 // Policy is a conversation's effective door policy and what it projects.
 type Policy struct {
 	Address  office.Address
