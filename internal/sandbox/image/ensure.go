@@ -217,9 +217,13 @@ func (r *Runtime) ensureLocked(ctx context.Context, s *session, spec sandbox.Spe
 	if err := r.mine(st); err != nil {
 		return nil, err
 	}
-	// The warm path: a running container this process has checked, built
-	// from what the office needs and on its network. Only its limits may
-	// need a live update; nothing is provisioned, so no lock is taken.
+	// The warm path: a running container this process, or another of
+	// this installation, has checked, built from what the office needs
+	// and on its network. Only its limits may need a live update; nothing
+	// is provisioned, so no lock is taken.
+	if s.verified == "" {
+		s.verified = r.readVerified(spec.OfficeKey)
+	}
 	if st.running && st.fingerprint == fp && s.verified == st.id+"@"+st.startedAt &&
 		(st.onNetwork(NetworkName(spec.OfficeKey)) || r.cfg.Engine.Flavor == engine.FlavorPodman) {
 		if err := r.applyLimits(ctx, spec, st); err != nil {
@@ -332,6 +336,7 @@ func (r *Runtime) ensureLocked(ctx context.Context, s *session, spec sandbox.Spe
 			}
 		}
 		s.verified = st.id + "@" + st.startedAt
+		r.writeVerified(spec.OfficeKey, s.verified)
 		// Limits changed in settings (or a boost ended) apply live.
 		if err := r.applyLimits(ctx, spec, st); err != nil {
 			return nil, err

@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"io"
 	"log/slog"
+	"net/http"
 	"net/netip"
 	"os"
 	"os/exec"
@@ -867,5 +868,74 @@ func TestTimeout_PausedContainer(t *testing.T) {
 	unpause()
 	if out, _ := run(t, f.rt, spec, `echo alive`, nil); out != "alive\n" {
 		t.Errorf("after unpausing got %q", out)
+	}
+}
+
+// TestWarm_CheckedRunSharedAcrossProcesses: a run of the container that
+// one hutch process checked is warm for the next process too (a CLI
+// call): its first command asks the engine only what the warm path asks
+// (the image and the container), not the lock path's second inspect and
+// snapshot lookup. A restart is a new run, checked again.
+func TestWarm_CheckedRunSharedAcrossProcesses(t *testing.T) {
+	f := newFixture(t)
+	spec := f.office(t, "shared-check")
+	run(t, f.rt, spec, "true", nil)
+	run(t, f.rt, spec, "true", nil) // the run is checked by now
+
+	var mu sync.Mutex
+	var paths []string
+	cli, err := client.New(client.FromEnv, client.WithAPIVersionNegotiation(), client.WithHTTPResponseHook(func(resp *http.Response) {
+		mu.Lock()
+		defer mu.Unlock()
+		paths = append(paths, resp.Request.Method+" "+resp.Request.URL.Path)
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cli.Close() })
+	eng := *f.eng
+	eng.Client = cli
+	second := func() *image.Runtime {
+		rt, err := image.New(image.Config{Engine: &eng, Image: f.img, StateDir: f.state, Workspace: f.ws, RunDir: f.run, Agent: f.agent})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rt
+	}
+	calls := func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		var out []string
+		for _, p := range paths {
+			if !strings.HasSuffix(p, "/_ping") {
+				out = append(out, p)
+			}
+		}
+		paths = nil
+		return out
+	}
+
+	if out, _ := run(t, second(), spec, "echo warm", nil); out != "warm\n" {
+		t.Fatalf("second process got %q", out)
+	}
+	if got := calls(); len(got) != 2 || !strings.Contains(got[0], "/images/") || !strings.Contains(got[1], "/containers/") {
+		t.Errorf("a second process's first command on a checked run asked the engine %q; want the image and the container only", got)
+	}
+
+	// The record names a run that has ended: the next process starts and
+	// checks a new one, and the process after it finds that one checked.
+	if err := f.rt.Stop(context.Background(), spec.OfficeKey); err != nil {
+		t.Fatal(err)
+	}
+	calls()
+	if out, _ := run(t, second(), spec, "echo restarted", nil); out != "restarted\n" {
+		t.Fatalf("after a stop, a new process got %q", out)
+	}
+	if got := calls(); len(got) <= 2 || !slices.ContainsFunc(got, func(p string) bool { return strings.HasSuffix(p, "/start") }) {
+		t.Errorf("after a stop, a new process asked only %q: it took the ended run for a checked one", got)
+	}
+	run(t, second(), spec, "true", nil)
+	if got := calls(); len(got) != 2 {
+		t.Errorf("the process after the restart asked %q; want the warm path's two", got)
 	}
 }

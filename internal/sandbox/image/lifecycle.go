@@ -107,6 +107,27 @@ func (r *Runtime) prepareChannel(officeKey string) error {
 	return agent.WriteChannelKey(keyFile(r.cfg.RunDir, officeKey), key)
 }
 
+// readVerified is the run of the office's container that a process of
+// this installation last checked, or "" (see verifiedFile).
+func (r *Runtime) readVerified(officeKey string) string {
+	data, err := os.ReadFile(verifiedFile(r.cfg.RunDir, officeKey)) //nolint:gosec // G304: hutch's own run dir, out of every runtime's reach
+	if err != nil {
+		return ""
+	}
+	return string(data)
+}
+
+// writeVerified records run as checked. A record that cannot be written
+// costs the next process the check, nothing more.
+func (r *Runtime) writeVerified(officeKey, run string) {
+	if r.readVerified(officeKey) == run {
+		return
+	}
+	if err := atomicfile.WriteFile(verifiedFile(r.cfg.RunDir, officeKey), []byte(run), 0o600); err != nil {
+		r.log.Debug("record the checked run", "office_key", officeKey, "error", err)
+	}
+}
+
 // sealChannel makes the socket dir immutable once the agent listens (see
 // agent.SealSocketDir); where hutch cannot, the channel proof stands
 // alone and the runtime can still write that directory.
@@ -302,6 +323,7 @@ func (r *Runtime) Remove(ctx context.Context, key string) error {
 	clearRuntimeState(r.cfg.StateDir, key)
 	_ = agent.RemoveSocketDir(socketDir(r.cfg.RunDir, key))
 	_ = os.Remove(keyFile(r.cfg.RunDir, key))
+	_ = os.Remove(verifiedFile(r.cfg.RunDir, key))
 	r.log.Info("removed runtime", "office_key", key)
 	return nil
 }

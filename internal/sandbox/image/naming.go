@@ -44,6 +44,16 @@ func keyFile(runDir, officeKey string) string {
 	return socketDir(runDir, officeKey) + ".key"
 }
 
+// verifiedFile records which run of the office's container a hutch
+// process checked ("<container id>@<start time>": agent answering, no
+// stale snapshot), so that the next process, a CLI call, takes the warm
+// path too instead of checking again under the lock (three engine round
+// trips). Beside the socket dir, like keyFile: nothing inside a runtime
+// can write it.
+func verifiedFile(runDir, officeKey string) string {
+	return socketDir(runDir, officeKey) + ".verified"
+}
+
 // DefaultNetworkPool is where office networks take their subnets. Docker's
 // own default pools hold about 30 networks; one per conversation needs
 // thousands, so hutch hands out /29 subnets (gateway + container) from a
