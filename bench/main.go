@@ -35,6 +35,11 @@
 //     registry holds one office vs one whose registry holds -offices
 //     (10,000), interleaved, and GET /v1/offices of each. Targets: the
 //     exec ratio at most 1.1; the listing of 10,000 under 10 ms.
+//  8. CLI: a warm `hutch exec` as a user runs it, a new hutch process each
+//     time, without a daemon (image mode in the process) and through a
+//     daemon, vs `docker exec` (the docker CLI), interleaved; a diagnostic
+//     row times `hutch --version`, the process start alone. Targets: at
+//     most 0.4 of docker exec without a daemon, 0.25 through one.
 //
 // Run it from the module root:
 //
@@ -145,6 +150,7 @@ func run() int {
 		{"memory", (*bench).memory},
 		{"API overhead", (*bench).apiOverhead},
 		{"offices at scale", (*bench).scale},
+		{"CLI", (*bench).cli},
 	}
 	if c.only != "" {
 		var chosen []phase
@@ -1448,6 +1454,93 @@ func (b *bench) scale(ctx context.Context) error {
 	b.reportFailures(ops)
 	b.addTarget(fmt.Sprintf("warm exec p50, %d offices / 1 office", b.c.offices), benchkit.Ratio(ops[1].P50(), ops[0].P50()), 1.1)
 	b.addTarget(fmt.Sprintf("GET /v1/offices p50 of %d offices, ms", b.c.offices), float64(ops[3].P50())/float64(time.Millisecond), 10)
+	return nil
+}
+
+// ---- 8. CLI ----
+
+// cli times warm commands of the hutch CLI against the docker CLI, each a
+// process of its own: the no-daemon path on an installation of its own,
+// the daemon path on a daemon in this process (the CLI finds its socket
+// in the state dir).
+func (b *bench) cli(ctx context.Context) error {
+	if b.docker == "" {
+		return fmt.Errorf("the docker CLI is not installed: the CLI rows compare with it")
+	}
+	d, err := b.startDaemon(ctx, "cli-daemon", nil)
+	if err != nil {
+		return err
+	}
+	defer d.stop()
+	conv := api.Conversation{Platform: "web", ConversationID: "bench-cli-daemon"}
+	defer d.remove(conv)
+	if err := d.execTrue(ctx, conv); err != nil {
+		return fmt.Errorf("first command through the daemon: %w", err)
+	}
+	alone := filepath.Join(b.tmp, "cli-state")
+	b.daemonStates = append(b.daemonStates, alone)
+	runDir, err := os.MkdirTemp("", "hc-")
+	if err != nil {
+		return err
+	}
+	defer func() { _ = os.RemoveAll(runDir) }()
+	hutch := func(state string, args ...string) func() error {
+		return func() error {
+			cmd := exec.CommandContext(ctx, b.agent.Path, args...)
+			cmd.Env = append(os.Environ(), "HUTCH_STATE_DIR="+state, "HUTCH_RUN_DIR="+runDir, "HUTCH_WORKSPACE="+state+"-ws")
+			if out, err := cmd.CombinedOutput(); err != nil {
+				return fmt.Errorf("hutch %s: %v: %s", strings.Join(args, " "), err, out)
+			}
+			return nil
+		}
+	}
+	noDaemon := hutch(alone, "exec", "--sandbox", "image:"+b.c.image, "--conversation", "web/bench-cli", "true")
+	if err := noDaemon(); err != nil {
+		return fmt.Errorf("first command without a daemon: %w", err)
+	}
+	defer func() {
+		if err := hutch(alone, "sandbox", "rm", "web/bench-cli", "--sandbox", "image:"+b.c.image)(); err != nil {
+			progress("cli: %v", err)
+		}
+	}()
+	daemonState := filepath.Dir(d.cl.Socket)
+	addr, err := office.NewAddress("web", "bench-cli")
+	if err != nil {
+		return err
+	}
+	id, err := b.containerID(ctx, string(addr.Key()))
+	if err != nil {
+		return err
+	}
+	ops := []*benchkit.Series{
+		{Name: "docker exec CLI (true)", Run: func() error {
+			out, err := exec.CommandContext(ctx, b.docker, "exec", id, "true").CombinedOutput()
+			if err != nil {
+				return fmt.Errorf("docker exec: %v: %s", err, out)
+			}
+			return nil
+		}},
+		{Name: "hutch exec CLI, no daemon (sh -c true)", Run: noDaemon},
+		{Name: "hutch exec CLI, through a daemon (sh -c true)", Run: hutch(daemonState, "exec", "--conversation", "web/bench-cli-daemon", "true")},
+		{Name: "diag: hutch --version (process start alone)", Run: hutch(alone, "--version")},
+	}
+	if err := warmUp(ctx, 5, "CLI", ops); err != nil {
+		return err
+	}
+	if err := interleave(ctx, b.c.warm, "CLI", ops); err != nil {
+		return err
+	}
+	benchkit.Printf(b.out, "\n8. CLI: a new process per command, %d runs per path, interleaved round-robin, each in a warm container of its own\n", b.c.warm)
+	tw := benchkit.Table(b.out)
+	benchkit.Println(tw, "path\tok\tfail\tp50\tp90\tp99\t÷docker exec p50")
+	for _, s := range ops {
+		benchkit.Printf(tw, "%s\t%d\t%d\t%s\t%s\t%s\t%.3f\n", s.Name, len(s.Times), s.Fail, benchkit.Ms(s.P50()), benchkit.Ms(s.Pct(90)), benchkit.Ms(s.Pct(99)),
+			benchkit.Ratio(s.P50(), ops[0].P50()))
+	}
+	_ = tw.Flush()
+	b.reportFailures(ops)
+	b.addTarget("hutch exec CLI without a daemon p50 / docker exec p50", benchkit.Ratio(ops[1].P50(), ops[0].P50()), 0.4)
+	b.addTarget("hutch exec CLI through a daemon p50 / docker exec p50", benchkit.Ratio(ops[2].P50(), ops[0].P50()), 0.25)
 	return nil
 }
 
