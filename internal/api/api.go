@@ -43,8 +43,10 @@ type Server struct {
 	// Version is reported by /v1/health.
 	Version string
 	// MaxBody bounds request bodies (default DefaultMaxBody), but for
-	// /v1/files/write's, which MaxFileBody bounds (default
-	// DefaultMaxFileBody).
+	// /v1/files/write's: a file's bytes, streamed to the runtime as they
+	// arrive, never held in memory, which MaxFileBody bounds when it is
+	// above zero. By default nothing does but the runtime: its disk, or
+	// its disk ceiling.
 	MaxBody, MaxFileBody int64
 	// BodyTimeout is how long a request body may stall, no byte arriving,
 	// before the request is answered 400 and its connection closed
@@ -285,17 +287,16 @@ func (s *Server) maxBody() int64 {
 	return s.MaxBody
 }
 
-func (s *Server) maxFileBody() int64 {
-	if s.MaxFileBody <= 0 {
-		return DefaultMaxFileBody
-	}
-	return s.MaxFileBody
-}
+// maxFileBody is MaxFileBody, or 0 for no bound.
+func (s *Server) maxFileBody() int64 { return max(s.MaxFileBody, 0) }
 
-// wrap limits the body to max bytes, recovers from panics and maps errors.
-func (s *Server) wrap(max int64, h func(http.ResponseWriter, *http.Request) error) http.HandlerFunc {
+// wrap limits the body to limit bytes (0: no limit), recovers from panics
+// and maps errors.
+func (s *Server) wrap(limit int64, h func(http.ResponseWriter, *http.Request) error) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		r.Body = http.MaxBytesReader(w, r.Body, max)
+		if limit > 0 {
+			r.Body = http.MaxBytesReader(w, r.Body, limit)
+		}
 		start := time.Now()
 		var err error
 		func() {

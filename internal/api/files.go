@@ -13,10 +13,6 @@ import (
 	"github.com/hutchsandbox/hutch/internal/tools"
 )
 
-// DefaultMaxFileBody bounds the body of /v1/files/write: a file's bytes,
-// streamed to the runtime as they arrive (never held in memory).
-const DefaultMaxFileBody = 1 << 30
-
 // TrailerError carries, after a file's bytes, the error that cut a
 // /v1/files/read short (an ErrorBody as JSON); a read that ended whole
 // has none.
