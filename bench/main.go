@@ -26,8 +26,10 @@
 //     several times through one image.Runtime, containers created on
 //     demand: failures (must be 0), cold and warm latency percentiles.
 //  5. Memory: the agent's RSS inside idle containers (/proc/1/status, read
-//     through an exec) and this process's RSS, Go heap and goroutines
-//     before and after making many idle managed containers.
+//     through an exec), this process's RSS, Go heap and goroutines
+//     before and after making many idle managed containers, and what
+//     they cost the whole system (MemTotal - MemAvailable) against as
+//     many plain `sleep` containers, with and without a network each.
 //  6. API overhead: warm exec of `true` through a daemon (daemon.Run in
 //     this process, image mode, its own state dir) by internal/client over
 //     its unix socket vs image.Runtime.Exec in-process, interleaved; a
@@ -115,7 +117,7 @@ func main() { os.Exit(run()) }
 func run() int {
 	var c config
 	flag.IntVar(&c.warm, "warm", 200, "warm exec runs per path")
-	flag.IntVar(&c.cold, "cold", 10, "cold starts per path")
+	flag.IntVar(&c.cold, "cold", 20, "cold starts per path")
 	flag.IntVar(&c.small, "small", 50, "4 KiB reads and writes per path")
 	flag.IntVar(&c.large, "large", 10, "16 MiB reads and writes per path")
 	flag.IntVar(&c.convs, "convs", 40, "conversations at once in the concurrency phase")
@@ -1192,7 +1194,13 @@ func (b *bench) memory(ctx context.Context) error {
 			return err
 		}
 	}
-	defer b.removeAll(rt, specs, "memory")
+	removed := false
+	defer func() {
+		if !removed {
+			b.removeAll(rt, specs, "memory")
+		}
+	}()
+	sysBefore := systemUsed()
 	before := measureSelf()
 	var (
 		mu       sync.Mutex
@@ -1222,6 +1230,7 @@ func (b *bench) memory(ctx context.Context) error {
 		return err
 	}
 	time.Sleep(2 * time.Second) // let the agents settle into idle
+	sysAfter := systemUsed()
 	after := measureSelf()
 
 	var vmRSS, anon, file []int64
@@ -1253,7 +1262,68 @@ func (b *bench) memory(ctx context.Context) error {
 	benchkit.Printf(tw, "Go heap in use (after GC)\t%s\t%s\t%s\n", mib(int64(before.heap)), mib(int64(after.heap)), kib((int64(after.heap)-int64(before.heap))/n))
 	benchkit.Printf(tw, "goroutines\t%d\t%d\t%.1f\n", before.goroutines, after.goroutines, float64(after.goroutines-before.goroutines)/float64(n))
 	_ = tw.Flush()
+
+	// System-wide: what a runtime costs the machine (agent, shim, cgroup,
+	// network, kernel), against plain containers of the same image made
+	// the same way, one after the other.
+	perHutch := sysAfter - sysBefore
+	b.removeAll(rt, specs, "memory")
+	removed = true
+	perPlain, err := b.plainMemory(ctx, len(specs), false)
+	if err != nil {
+		return err
+	}
+	perNet, err := b.plainMemory(ctx, len(specs), true)
+	if err != nil {
+		return err
+	}
+	tw = benchkit.Table(b.out)
+	benchkit.Printf(tw, "system-wide (MemTotal - MemAvailable), %d idle containers\tper container\t÷plain\n", n)
+	benchkit.Printf(tw, "hutch runtime (agent as pid 1, network of its own)\t%s\t%.2f\n", kib(perHutch/n), float64(perHutch)/float64(perPlain))
+	benchkit.Printf(tw, "plain container (sleep as pid 1, default bridge)\t%s\t1.00\n", kib(perPlain/n))
+	benchkit.Printf(tw, "plain container on a bridge network of its own\t%s\t%.2f\n", kib(perNet/n), float64(perNet)/float64(perPlain))
+	_ = tw.Flush()
 	return nil
+}
+
+// plainMemory makes n idle plain containers of the bench's image (each
+// ran `true`, as hutch's did), optionally each on a network of its own,
+// and returns how much more memory the system uses with them, in bytes.
+func (b *bench) plainMemory(ctx context.Context, n int, ownNet bool) (int64, error) {
+	var cleanups []func()
+	defer func() {
+		progress("memory: removing %d plain containers", n)
+		parallel(len(cleanups), b.c.parallel, func(i int) { cleanups[i]() })
+	}()
+	before := systemUsed()
+	var (
+		mu       sync.Mutex
+		firstErr error
+	)
+	progress("memory: creating %d plain containers (own network: %v)", n, ownNet)
+	parallel(n, b.c.parallel, func(i int) {
+		var mine []func()
+		err := b.coldRaw(ctx, 1000+i, ownNet, &mine)
+		mu.Lock()
+		defer mu.Unlock()
+		cleanups = append(cleanups, mine...)
+		if err != nil && firstErr == nil {
+			firstErr = err
+		}
+	})
+	if firstErr != nil {
+		return 0, firstErr
+	}
+	time.Sleep(2 * time.Second) // as for hutch's: settle into idle
+	return systemUsed() - before, nil
+}
+
+// systemUsed is the memory the system uses, in bytes: MemTotal less
+// MemAvailable, which counts page cache that can be dropped as free.
+func systemUsed() int64 {
+	data, _ := os.ReadFile("/proc/meminfo")
+	kv := statusKB(string(data))
+	return (kv["MemTotal"] - kv["MemAvailable"]) << 10
 }
 
 // ---- 6. API overhead ----
