@@ -134,7 +134,11 @@ func TestWait_AbortKillsTheWholeGroup(t *testing.T) {
 	cmd.Timeout = time.Hour // armed, but the abort must win and be reported as such
 	done := make(chan Result, 1)
 	go func() { done <- run(t, ctx, cmd) }()
-	supervisetest.WaitForFile(t, filepath.Join(dir, "grandchild"))
+	// The grandchild's file can appear before the leader has written the
+	// child's (the background shell races it): wait for all three.
+	for _, who := range []string{"leader", "child", "grandchild"} {
+		supervisetest.WaitForFile(t, filepath.Join(dir, who))
+	}
 	cancel()
 	want := Result{ExitCode: -1, Aborted: true}
 	if diff := cmp.Diff(want, <-done, ignoreDuration); diff != "" {
