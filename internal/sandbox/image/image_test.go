@@ -884,7 +884,7 @@ func TestWarm_CheckedRunSharedAcrossProcesses(t *testing.T) {
 
 	var mu sync.Mutex
 	var paths []string
-	cli, err := client.New(client.FromEnv, client.WithAPIVersionNegotiation(), client.WithHTTPResponseHook(func(resp *http.Response) {
+	cli, err := client.New(client.FromEnv, client.WithHTTPResponseHook(func(resp *http.Response) {
 		mu.Lock()
 		defer mu.Unlock()
 		paths = append(paths, resp.Request.Method+" "+resp.Request.URL.Path)
