@@ -231,17 +231,6 @@ func (r *Registry) Lookup(k Key) (Address, bool, error) {
 	return a, ok, nil
 }
 
-// KeyedOffices is Offices with each office's key, computed once for each
-// version of the file rather than once per call.
-func (r *Registry) KeyedOffices() ([]KeyedRecord, error) {
-	s, err := r.snapshot()
-	if err != nil {
-		return nil, err
-	}
-	s.index()
-	return slices.Clone(s.keyed), nil
-}
-
 // A View is a value derived from every office of the registry, such as
 // a listing's encoded answer, computed once per version of the file and
 // then served from memory until the file changes.

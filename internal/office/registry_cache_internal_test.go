@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"os"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -160,15 +161,16 @@ func TestRegistry_ReadersBesideWriters(t *testing.T) {
 	}
 }
 
-// TestRegistry_KeyedOffices: the offices sorted, each with its key, and
-// a later version's offices with theirs.
-func TestRegistry_KeyedOffices(t *testing.T) {
+// TestView_KeyedOffices: a view gets the offices sorted, each with its
+// key, and a later version's offices with theirs.
+func TestView_KeyedOffices(t *testing.T) {
 	state := t.TempDir()
 	reader, writer := NewRegistry(state), NewRegistry(state)
+	keyed := NewView(func(recs []KeyedRecord) ([]KeyedRecord, error) { return slices.Clone(recs), nil })
 	addrs := []Address{{Platform: "web", ConversationID: "b"}, {Platform: "discord", ConversationID: "z"}, {Platform: "web", ConversationID: "a"}}
 	check := func(n int) {
 		t.Helper()
-		got, err := reader.KeyedOffices()
+		got, err := keyed.Of(reader)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -65,11 +65,6 @@ func (s *Service) Offices() ([]office.OfficeRecord, error) {
 	return s.registry.Offices()
 }
 
-// KeyedOffices returns every registered office with its key, sorted.
-func (s *Service) KeyedOffices() ([]office.KeyedRecord, error) {
-	return s.registry.KeyedOffices()
-}
-
 // OfficeView is v of the registry's current version, built once per
 // version of the file (office.View).
 func OfficeView[T any](s *Service, v *office.View[T]) (T, error) {
