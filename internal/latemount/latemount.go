@@ -18,7 +18,6 @@
 package latemount
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"os"
@@ -30,6 +29,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/hutchsandbox/hutch/internal/errdefs"
+	"github.com/hutchsandbox/hutch/internal/mountinfo"
 )
 
 // Point is a host directory a container sees, with rslave propagation,
@@ -204,45 +204,15 @@ func (p Point) Detach() error {
 // mountsAt lists the mount points of this mount namespace at dir or
 // beneath it.
 func mountsAt(dir string) ([]string, error) {
-	f, err := os.Open("/proc/self/mountinfo")
+	entries, err := mountinfo.Self()
 	if err != nil {
-		return nil, fmt.Errorf("read mounts: %w", err)
+		return nil, err
 	}
-	defer func() { _ = f.Close() }()
 	var out []string
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for sc.Scan() {
-		fields := strings.Fields(sc.Text())
-		if len(fields) < 5 {
-			continue
+	for _, e := range entries {
+		if e.Target == dir || strings.HasPrefix(e.Target, dir+"/") {
+			out = append(out, e.Target)
 		}
-		mp := unescape(fields[4])
-		if mp == dir || strings.HasPrefix(mp, dir+"/") {
-			out = append(out, mp)
-		}
-	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("read mounts: %w", err)
 	}
 	return out, nil
-}
-
-// unescape undoes mountinfo's octal escapes (\040 for a space, and so on).
-func unescape(s string) string {
-	if !strings.Contains(s, `\`) {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\\' && i+4 <= len(s) {
-			if n, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
-				b.WriteByte(byte(n))
-				i += 3
-				continue
-			}
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String()
 }

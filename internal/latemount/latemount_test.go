@@ -14,6 +14,7 @@ import (
 	"github.com/moby/moby/api/types/mount"
 	"github.com/moby/moby/api/types/network"
 	"github.com/moby/moby/client"
+	"golang.org/x/sys/unix"
 
 	"github.com/hutchsandbox/hutch/internal/errdefs"
 	"github.com/hutchsandbox/hutch/internal/latemount"
@@ -234,5 +235,48 @@ func TestAttach_RefusesBadNames(t *testing.T) {
 		if err := p.Attach(os.Stdin, name, false); !errdefs.IsInvalid(err) {
 			t.Errorf("Attach at %q: %v; want invalid", name, err)
 		}
+	}
+}
+
+// TestDetach_LeavesWhatItDidNotMake: a mount deeper than Attach makes
+// one (some other tool's) stops Detach before it unmounts or removes
+// anything: removing the point would delete through it.
+func TestDetach_LeavesWhatItDidNotMake(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("mounting needs root")
+	}
+	base, err := os.MkdirTemp("", "lm-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(base) })
+	p := latemount.Point{Dir: filepath.Join(base, "point")}
+	if err := p.Prepare(); err != nil {
+		t.Fatal(err)
+	}
+	victim, deep := filepath.Join(base, "victim"), filepath.Join(p.Dir, "x", "deep")
+	for _, d := range []string{victim, deep} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(victim, "keep"), []byte("k"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Mount(victim, deep, "", unix.MS_BIND, ""); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = unix.Unmount(deep, unix.MNT_DETACH)
+		_ = unix.Unmount(p.Dir, unix.MNT_DETACH)
+	})
+	if err := p.Detach(); !errdefs.IsFailedPrecondition(err) || !strings.Contains(err.Error(), deep) {
+		t.Errorf("Detach over a mount it did not make: %v; want a refusal naming %s", err, deep)
+	}
+	if _, err := os.Stat(filepath.Join(deep, "keep")); err != nil {
+		t.Errorf("the foreign mount lost its file: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(victim, "keep")); err != nil {
+		t.Errorf("the victim lost its file: %v", err)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/hutchsandbox/hutch/internal/errdefs"
+	"github.com/hutchsandbox/hutch/internal/mountinfo"
 )
 
 func TestFindPort(t *testing.T) {
@@ -69,32 +70,17 @@ func TestParseModules(t *testing.T) {
 	}
 }
 
-const sampleMountinfo = `22 1 254:0 / / rw,relatime - ext4 /dev/vda rw
-23 22 0:5 / /dev rw,nosuid - devtmpfs devtmpfs rw,size=120000k,nr_inodes=30000,mode=755
-24 22 0:21 / /proc rw,nosuid,nodev,noexec,relatime shared:5 - proc proc rw
-30 22 0:40 / /workspace/v1-slack-x rw,nosuid,nodev,relatime - virtiofs office rw
-31 22 0:41 / /workspace/shared\040docs ro,nosuid,nodev,relatime shared:9 master:2 - virtiofs shared\040tag ro
-32 22 254:0 /run/hutch/vault/token /run/hutch/vault/token ro,nosuid,nodev,relatime - ext4 /dev/vda rw
-33 22 0:42 / /workspace/v1-slack-x rw,nosuid,nodev,relatime - tmpfs tmpfs rw
-`
+// mountsSample is a guest's mount table: a share under a later tmpfs, a
+// share whose target and tag hold spaces, a file bind.
+var mountsSample = []mountinfo.Entry{
+	{Target: "/", FSType: "ext4", Source: "/dev/vda"},
+	{Target: "/workspace/v1-slack-x", FSType: "virtiofs", Source: "office"},
+	{Target: "/workspace/shared docs", FSType: "virtiofs", Source: "shared tag"},
+	{Target: "/run/hutch/vault/token", FSType: "ext4", Source: "/dev/vda"},
+	{Target: "/workspace/v1-slack-x", FSType: "tmpfs", Source: "tmpfs"},
+}
 
-func TestParseMountinfo(t *testing.T) {
-	got, err := parseMountinfo(strings.NewReader(sampleMountinfo))
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := []mountEntry{
-		{Target: "/", FSType: "ext4", Source: "/dev/vda"},
-		{Target: "/dev", FSType: "devtmpfs", Source: "devtmpfs"},
-		{Target: "/proc", FSType: "proc", Source: "proc"},
-		{Target: "/workspace/v1-slack-x", FSType: "virtiofs", Source: "office"},
-		{Target: "/workspace/shared docs", FSType: "virtiofs", Source: "shared tag"},
-		{Target: "/run/hutch/vault/token", FSType: "ext4", Source: "/dev/vda"},
-		{Target: "/workspace/v1-slack-x", FSType: "tmpfs", Source: "tmpfs"},
-	}
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("entries mismatch (-want +got):\n%s", diff)
-	}
+func TestTagMounted(t *testing.T) {
 	for _, tt := range []struct {
 		tag, target string
 		want        bool
@@ -105,30 +91,12 @@ func TestParseMountinfo(t *testing.T) {
 		{"/dev/vda", "/", false}, // not virtiofs
 		{"office", "/workspace", false},
 	} {
-		if got := tagMounted(want, tt.tag, tt.target); got != tt.want {
+		if got := tagMounted(mountsSample, tt.tag, tt.target); got != tt.want {
 			t.Errorf("tagMounted(%q, %q) = %v, want %v", tt.tag, tt.target, got, tt.want)
 		}
 	}
-	if got := len(mountsAt(want, "/workspace/v1-slack-x")); got != 2 {
+	if got := len(mountsAt(mountsSample, "/workspace/v1-slack-x")); got != 2 {
 		t.Errorf("mountsAt found %d mounts, want 2", got)
-	}
-	if _, err := parseMountinfo(strings.NewReader("22 1 254:0 / / rw\n")); !errdefs.IsInvalid(err) {
-		t.Errorf("a line without the separator got %v, want invalid", err)
-	}
-}
-
-func TestUnescapeOctal(t *testing.T) {
-	for in, want := range map[string]string{
-		`/plain`:         "/plain",
-		`/a\040b`:        "/a b",
-		`/tab\011nl\012`: "/tab\tnl\n",
-		`/back\134slash`: `/back\slash`,
-		`/short\04`:      `/short\04`,
-		`/not\999`:       `/not\999`,
-	} {
-		if got := unescapeOctal(in); got != want {
-			t.Errorf("unescapeOctal(%q) = %q, want %q", in, got, want)
-		}
 	}
 }
 

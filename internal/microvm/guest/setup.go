@@ -18,6 +18,7 @@ import (
 	"github.com/hutchsandbox/hutch/internal/agent"
 	"github.com/hutchsandbox/hutch/internal/atomicfile"
 	"github.com/hutchsandbox/hutch/internal/errdefs"
+	"github.com/hutchsandbox/hutch/internal/mountinfo"
 )
 
 // system is the kernel as Ops uses it: a narrow seam so that the setup
@@ -25,7 +26,7 @@ import (
 type system interface {
 	mount(source, target, fstype string, flags uintptr, data string) error
 	unmount(target string, flags int) error
-	mountinfo() ([]mountEntry, error)
+	mountinfo() ([]mountinfo.Entry, error)
 	// setAddress gives a network interface an IPv4 address and brings
 	// it up.
 	setAddress(iface string, prefix netip.Prefix) error
@@ -126,7 +127,7 @@ func (o *Ops) Setup(ctx context.Context, setup agent.GuestSetup) error {
 // does not, and the bind mounts on them. A path that passes through a
 // symlink or a non-directory now, or names a directory, is left alone: a
 // command moved what hutch put there, and what it keeps is its own.
-func (o *Ops) withdraw(paths []string, infos []mountEntry) error {
+func (o *Ops) withdraw(paths []string, infos []mountinfo.Entry) error {
 	for _, p := range paths {
 		if !plainDirs(o.Root, filepath.Dir(p)) {
 			o.log().Info("guest: withdrawn file not removed: its directory moved", "path", p)
@@ -160,7 +161,7 @@ func (o *Ops) withdraw(paths []string, infos []mountEntry) error {
 const volatileSource = "hutch-volatile"
 
 // mountVolatile mounts a fresh tmpfs on dir, unless one is already there.
-func (o *Ops) mountVolatile(dir string, infos []mountEntry) error {
+func (o *Ops) mountVolatile(dir string, infos []mountinfo.Entry) error {
 	target := o.host(dir)
 	at := mountsAt(infos, target)
 	for _, e := range at {
@@ -183,7 +184,7 @@ func (o *Ops) mountVolatile(dir string, infos []mountEntry) error {
 }
 
 // mountShare mounts one virtiofs share, unless it already is there.
-func (o *Ops) mountShare(m agent.GuestMount, infos []mountEntry) error {
+func (o *Ops) mountShare(m agent.GuestMount, infos []mountinfo.Entry) error {
 	target := o.host(m.Target)
 	if tagMounted(infos, m.Tag, target) {
 		o.log().Debug("guest: share already mounted", "tag", m.Tag, "target", m.Target)
@@ -261,7 +262,7 @@ func (o *Ops) projectFiles(ctx context.Context, files []agent.GuestFile) error {
 // file's bind is made read-only, so that even root inside the guest cannot
 // change it. A file that is such a bind from an earlier setup is unbound
 // first: a rename over a mount point fails.
-func (o *Ops) projectFile(f agent.GuestFile, src string, infos []mountEntry) error {
+func (o *Ops) projectFile(f agent.GuestFile, src string, infos []mountinfo.Entry) error {
 	if err := mkdirAll(o.Root, filepath.Dir(f.Path)); err != nil {
 		return err
 	}

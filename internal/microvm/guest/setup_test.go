@@ -18,13 +18,14 @@ import (
 
 	"github.com/hutchsandbox/hutch/internal/agent"
 	"github.com/hutchsandbox/hutch/internal/errdefs"
+	"github.com/hutchsandbox/hutch/internal/mountinfo"
 )
 
 // fakeSystem records the mounts Ops makes and answers mountinfo from
 // them; no real mount happens.
 type fakeSystem struct {
 	mu       sync.Mutex
-	mounted  []mountEntry
+	mounted  []mountinfo.Entry
 	calls    []string
 	mountErr error // the next virtiofs mount's answer
 	rebooted bool
@@ -62,9 +63,9 @@ func (f *fakeSystem) mount(source, target, fstype string, flags uintptr, data st
 			f.shown = map[string]shownFile{}
 		}
 		f.shown[target] = shownFile{string(data), fi.Mode()}
-		f.mounted = append(f.mounted, mountEntry{Target: target, FSType: "tmpfs", Source: filesSource})
+		f.mounted = append(f.mounted, mountinfo.Entry{Target: target, FSType: "tmpfs", Source: filesSource})
 	default:
-		f.mounted = append(f.mounted, mountEntry{Target: target, FSType: fstype, Source: source})
+		f.mounted = append(f.mounted, mountinfo.Entry{Target: target, FSType: fstype, Source: source})
 	}
 	return nil
 }
@@ -83,10 +84,10 @@ func (f *fakeSystem) unmount(target string, flags int) error {
 	return unix.EINVAL
 }
 
-func (f *fakeSystem) mountinfo() ([]mountEntry, error) {
+func (f *fakeSystem) mountinfo() ([]mountinfo.Entry, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return append([]mountEntry(nil), f.mounted...), nil
+	return append([]mountinfo.Entry(nil), f.mounted...), nil
 }
 
 func (f *fakeSystem) setAddress(iface string, prefix netip.Prefix) error {

@@ -1,11 +1,11 @@
 package guest
 
 import (
-	"fmt"
 	"log/slog"
 	"net/netip"
 	"os"
 
+	"github.com/hutchsandbox/hutch/internal/mountinfo"
 	"golang.org/x/sys/unix"
 )
 
@@ -26,14 +26,7 @@ func (linuxSystem) unmount(target string, flags int) error {
 	return unix.Unmount(target, flags)
 }
 
-func (linuxSystem) mountinfo() ([]mountEntry, error) {
-	f, err := os.Open("/proc/self/mountinfo")
-	if err != nil {
-		return nil, fmt.Errorf("guest: %w", err)
-	}
-	defer func() { _ = f.Close() }()
-	return parseMountinfo(f)
-}
+func (linuxSystem) mountinfo() ([]mountinfo.Entry, error) { return mountinfo.Self() }
 
 func (linuxSystem) sync() { unix.Sync() }
 

@@ -1,30 +1,33 @@
-package guest
+// Package mountinfo reads /proc/<pid>/mountinfo (proc(5)), which says what
+// is mounted where: the microVM guest checks its shares with it, and
+// latemount what is left beneath a mount point before removing it.
+package mountinfo
 
 import (
 	"bufio"
 	"fmt"
 	"io"
+	"os"
 	"strconv"
 	"strings"
 
 	"github.com/hutchsandbox/hutch/internal/errdefs"
 )
 
-// mountEntry is one line of /proc/self/mountinfo, reduced to what the
-// guest asks of it.
-type mountEntry struct {
+// Entry is one line of a mountinfo file, reduced to what hutch asks of it.
+type Entry struct {
 	Target string // the mount point, unescaped
 	FSType string
 	Source string // for virtiofs: the tag
 }
 
-// parseMountinfo reads /proc/<pid>/mountinfo (proc(5)): "id parent
+// Parse reads a mountinfo file: "id parent
 // major:minor root mountpoint options [optional...] - fstype source
 // superoptions", with spaces, tabs, newlines and backslashes in paths
 // escaped as \ooo. Entries come in mount order, so a later one at the
 // same point is on top.
-func parseMountinfo(r io.Reader) ([]mountEntry, error) {
-	var out []mountEntry
+func Parse(r io.Reader) ([]Entry, error) {
+	var out []Entry
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
 	for n := 1; sc.Scan(); n++ {
@@ -39,10 +42,10 @@ func parseMountinfo(r io.Reader) ([]mountEntry, error) {
 		if len(fields) < 7 || sep < 0 || sep+2 >= len(fields) {
 			return nil, errdefs.New(errdefs.ErrInvalid, fmt.Sprintf("mountinfo line %d is malformed: %q", n, sc.Text()))
 		}
-		out = append(out, mountEntry{
-			Target: unescapeOctal(fields[4]),
+		out = append(out, Entry{
+			Target: unescape(fields[4]),
 			FSType: fields[sep+1],
-			Source: unescapeOctal(fields[sep+2]),
+			Source: unescape(fields[sep+2]),
 		})
 	}
 	if err := sc.Err(); err != nil {
@@ -51,8 +54,8 @@ func parseMountinfo(r io.Reader) ([]mountEntry, error) {
 	return out, nil
 }
 
-// unescapeOctal undoes the kernel's \ooo escapes.
-func unescapeOctal(s string) string {
+// unescape undoes the kernel's \ooo escapes.
+func unescape(s string) string {
 	if !strings.Contains(s, `\`) {
 		return s
 	}
@@ -70,23 +73,12 @@ func unescapeOctal(s string) string {
 	return b.String()
 }
 
-// mountsAt returns the entries mounted at target, bottom first.
-func mountsAt(entries []mountEntry, target string) []mountEntry {
-	var out []mountEntry
-	for _, e := range entries {
-		if e.Target == target {
-			out = append(out, e)
-		}
+// Self is the mount table of this process's mount namespace.
+func Self() ([]Entry, error) {
+	f, err := os.Open("/proc/self/mountinfo")
+	if err != nil {
+		return nil, fmt.Errorf("read mounts: %w", err)
 	}
-	return out
-}
-
-// tagMounted reports whether the virtiofs share tag is mounted at target.
-func tagMounted(entries []mountEntry, tag, target string) bool {
-	for _, e := range mountsAt(entries, target) {
-		if e.FSType == "virtiofs" && e.Source == tag {
-			return true
-		}
-	}
-	return false
+	defer func() { _ = f.Close() }()
+	return Parse(f)
 }
