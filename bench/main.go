@@ -465,6 +465,17 @@ func rawExec(ctx context.Context, cli *client.Client, id string, argv ...string)
 	}
 }
 
+// dockerExecTrue runs `docker exec <id> true`, a docker CLI process.
+func (b *bench) dockerExecTrue(ctx context.Context, id string) func() error {
+	return func() error {
+		out, err := exec.CommandContext(ctx, b.docker, "exec", id, "true").CombinedOutput()
+		if err != nil {
+			return fmt.Errorf("docker exec: %v: %s", err, out)
+		}
+		return nil
+	}
+}
+
 func (b *bench) containerID(ctx context.Context, key string) (string, error) {
 	res, err := b.raw.ContainerInspect(ctx, image.ContainerName(key), client.ContainerInspectOptions{})
 	if err != nil {
@@ -496,14 +507,7 @@ func (b *bench) warmExec(ctx context.Context) error {
 			Run: func() error { return hutchRun(ctx, b.rt, spec, "true", nil, nil) }},
 		{Name: "raw Engine API: ExecCreate+Attach+Inspect (true)",
 			Run: func() error { return rawExec(ctx, b.raw, id, "true") }},
-		{Name: "docker exec CLI (true)",
-			Run: func() error {
-				out, err := exec.CommandContext(ctx, b.docker, "exec", id, "true").CombinedOutput()
-				if err != nil {
-					return fmt.Errorf("docker exec: %v: %s", err, out)
-				}
-				return nil
-			}},
+		{Name: "docker exec CLI (true)", Run: b.dockerExecTrue(ctx, id)},
 		{Name: "diag: agent.Client.Exec alone, no provisioning check",
 			Run: func() error {
 				res, err := cl.Exec(ctx, sandbox.ExecRequest{Argv: []string{"true"}, Dir: spec.OfficeRuntimePath})
@@ -880,16 +884,11 @@ func (b *bench) files(ctx context.Context) error {
 	}
 	// The headline rows go through a daemon's API, as a caller's files
 	// do; the in-process rows stay as diagnostics of where time goes.
-	d, err := b.startDaemon(ctx, "files", nil)
+	d, conv, done, err := b.warmDaemon(ctx, "files", "bench-files")
 	if err != nil {
 		return err
 	}
-	defer d.stop()
-	conv := api.Conversation{Platform: "web", ConversationID: "bench-files"}
-	defer d.remove(conv)
-	if err := d.execTrue(ctx, conv); err != nil {
-		return fmt.Errorf("first command through the daemon: %w", err)
-	}
+	defer done()
 	var buf bytes.Buffer
 	tw := benchkit.Table(&buf)
 	benchkit.Println(tw, "size\top\tpath\tok\tfail\tp50\tp90\tp99\t÷raw p50")
@@ -1390,6 +1389,26 @@ func (b *bench) startDaemon(ctx context.Context, name string, prepare func(state
 	}}, nil
 }
 
+// warmDaemon starts a daemon (startDaemon) and runs a first command of
+// the web conversation id through it, so its runtime is warm. done
+// removes that runtime and stops the daemon.
+func (b *bench) warmDaemon(ctx context.Context, name, id string) (*apiDaemon, api.Conversation, func(), error) {
+	d, err := b.startDaemon(ctx, name, nil)
+	if err != nil {
+		return nil, api.Conversation{}, nil, err
+	}
+	conv := api.Conversation{Platform: "web", ConversationID: id}
+	done := func() {
+		d.remove(conv)
+		d.stop()
+	}
+	if err := d.execTrue(ctx, conv); err != nil {
+		done()
+		return nil, api.Conversation{}, nil, fmt.Errorf("first command through the daemon: %w", err)
+	}
+	return d, conv, done, nil
+}
+
 // execTrue runs `true` in conv through d's API.
 func (d *apiDaemon) execTrue(ctx context.Context, conv api.Conversation) error {
 	res, err := d.cl.Exec(ctx, api.ExecRequest{Conversation: conv, Command: "true"}, nil, nil)
@@ -1411,22 +1430,17 @@ func (d *apiDaemon) remove(conv api.Conversation) {
 // other phases' containers alone) and measures warm exec of `true` through
 // its API against image.Runtime.Exec in-process, interleaved.
 func (b *bench) apiOverhead(ctx context.Context) error {
-	d, err := b.startDaemon(ctx, "api", nil)
+	d, conv, done, err := b.warmDaemon(ctx, "api", "bench-api")
 	if err != nil {
 		return err
 	}
-	defer d.stop()
+	defer done()
 	svc, mode := d.svc, d.mode
-	conv := api.Conversation{Platform: "web", ConversationID: "bench-api"}
 	addr, err := office.NewAddress(conv.Platform, conv.ConversationID)
 	if err != nil {
 		return err
 	}
-	defer d.remove(conv)
 	apiRun := func() error { return d.execTrue(ctx, conv) }
-	if err := apiRun(); err != nil {
-		return fmt.Errorf("first command through the API: %w", err)
-	}
 	spec, err := b.office("bench-api-inproc")
 	if err != nil {
 		return err
@@ -1569,16 +1583,11 @@ func (b *bench) cli(ctx context.Context) error {
 	if b.docker == "" {
 		return fmt.Errorf("the docker CLI is not installed: the CLI rows compare with it")
 	}
-	d, err := b.startDaemon(ctx, "cli-daemon", nil)
+	d, conv, done, err := b.warmDaemon(ctx, "cli-daemon", "bench-cli-daemon")
 	if err != nil {
 		return err
 	}
-	defer d.stop()
-	conv := api.Conversation{Platform: "web", ConversationID: "bench-cli-daemon"}
-	defer d.remove(conv)
-	if err := d.execTrue(ctx, conv); err != nil {
-		return fmt.Errorf("first command through the daemon: %w", err)
-	}
+	defer done()
 	alone := filepath.Join(b.tmp, "cli-state")
 	b.daemonStates = append(b.daemonStates, alone)
 	runDir, err := os.MkdirTemp("", "hc-")
@@ -1615,15 +1624,9 @@ func (b *bench) cli(ctx context.Context) error {
 		return err
 	}
 	ops := []*benchkit.Series{
-		{Name: "docker exec CLI (true)", Run: func() error {
-			out, err := exec.CommandContext(ctx, b.docker, "exec", id, "true").CombinedOutput()
-			if err != nil {
-				return fmt.Errorf("docker exec: %v: %s", err, out)
-			}
-			return nil
-		}},
+		{Name: "docker exec CLI (true)", Run: b.dockerExecTrue(ctx, id)},
 		{Name: "hutch exec CLI, no daemon (sh -c true)", Run: noDaemon},
-		{Name: "hutch exec CLI, through a daemon (sh -c true)", Run: hutch(daemonState, "exec", "--conversation", "web/bench-cli-daemon", "true")},
+		{Name: "hutch exec CLI, through a daemon (sh -c true)", Run: hutch(daemonState, "exec", "--conversation", conv.Platform+"/"+conv.ConversationID, "true")},
 		{Name: "diag: hutch --version (process start alone)", Run: hutch(alone, "--version")},
 	}
 	if err := warmUp(ctx, 5, "CLI", ops); err != nil {
