@@ -11,12 +11,12 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/hutchsandbox/hutch/internal/errdefs"
+	"github.com/hutchsandbox/hutch/internal/fileid"
 )
 
 // FileVersion is the only registry format version this package reads and
@@ -118,37 +118,16 @@ func (f *File) clone() *File {
 	return &c
 }
 
-// fileID identifies one version of a file: a writer that replaces it by
-// rename makes a new inode, and size and change times tell apart a later
-// version that happens to get an inode number back.
-type fileID struct {
-	dev, ino     uint64
-	size         int64
-	mtime, ctime int64 // nanoseconds since the epoch
-}
-
-// idOf is fi's fileID; ok is false where the file system gives no inode.
-func idOf(fi fs.FileInfo) (id fileID, ok bool) {
-	st, ok := fi.Sys().(*syscall.Stat_t)
-	if !ok {
-		return fileID{}, false
-	}
-	return fileID{
-		dev: uint64(st.Dev), ino: st.Ino, size: st.Size,
-		mtime: st.Mtim.Nano(), ctime: st.Ctim.Nano(),
-	}, true
-}
-
 // readFile loads and validates the registry at path, and returns the
 // identity of the version it read; a missing file is an empty registry
 // (of zero identity).
-func readFile(path string) (*File, []byte, fileID, error) {
+func readFile(path string) (*File, []byte, fileid.ID, error) {
 	data, id, err := readRegularFile(path, "Office registry must be a regular non-symlink file: "+path)
 	if errors.Is(err, fs.ErrNotExist) {
-		return emptyFile(), nil, fileID{}, nil
+		return emptyFile(), nil, fileid.ID{}, nil
 	}
 	if err != nil {
-		return nil, nil, fileID{}, err
+		return nil, nil, fileid.ID{}, err
 	}
 	f, err := parseFile(path, data)
 	return f, data, id, err
@@ -184,32 +163,32 @@ func parseFile(path string, data []byte) (*File, error) {
 // the identity of the file it read. O_NOFOLLOW closes the gap between the
 // check and the open, and O_NONBLOCK keeps a FIFO planted there from
 // hanging the daemon.
-func readRegularFile(path, refusal string) ([]byte, fileID, error) {
+func readRegularFile(path, refusal string) ([]byte, fileid.ID, error) {
 	refuse := errdefs.New(errdefs.ErrFailedPrecondition, refusal)
 	fi, err := os.Lstat(path)
 	if err != nil {
-		return nil, fileID{}, err
+		return nil, fileid.ID{}, err
 	}
 	if !fi.Mode().IsRegular() {
-		return nil, fileID{}, refuse
+		return nil, fileid.ID{}, refuse
 	}
 	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
 	if errors.Is(err, unix.ELOOP) {
-		return nil, fileID{}, refuse
+		return nil, fileid.ID{}, refuse
 	}
 	if err != nil {
-		return nil, fileID{}, &fs.PathError{Op: "open", Path: path, Err: err}
+		return nil, fileid.ID{}, &fs.PathError{Op: "open", Path: path, Err: err}
 	}
 	file := os.NewFile(uintptr(fd), path)
 	defer func() { _ = file.Close() }()
 	fi, err = file.Stat()
 	if err != nil {
-		return nil, fileID{}, err
+		return nil, fileid.ID{}, err
 	}
 	if !fi.Mode().IsRegular() {
-		return nil, fileID{}, refuse
+		return nil, fileid.ID{}, refuse
 	}
-	id, _ := idOf(fi)
+	id, _ := fileid.Of(fi)
 	data, err := io.ReadAll(file)
 	return data, id, err
 }

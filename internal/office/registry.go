@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/hutchsandbox/hutch/internal/atomicfile"
+	"github.com/hutchsandbox/hutch/internal/fileid"
 )
 
 // RegistryFile and LockDir are the registry's entries in the state dir.
@@ -40,6 +41,8 @@ type Registry struct {
 	mu     sync.Mutex // guards cached and reads
 	cached *snapshot  // the version last read; nil: none yet
 	reads  int        // how many times the file was read, for tests
+	// racyWindow is fileid.RacyWindow, but for tests.
+	racyWindow time.Duration
 
 	// Clock stamps new records; nil means time.Now.
 	Clock func() time.Time
@@ -53,8 +56,9 @@ type Registry struct {
 // ownership) is the daemon's job, not this package's.
 func NewRegistry(stateDir string) *Registry {
 	return &Registry{
-		path:    filepath.Join(stateDir, RegistryFile),
-		lockDir: filepath.Join(stateDir, LockDir),
+		path:       filepath.Join(stateDir, RegistryFile),
+		lockDir:    filepath.Join(stateDir, LockDir),
+		racyWindow: fileid.RacyWindow,
 	}
 }
 
@@ -83,11 +87,11 @@ func (r *Registry) Load() (*File, error) {
 // snapshot is one version of the registry file as read, with the indexes
 // the hot paths use. It is never changed once made.
 type snapshot struct {
-	id   fileID
+	id   fileid.ID
 	file *File
-	// settled: the version's modification time was well before it was
-	// read, so any later version has a later one (see racyWindow) and
-	// the identity alone tells them apart.
+	// settled: the version had last changed well before it was read,
+	// so its identity alone tells it from any later one
+	// (fileid.ID.Settled).
 	settled bool
 	has     map[Address]bool
 
@@ -122,15 +126,6 @@ func (s *snapshot) index() {
 	})
 }
 
-// racyWindow is how long after a version's modification time its
-// identity is not trusted alone. File times come from a clock that lags
-// the real one by a tick (milliseconds), and some file systems keep
-// whole seconds; a write in the same tick as the last one, to an inode
-// number freed and reused, of the same size, would otherwise look
-// unchanged. A version read this soon after it was written is read again
-// next time (git's index does the same for its racily clean entries).
-const racyWindow = 2 * time.Second
-
 // snapshot returns the registry's current version: the cached one when
 // the file is still it, else the file read anew.
 func (r *Registry) snapshot() (*snapshot, error) {
@@ -139,7 +134,7 @@ func (r *Registry) snapshot() (*snapshot, error) {
 	r.mu.Unlock()
 	fi, err := os.Lstat(r.path)
 	if err == nil && s != nil && s.settled {
-		if id, ok := idOf(fi); ok && id == s.id {
+		if id, ok := fileid.Of(fi); ok && id == s.id {
 			return s, nil
 		}
 	}
@@ -152,8 +147,7 @@ func (r *Registry) snapshot() (*snapshot, error) {
 	for _, rec := range f.Offices {
 		s.has[rec.Address()] = true
 	}
-	// A missing file (zero id) is never settled: it has no identity.
-	s.settled = id != (fileID{}) && start.Sub(time.Unix(0, id.mtime)) > racyWindow
+	s.settled = id.Settled(start, r.racyWindow)
 	r.mu.Lock()
 	r.cached = s
 	r.reads++

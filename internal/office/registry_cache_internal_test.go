@@ -8,6 +8,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/hutchsandbox/hutch/internal/fileid"
 )
 
 // readsOf is how many times r has read its file.
@@ -17,15 +19,15 @@ func readsOf(r *Registry) int {
 	return r.reads
 }
 
-// age sets the registry file's modification time an hour back, so that
-// the version read next is settled.
-func age(t *testing.T, r *Registry) time.Time {
-	t.Helper()
-	old := time.Now().Add(-time.Hour).Truncate(time.Second)
-	if err := os.Chtimes(r.path, old, old); err != nil {
-		t.Fatal(err)
-	}
-	return old
+// pair returns two Registries of one state dir, as two processes hold
+// them: a reader that takes every version it reads as settled, as one
+// written long ago would be, so the tests need not wait out the racy
+// window, and a writer.
+func pair(t *testing.T) (reader, writer *Registry) {
+	state := t.TempDir()
+	reader, writer = NewRegistry(state), NewRegistry(state)
+	reader.racyWindow = -time.Hour
+	return reader, writer
 }
 
 // TestRegistry_CachedUntilReplaced: a settled version is read once for
@@ -33,13 +35,11 @@ func age(t *testing.T, r *Registry) time.Time {
 // writes is seen on the next read, and so is a change in place that
 // keeps the inode, the size and the modification time.
 func TestRegistry_CachedUntilReplaced(t *testing.T) {
-	state := t.TempDir()
-	reader, writer := NewRegistry(state), NewRegistry(state)
+	reader, writer := pair(t)
 	x := Address{Platform: "web", ConversationID: "x1"}
 	if _, err := writer.Record(x); err != nil {
 		t.Fatal(err)
 	}
-	old := age(t, writer)
 
 	before := readsOf(reader)
 	for range 100 {
@@ -64,9 +64,12 @@ func TestRegistry_CachedUntilReplaced(t *testing.T) {
 
 	// The same inode, the same size, the same modification time: only
 	// the change time differs.
-	age(t, writer)
 	if recs, err := reader.Offices(); err != nil || len(recs) != 2 {
 		t.Fatalf("Offices: %v, %v", recs, err)
+	}
+	prev, err := fileid.Stat(reader.path)
+	if err != nil {
+		t.Fatal(err)
 	}
 	data, err := os.ReadFile(reader.path)
 	if err != nil {
@@ -76,7 +79,7 @@ func TestRegistry_CachedUntilReplaced(t *testing.T) {
 	if err := os.WriteFile(reader.path, data, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.Chtimes(reader.path, old, old); err != nil {
+	if mtime := time.Unix(0, prev.Mtime); os.Chtimes(reader.path, mtime, mtime) != nil {
 		t.Fatal(err)
 	}
 	z := Address{Platform: "web", ConversationID: "z3"}
@@ -110,11 +113,10 @@ func TestRegistry_RecentVersionReadAgain(t *testing.T) {
 // TestRegistry_LoadIsACopy: what Load returns is the caller's to change;
 // the cached version stays as read.
 func TestRegistry_LoadIsACopy(t *testing.T) {
-	r := NewRegistry(t.TempDir())
+	r, _ := pair(t)
 	if _, err := r.Record(Address{Platform: "web", ConversationID: "x1"}); err != nil {
 		t.Fatal(err)
 	}
-	age(t, r)
 	f, err := r.Load()
 	if err != nil {
 		t.Fatal(err)
@@ -164,8 +166,7 @@ func TestRegistry_ReadersBesideWriters(t *testing.T) {
 // TestView_KeyedOffices: a view gets the offices sorted, each with its
 // key, and a later version's offices with theirs.
 func TestView_KeyedOffices(t *testing.T) {
-	state := t.TempDir()
-	reader, writer := NewRegistry(state), NewRegistry(state)
+	reader, writer := pair(t)
 	keyed := NewView(func(recs []KeyedRecord) ([]KeyedRecord, error) { return slices.Clone(recs), nil })
 	addrs := []Address{{Platform: "web", ConversationID: "b"}, {Platform: "discord", ConversationID: "z"}, {Platform: "web", ConversationID: "a"}}
 	check := func(n int) {
@@ -192,7 +193,6 @@ func TestView_KeyedOffices(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	age(t, writer)
 	check(2)
 	if _, err := writer.Record(addrs[2]); err != nil {
 		t.Fatal(err)
@@ -204,13 +204,11 @@ func TestView_KeyedOffices(t *testing.T) {
 // calls on a settled version, again once another process records an
 // office, and a build's error is returned but not kept.
 func TestView_BuiltOncePerVersion(t *testing.T) {
-	state := t.TempDir()
-	reader, writer := NewRegistry(state), NewRegistry(state)
+	reader, writer := pair(t)
 	x := Address{Platform: "web", ConversationID: "x1"}
 	if _, err := writer.Record(x); err != nil {
 		t.Fatal(err)
 	}
-	age(t, writer)
 
 	builds := 0
 	fail := false
@@ -240,7 +238,6 @@ func TestView_BuiltOncePerVersion(t *testing.T) {
 	if _, err := writer.Record(y); err != nil {
 		t.Fatal(err)
 	}
-	age(t, writer)
 	if _, err := v.Of(reader); err == nil {
 		t.Fatal("a failing build's error is not returned")
 	}
