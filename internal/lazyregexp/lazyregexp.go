@@ -11,16 +11,15 @@ import (
 )
 
 // Regexp is a regular expression compiled on its first use. An invalid
-// expression panics then, as regexp.MustCompile would have at init; each
-// pattern's tests catch that.
+// expression panics then, as regexp.MustCompile would have at init;
+// archtest's TestLazyRegexps_Compile compiles every literal one.
 type Regexp struct {
-	expr string
-	re   func() *regexp.Regexp
+	re func() *regexp.Regexp
 }
 
 // New returns expr, to be compiled when first used.
 func New(expr string) *Regexp {
-	return &Regexp{expr: expr, re: sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(expr) })}
+	return &Regexp{re: sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(expr) })}
 }
 
 // MatchString reports whether s contains any match of the expression.
@@ -28,6 +27,3 @@ func (r *Regexp) MatchString(s string) bool { return r.re().MatchString(s) }
 
 // FindStringSubmatch is regexp.Regexp.FindStringSubmatch.
 func (r *Regexp) FindStringSubmatch(s string) []string { return r.re().FindStringSubmatch(s) }
-
-// String returns the source text of the expression.
-func (r *Regexp) String() string { return r.expr }
