@@ -1598,7 +1598,7 @@ func (b *bench) cli(ctx context.Context) error {
 	hutch := func(state string, args ...string) func() error {
 		return func() error {
 			cmd := exec.CommandContext(ctx, b.agent.Path, args...)
-			cmd.Env = append(os.Environ(), "HUTCH_STATE_DIR="+state, "HUTCH_RUN_DIR="+runDir, "HUTCH_WORKSPACE="+state+"-ws")
+			cmd.Env = append(os.Environ(), "HUTCH_STATE_DIR="+state, "HUTCH_RUN_DIR="+runDir)
 			if out, err := cmd.CombinedOutput(); err != nil {
 				return fmt.Errorf("hutch %s: %v: %s", strings.Join(args, " "), err, out)
 			}

@@ -410,12 +410,8 @@ var officeListing = office.NewView(func(recs []office.KeyedRecord) ([]byte, erro
 		out = append(out, OfficeEntry{Platform: string(rec.Platform), ConversationID: rec.ConversationID, OfficeKey: string(rec.Key), RecordedAt: rec.RecordedAt})
 	}
 	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false) // as writeJSON
-	if err := enc.Encode(out); err != nil {
-		return nil, err
-	}
-	return buf.Bytes(), nil
+	err := encodeJSON(&buf, out)
+	return buf.Bytes(), err
 })
 
 // recordKind records a channel kind given with a request.
