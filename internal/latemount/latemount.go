@@ -1,6 +1,6 @@
 // Package latemount binds host directories and files into a container
-// after it started. The container receives a host directory (a Point) as
-// a bind mount with rslave propagation; whatever hutch mounts beneath
+// after it started. The container receives a host directory (a Point, a
+// small tmpfs of hutch's) as a bind mount with rslave propagation; whatever hutch mounts beneath
 // that directory on the host later appears inside the container, and
 // nothing the container does propagates back (it cannot mount or unmount
 // anyway: hutch's containers keep no CAP_SYS_ADMIN). A runtime started
@@ -39,8 +39,10 @@ type Point struct {
 	Dir string
 }
 
-// Prepare creates p.Dir (0711, parents 0700) and makes it a shared mount
-// of its own, as an rslave bind source must be. It is idempotent.
+// Prepare creates p.Dir (parents 0700), mounts a small tmpfs of its own
+// there (what a container writes beside its late mounts then lands in
+// memory hutch caps, never on a host disk) and makes it a shared mount,
+// as an rslave bind source must be. It is idempotent.
 func (p Point) Prepare() error {
 	if !filepath.IsAbs(p.Dir) {
 		return errdefs.New(errdefs.ErrInvalid, "late mount point must be absolute: "+p.Dir)
@@ -48,7 +50,7 @@ func (p Point) Prepare() error {
 	if err := os.MkdirAll(filepath.Dir(p.Dir), 0o700); err != nil {
 		return fmt.Errorf("late mount point: %w", err)
 	}
-	if err := os.Mkdir(p.Dir, 0o711); err != nil && !errors.Is(err, os.ErrExist) {
+	if err := os.Mkdir(p.Dir, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
 		return fmt.Errorf("late mount point: %w", err)
 	}
 	root, err := isMountRoot(p.Dir)
@@ -56,12 +58,28 @@ func (p Point) Prepare() error {
 		return err
 	}
 	if !root {
-		if err := unix.Mount(p.Dir, p.Dir, "", unix.MS_BIND, ""); err != nil {
-			return fmt.Errorf("late mount point %s: bind: %w", p.Dir, err)
+		if err := unix.Mount("hutch-late", p.Dir, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, pointTmpfs); err != nil {
+			return fmt.Errorf("late mount point %s: tmpfs: %w", p.Dir, err)
 		}
 	}
 	if err := unix.Mount("", p.Dir, "", unix.MS_SHARED, ""); err != nil {
 		return fmt.Errorf("late mount point %s: make shared: %w", p.Dir, err)
+	}
+	return nil
+}
+
+// pointTmpfs sizes a Point's tmpfs: room for the mount targets of a
+// door's plan, nothing worth filling.
+const pointTmpfs = "size=256k,nr_inodes=256,mode=0755"
+
+// Seal makes the Point's tmpfs read-only for every mount of it, the
+// container's copy included: unlike a mount's flags, a superblock's
+// read-only flag is shared by all its mounts. Attach needs it writable (it
+// makes the targets), so a Point is sealed once everything is attached;
+// the mounts beneath keep their own flags.
+func (p Point) Seal() error {
+	if err := unix.Mount("", p.Dir, "", unix.MS_REMOUNT|unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, pointTmpfs); err != nil {
+		return fmt.Errorf("late mount point %s: seal: %w", p.Dir, err)
 	}
 	return nil
 }

@@ -280,3 +280,29 @@ func TestDetach_LeavesWhatItDidNotMake(t *testing.T) {
 		t.Errorf("the victim lost its file: %v", err)
 	}
 }
+
+// TestSeal_WorkspaceReadOnlyInside: before Seal the container can write
+// beside the late mounts (into the Point's tmpfs, capped: it cannot fill
+// a host disk); after Seal it cannot, not even by remounting, while the
+// office attached beneath stays writable.
+func TestSeal_WorkspaceReadOnlyInside(t *testing.T) {
+	f := newFixture(t)
+	if out, code := f.sh(t, "dd if=/dev/zero of=/workspace/fill bs=64k count=64 2>&1; code=$?; rm -f /workspace/fill; exit $code"); code == 0 || !strings.Contains(out, "No space left") {
+		t.Errorf("filling the point's tmpfs from inside: %q, exit %d; want it full well before 4 MiB", out, code)
+	}
+	if err := f.point.Attach(open(t, f.office), "v1-web-x", false); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.point.Seal(); err != nil {
+		t.Fatal(err)
+	}
+	if out, code := f.sh(t, "touch /workspace/planted; echo $?; mount -o remount,rw /workspace; touch /workspace/planted2 && echo wrote"); code == 0 && strings.Contains(out, "wrote") || !strings.Contains(out, "Read-only file system") {
+		t.Errorf("writing beside the office after Seal: %q, exit %d; want read-only refusals", out, code)
+	}
+	if out, code := f.sh(t, "echo ok > /workspace/v1-web-x/after-seal && cat /workspace/v1-web-x/after-seal"); code != 0 || out != "ok\n" {
+		t.Errorf("the office after Seal: %q, exit %d; want it writable", out, code)
+	}
+	if err := f.point.Attach(open(t, f.office), "late", false); err == nil {
+		t.Error("Attach after Seal succeeded; a sealed point takes no new targets")
+	}
+}
