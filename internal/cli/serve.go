@@ -29,7 +29,9 @@ than loopback needs TLS (--tls-cert, --tls-key): the token and the
 portal's session would cross the network in clear. At start it checks that its mode can work here (the engine answers,
 the image is present, the container exists and runs), adopts the managed
 runtimes of known offices and removes those nothing accounts for. While it
-runs it stops idle runtimes (sandbox.idleTimeout, default 10m).
+runs it stops idle runtimes (sandbox.idleTimeout, default 10m) and, in
+image mode, keeps runtimes started ahead of new conversations (sandbox.pool,
+default 2 per image in use), which it removes when it stops.
 
 Before all that it migrates a workspace of the raw-id layout to offices
 (see hutch migrate) and refuses to start while anything blocks that.

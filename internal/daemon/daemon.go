@@ -225,6 +225,9 @@ func Run(ctx context.Context, o Options) error {
 	if idle > 0 {
 		_, _ = fmt.Fprintf(o.Out, "  Idle stop:   after %s\n", idle)
 	}
+	if o.Mode.Kind == sandbox.KindImage {
+		_, _ = fmt.Fprintf(o.Out, "  Warm pool:   %s\n", svc.PoolBanner(ctx, o.Mode))
+	}
 	if portal != nil {
 		_, _ = fmt.Fprintf(o.Out, "  Admin:       %s/admin/ (sign in with a link from hutch admin link)\n", pURL)
 	}
@@ -238,6 +241,7 @@ func Run(ctx context.Context, o Options) error {
 		defer close(idleDone)
 		var wg sync.WaitGroup
 		wg.Go(func() { diskLoop(idleCtx, svc, o.Mode, o.Log) })
+		wg.Go(func() { svc.KeepPool(idleCtx, o.Mode) })
 		if idle > 0 {
 			idleLoop(idleCtx, svc, o.Mode, idle, o.Log, m)
 		}

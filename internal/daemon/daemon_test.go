@@ -33,6 +33,7 @@ import (
 	"github.com/hutchsandbox/hutch/internal/sandbox"
 	"github.com/hutchsandbox/hutch/internal/sandbox/image"
 	"github.com/hutchsandbox/hutch/internal/service"
+	"github.com/hutchsandbox/hutch/internal/settings"
 	"github.com/hutchsandbox/hutch/internal/testenv"
 	"github.com/hutchsandbox/hutch/internal/tools"
 )
@@ -484,6 +485,108 @@ func TestDaemon_RestartAdopts(t *testing.T) {
 	}
 	if err := d2.stop(t); err != nil {
 		t.Errorf("second daemon: %v", err)
+	}
+}
+
+// TestDaemon_WarmPool: a daemon in image mode keeps sandbox.pool
+// runtimes ready; a new conversation's first command runs in one, the
+// daemon refills the pool, and at shutdown it removes the ready members
+// while the conversation's runtime stays.
+func TestDaemon_WarmPool(t *testing.T) {
+	cli := testenv.Docker(t)
+	img := testenv.BusyboxImage(t, cli)
+	if os.Geteuid() != 0 {
+		t.Skip("the warm pool needs root")
+	}
+	run, err := os.MkdirTemp("", "hr-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = agent.RemoveSocketDir(run) })
+	layout, err := service.ResolveLayout(service.LayoutOptions{StateDir: filepath.Join(t.TempDir(), "state"), Getenv: func(k string) string {
+		if k == "HUTCH_RUN_DIR" {
+			return run
+		}
+		return ""
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	testenv.CleanupContainers(t, cli, engine.LabelStateDir+"="+layout.StateDir)
+	if err := settings.SetRuntime(settings.GlobalPath(layout.StateDir), "sandbox.pool", "1"); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	ready := func() []string {
+		t.Helper()
+		var ids []string
+		for deadline := time.Now().Add(90 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+			res, err := cli.ContainerList(ctx, mobyclient.ContainerListOptions{Filters: make(mobyclient.Filters).
+				Add("label", "hutch.pool.member").Add("label", engine.LabelStateDir+"="+layout.StateDir)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ids = ids[:0]
+			for _, c := range res.Items {
+				// Ready: its agent answered (the filler marks it so).
+				name := strings.TrimPrefix(c.Names[0], "/")
+				if _, err := os.Stat(filepath.Join(run, "pool", name, "ready")); err == nil && strings.HasPrefix(name, "hutch-pool-") {
+					ids = append(ids, c.ID)
+				}
+			}
+			if len(ids) == 1 {
+				return ids
+			}
+		}
+		t.Fatalf("the daemon keeps %d ready runtimes; want 1", len(ids))
+		return nil
+	}
+	svc := service.New(layout, nil)
+	svc.SetAgentBinary(testenv.HutchBinary(t))
+	d := start(t, svc, daemon.Options{Mode: sandbox.Mode{Kind: sandbox.KindImage, Target: img}, Grace: 5 * time.Second})
+	if want := "  Warm pool:   1 started runtime(s) ready per image in use (sandbox.pool)\n"; !strings.Contains(d.out.String(), want) {
+		t.Errorf("banner:\n%s\nwant the line %q", d.out.String(), want)
+	}
+	member := ready()[0]
+	c := api.Conversation{Platform: "web", ConversationID: testenv.Name(t)}
+	addr, err := office.NewAddress(c.Platform, c.ConversationID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	res, err := (&client.Client{Socket: d.sock}).Exec(ctx, api.ExecRequest{Conversation: c, Command: "ls /workspace"}, &out, nil)
+	if err != nil || res.ExitCode != 0 || out.String() != string(addr.Key())+"\n" {
+		t.Fatalf("first command: %+v, %q, %v", res, out.String(), err)
+	}
+	ins, err := cli.ContainerInspect(ctx, image.ContainerName(string(addr.Key())), mobyclient.ContainerInspectOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ins.Container.ID != member {
+		t.Errorf("the first command ran in %s; want the ready member %s", ins.Container.ID, member)
+	}
+	if next := ready()[0]; next == member {
+		t.Error("the pool was not refilled")
+	}
+	if err := d.stop(t); err != nil {
+		t.Fatal(err)
+	}
+	left, err := cli.ContainerList(ctx, mobyclient.ContainerListOptions{All: true, Filters: make(mobyclient.Filters).
+		Add("label", "hutch.pool.member").Add("label", engine.LabelStateDir+"="+layout.StateDir)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(left.Items) != 1 || left.Items[0].ID != member {
+		t.Errorf("after shutdown %d pool containers are left; want only the conversation's", len(left.Items))
+	}
+	// The conversation's runtime is removed with its mounts, so the run
+	// dir goes without reaching through one.
+	ir, err := svc.Managed(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ir.Remove(ctx, string(addr.Key())); err != nil {
+		t.Fatal(err)
 	}
 }
 

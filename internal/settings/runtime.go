@@ -38,6 +38,9 @@ type Runtime struct {
 	CeilingDiskBytes int64
 	// IdleTimeout stops a runtime that ran nothing for this long.
 	IdleTimeout time.Duration
+	// Pool is how many started runtimes the daemon keeps ready per
+	// image in use (image mode); nil: the default, DefaultPool.
+	Pool *int
 	// TimeZone is the IANA zone commands run in (TZ), in every mode.
 	TimeZone string
 	// NetworkAllow lists the hosts a microVM may reach through hutch's
@@ -69,6 +72,7 @@ var RuntimeKeys = []runtimeKey{
 	{"sandbox.ceiling.pids", []string{"ceiling", "pids"}, "most processes temporary limits may give a runtime; unset: sandbox.pids", parsePidsValue, func(r *Runtime, v any) { r.CeilingPids = v.(int64) }},
 	{"sandbox.ceiling.disk", []string{"ceiling", "disk"}, "most disk a runtime may fill outside its office and mounts, Docker units (20g); one over it is stopped until removed; unset: 10g", parseDiskValue, func(r *Runtime, v any) { r.CeilingDiskBytes = v.(int64) }},
 	{"sandbox.idleTimeout", []string{"idleTimeout"}, "stop a runtime idle this long (10m, 1h)", parseDurationValue, func(r *Runtime, v any) { r.IdleTimeout = v.(time.Duration) }},
+	{"sandbox.pool", []string{"pool"}, "runtimes the daemon keeps started per image in use (image mode, Docker, root) for new conversations' first commands; idle ones paused; unset: 2, 0: none", parsePoolValue, func(r *Runtime, v any) { n := v.(int); r.Pool = &n }},
 	{"sandbox.timezone", []string{"timezone"}, "time zone commands run in, in every mode (Europe/Berlin, UTC)", parseTimeZoneValue, func(r *Runtime, v any) { r.TimeZone = v.(string) }},
 	{"sandbox.network.allow", []string{"network", "allow"}, "hosts a microVM may reach through hutch's proxy, comma-separated (github.com,*.npmjs.org); unset: no network", parseAllowValue, func(r *Runtime, v any) { r.NetworkAllow = v.([]string) }},
 	{"sandbox.kube.kubeconfig", []string{"kube", "kubeconfig"}, "kubeconfig file of kube: mode, an absolute path; unset: in-cluster, then KUBECONFIG, then ~/.kube/config", parseKubeconfigValue, func(r *Runtime, v any) { r.Kube.Kubeconfig = v.(string) }},
@@ -197,6 +201,36 @@ func parseCPUValue(s string) (any, error)      { return ParseCPUs(s) }
 func parseMemoryValue(s string) (any, error)   { return ParseMemory(s) }
 func parsePidsValue(s string) (any, error)     { return ParsePids(s) }
 func parseDiskValue(s string) (any, error)     { return ParseDisk(s) }
+
+// DefaultPool is how many ready runtimes the daemon keeps per image in
+// use when sandbox.pool is unset.
+const DefaultPool = 2
+
+// MaxPool bounds sandbox.pool: every member is a started container.
+const MaxPool = 32
+
+// ParsePool parses sandbox.pool: a whole number from 0 to MaxPool.
+func ParsePool(s string) (int, error) {
+	if err := checkPlain(s, "Pool"); err != nil {
+		return 0, err
+	}
+	v, err := strconv.Atoi(s)
+	if err != nil || v < 0 || v > MaxPool {
+		return 0, errdefs.New(errdefs.ErrInvalid, fmt.Sprintf("Pool %q must be a whole number from 0 (no warm pool) to %d", s, MaxPool))
+	}
+	return v, nil
+}
+
+func parsePoolValue(s string) (any, error) { return ParsePool(s) }
+
+// PoolSize is sandbox.pool, or DefaultPool when unset.
+func (r Runtime) PoolSize() int {
+	if r.Pool == nil {
+		return DefaultPool
+	}
+	return *r.Pool
+}
+
 func parseDurationValue(s string) (any, error) {
 	if err := checkPlain(s, "Duration"); err != nil {
 		return nil, err

@@ -21,7 +21,7 @@ func TestSetRuntime_RoundTripKeepsOtherKeys(t *testing.T) {
 	for _, kv := range [][2]string{
 		{"sandbox.cpus", "1.5"}, {"sandbox.memory", "2g"}, {"sandbox.pids", "512"},
 		{"sandbox.boost.cpus", "2"}, {"sandbox.boost.memory", "4g"}, {"sandbox.idleTimeout", "90s"}, {"sandbox.timezone", "America/Argentina/Buenos_Aires"},
-		{"sandbox.network.allow", "github.com, *.npmjs.org"},
+		{"sandbox.network.allow", "github.com, *.npmjs.org"}, {"sandbox.pool", "0"},
 	} {
 		if err := settings.SetRuntime(path, kv[0], kv[1]); err != nil {
 			t.Fatalf("SetRuntime(%s, %s): %v", kv[0], kv[1], err)
@@ -31,7 +31,8 @@ func TestSetRuntime_RoundTripKeepsOtherKeys(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := settings.Runtime{CPUs: 1.5, MemoryBytes: 2 << 30, Pids: 512, BoostCPUs: 2, BoostMemoryBytes: 4 << 30, IdleTimeout: 90 * time.Second, TimeZone: "America/Argentina/Buenos_Aires", NetworkAllow: []string{"github.com", "*.npmjs.org"}}
+	none := 0
+	want := settings.Runtime{CPUs: 1.5, MemoryBytes: 2 << 30, Pids: 512, BoostCPUs: 2, BoostMemoryBytes: 4 << 30, IdleTimeout: 90 * time.Second, TimeZone: "America/Argentina/Buenos_Aires", NetworkAllow: []string{"github.com", "*.npmjs.org"}, Pool: &none}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("LoadRuntime (-want +got):\n%s", diff)
 	}
@@ -54,8 +55,8 @@ func TestSetRuntime_RoundTripKeepsOtherKeys(t *testing.T) {
 		t.Errorf("an emptied boost object was kept:\n%s", data)
 	}
 	vals, err := settings.RuntimeValues(path)
-	if err != nil || len(vals) != 6 {
-		t.Errorf("RuntimeValues = %v, %v; want 6 keys", vals, err)
+	if err != nil || len(vals) != 7 {
+		t.Errorf("RuntimeValues = %v, %v; want 7 keys", vals, err)
 	}
 }
 
@@ -72,12 +73,14 @@ func TestSetRuntime_Refusals(t *testing.T) {
 		{"sandbox.memory", "1k", `Memory "1k" is below the engine's minimum of 6m`},
 		{"sandbox.pids", "1.5", `Pids "1.5" must be a positive whole number such as 1024`},
 		{"sandbox.idleTimeout", "0s", `Duration "0s" must be positive, such as 10m or 1h`},
+		{"sandbox.pool", "33", `Pool "33" must be a whole number from 0 (no warm pool) to 32`},
+		{"sandbox.pool", "two", `Pool "two" must be a whole number from 0 (no warm pool) to 32`},
 		{"sandbox.timezone", "Mars/Olympus_Mons", `Time zone "Mars/Olympus_Mons" is not in the time zone database; use an IANA name such as Europe/Berlin or UTC`},
 		{"sandbox.timezone", "../etc/passwd", `Time zone "../etc/passwd" must be an IANA name such as Europe/Berlin or UTC`},
 		{"sandbox.timezone", "Europe/Berlin;id", `Time zone "Europe/Berlin;id" must be an IANA name such as Europe/Berlin or UTC`},
 		{"sandbox.network.allow", "https://github.com", `sandbox.network.allow entry "https://github.com": has a scheme (https://); write the host only, e.g. "github.com"`},
 		{"sandbox.network.allow", "github.com,,npmjs.org", `sandbox.network.allow has an empty entry`},
-		{"sandbox.colour", "red", `Unknown setting "sandbox.colour"; settable keys: sandbox.cpus, sandbox.memory, sandbox.pids, sandbox.boost.cpus, sandbox.boost.memory, sandbox.ceiling.cpus, sandbox.ceiling.memory, sandbox.ceiling.pids, sandbox.ceiling.disk, sandbox.idleTimeout, sandbox.timezone, sandbox.network.allow, sandbox.kube.kubeconfig, sandbox.kube.namespace, sandbox.kube.storage, sandbox.kube.nodeSelector, sandbox.kube.runtimeClass, sandbox.kube.agentImage`},
+		{"sandbox.colour", "red", `Unknown setting "sandbox.colour"; settable keys: sandbox.cpus, sandbox.memory, sandbox.pids, sandbox.boost.cpus, sandbox.boost.memory, sandbox.ceiling.cpus, sandbox.ceiling.memory, sandbox.ceiling.pids, sandbox.ceiling.disk, sandbox.idleTimeout, sandbox.pool, sandbox.timezone, sandbox.network.allow, sandbox.kube.kubeconfig, sandbox.kube.namespace, sandbox.kube.storage, sandbox.kube.nodeSelector, sandbox.kube.runtimeClass, sandbox.kube.agentImage`},
 	}
 	for _, tt := range tests {
 		t.Run(strings.ReplaceAll(tt.key+"_"+tt.value, " ", "_"), func(t *testing.T) {

@@ -28,6 +28,11 @@ import (
 // hostSocket is where an office's agent socket sits on the host: a path
 // anyone who knows the run dir and the office key can compute.
 func (f *fixture) hostSocket(officeKey string) string {
+	if res, err := f.cli.ContainerInspect(context.Background(), image.ContainerName(officeKey), client.ContainerInspectOptions{}); err == nil {
+		if m := res.Container.Config.Labels[image.LabelPoolMember]; m != "" {
+			return filepath.Join(image.MemberSocketDir(f.run, m), "agent.sock")
+		}
+	}
 	sum := sha256.Sum256([]byte(officeKey))
 	return filepath.Join(f.run, "rt", hex.EncodeToString(sum[:8]), "agent.sock")
 }
@@ -38,8 +43,9 @@ func (f *fixture) hostSocket(officeKey string) string {
 // its connection drops) must refuse the agent that answers, naming the
 // runtime, and send it nothing: the victim's office stays untouched and
 // no command or env of the attacker's conversation reaches it.
-func TestAttack_ChannelRedirect(t *testing.T) {
-	f := newFixture(t)
+func TestAttack_ChannelRedirect(t *testing.T) { attackChannelRedirect(t, newFixture(t)) }
+
+func attackChannelRedirect(t *testing.T, f *fixture) {
 	victim := f.office(t, "victim")
 	attacker := f.office(t, "attacker")
 	run(t, f.rt, victim, "true", nil)
@@ -161,8 +167,9 @@ func (f *fixture) fullDoor(t *testing.T, id string) sandbox.Spec {
 // another office away and puts a link to hutch's state dir in its place.
 // The victim's next start must refuse the link, and nothing of the state
 // dir may be mounted anywhere.
-func TestAttack_MountSourceLinked(t *testing.T) {
-	f := newFixture(t)
+func TestAttack_MountSourceLinked(t *testing.T) { attackMountSourceLinked(t, newFixture(t)) }
+
+func attackMountSourceLinked(t *testing.T, f *fixture) {
 	attacker := f.fullDoor(t, "attacker-full")
 	victim := f.office(t, "victim-iso")
 	if err := os.WriteFile(filepath.Join(f.state, "vault-secret"), []byte("s3cret"), 0o600); err != nil {
@@ -226,8 +233,9 @@ func TestAttack_MountSourceSwappedInTheRace(t *testing.T) {
 // network of its own; Docker keeps bridge networks apart, and on Podman
 // (which routes between them) hutch's host rule drops that traffic: the
 // connection must fail, while the victim reaches itself.
-func TestAttack_CrossOfficeNetwork(t *testing.T) {
-	f := newFixture(t)
+func TestAttack_CrossOfficeNetwork(t *testing.T) { attackCrossOfficeNetwork(t, newFixture(t)) }
+
+func attackCrossOfficeNetwork(t *testing.T, f *fixture) {
 	victim := f.office(t, "victim-net")
 	attacker := f.office(t, "attacker-net")
 	if f.eng.Flavor == engine.FlavorPodman {
@@ -247,8 +255,11 @@ func TestAttack_CrossOfficeNetwork(t *testing.T) {
 			return "" // not made yet
 		}
 		if ns := res.Container.NetworkSettings; ns != nil {
-			if n, ok := ns.Networks[image.NetworkName(victim.OfficeKey)]; ok && n.IPAddress.IsValid() {
-				return n.IPAddress.String()
+			// The office's network, or the warm pool member's it came with.
+			for _, n := range ns.Networks {
+				if n != nil && n.IPAddress.IsValid() {
+					return n.IPAddress.String()
+				}
 			}
 		}
 		return ""
@@ -261,8 +272,9 @@ func TestAttack_CrossOfficeNetwork(t *testing.T) {
 // stops that runtime (and not a neighbour under the ceiling), its next
 // start is refused with a text that says how to get it back, and a
 // removal gives the conversation a fresh runtime with its office kept.
-func TestAttack_FillTheDisk(t *testing.T) {
-	f := newFixture(t)
+func TestAttack_FillTheDisk(t *testing.T) { attackFillTheDisk(t, newFixture(t)) }
+
+func attackFillTheDisk(t *testing.T, f *fixture) {
 	ctx := context.Background()
 	const ceiling = 64 << 20
 	attacker := f.office(t, "attacker-disk")

@@ -42,7 +42,7 @@ func (r *Runtime) EnforceDisk(ctx context.Context, ceiling int64) ([]string, err
 	var stopped []string
 	var errs []error
 	for _, c := range res.Items {
-		key := c.Labels[engine.LabelOffice]
+		key := r.officeOf(c)
 		if key == "" || c.State != "running" {
 			continue
 		}

@@ -50,6 +50,18 @@ type containerState struct {
 	// networks maps the names of the networks the container is on to
 	// the ids they had when it joined them.
 	networks map[string]string
+	// member and network are set for a container handed out from the
+	// warm pool: its name there and its network (see pool.go).
+	member, network string
+}
+
+// officeNetwork is the name of the network the office key's container
+// belongs on.
+func (st containerState) officeNetwork(key string) string {
+	if st.network != "" {
+		return st.network
+	}
+	return NetworkName(key)
 }
 
 // onNetwork reports whether the container is on the network of that name.
@@ -97,6 +109,7 @@ func (r *Runtime) inspect(ctx context.Context, nameOrID string) (containerState,
 			st.limits.Pids = *hc.PidsLimit
 		}
 	}
+	r.overlayBinding(&st)
 	return st, nil
 }
 
@@ -217,6 +230,7 @@ func (r *Runtime) ensureLocked(ctx context.Context, s *session, spec sandbox.Spe
 	if err := r.mine(st); err != nil {
 		return nil, err
 	}
+	s.useChannel(st.member)
 	// The warm path: a running container this process, or another of
 	// this installation, has checked, built from what the office needs
 	// and on its network. Only its limits may need a live update; nothing
@@ -225,7 +239,7 @@ func (r *Runtime) ensureLocked(ctx context.Context, s *session, spec sandbox.Spe
 		s.verified = r.readVerified(spec.OfficeKey)
 	}
 	if st.running && st.fingerprint == fp && s.verified == st.id+"@"+st.startedAt &&
-		(st.onNetwork(NetworkName(spec.OfficeKey)) || r.cfg.Engine.Flavor == engine.FlavorPodman) {
+		(st.onNetwork(st.officeNetwork(spec.OfficeKey)) || r.cfg.Engine.Flavor == engine.FlavorPodman) {
 		if err := r.applyLimits(ctx, spec, st); err != nil {
 			return nil, err
 		}
@@ -246,11 +260,21 @@ func (r *Runtime) ensureLocked(ctx context.Context, s *session, spec sandbox.Spe
 	if err := r.mine(st); err != nil {
 		return nil, err
 	}
+	s.useChannel(st.member)
 	switch {
 	case !st.exists:
 		snap, err := r.snapshotExists(ctx, spec.OfficeKey)
 		if err != nil {
 			return nil, err
+		}
+		if !snap {
+			pooled, err := r.fromPool(ctx, s, spec, d, fp)
+			if err != nil {
+				return nil, err
+			}
+			if pooled {
+				break
+			}
 		}
 		from := r.cfg.Image
 		if snap {
@@ -295,7 +319,7 @@ func (r *Runtime) ensureLocked(ctx context.Context, s *session, spec sandbox.Spe
 				r.dropSnapshot(ctx, spec.OfficeKey)
 			}
 		}
-		joined, on := st.networks[NetworkName(spec.OfficeKey)]
+		joined, on := st.networks[st.officeNetwork(spec.OfficeKey)]
 		switch {
 		case !on && r.cfg.Engine.Flavor != engine.FlavorPodman:
 			// A hutch died between starting the container and attaching
@@ -355,6 +379,7 @@ func (r *Runtime) ensureLocked(ctx context.Context, s *session, spec sandbox.Spe
 // because, when not empty, says why the container replaces another: it
 // is recorded on the new one (sandbox.MarkRecreated).
 func (r *Runtime) createAndStart(ctx context.Context, s *session, spec sandbox.Spec, d desired, fp, from, because string) error {
+	s.useChannel("")
 	if err := r.prepareChannel(spec.OfficeKey); err != nil {
 		return err
 	}
@@ -462,6 +487,7 @@ func (r *Runtime) rejoinNetwork(ctx context.Context, spec sandbox.Spec, containe
 }
 
 func (r *Runtime) start(ctx context.Context, s *session, spec sandbox.Spec, id string) error {
+	s.useChannel("")
 	if err := r.prepareChannel(s.Key); err != nil {
 		return err
 	}
@@ -511,23 +537,52 @@ func (r *Runtime) create(ctx context.Context, spec sandbox.Spec, d desired, fp, 
 		engine.LabelImage:        r.cfg.Image,
 		engine.LabelStateDir:     r.cfg.StateDir,
 		labelBuiltFrom:           d.parts(),
+		// Set empty over what a snapshot of a warm pool's runtime
+		// carries: this container is the office's own.
+		labelPool:       "",
+		labelPoolMember: "",
 	}
 	if because != "" {
 		// Always both: a container made from a snapshot inherits the
 		// labels of the one it replaces.
 		sandbox.MarkRecreated(labels, time.Now(), because)
 	}
-	mounts := []mount.Mount{
-		{Type: mount.TypeBind, Source: r.agentBin, Target: agentPath, ReadOnly: true},
-		{Type: mount.TypeBind, Source: socketDir(r.cfg.RunDir, spec.OfficeKey), Target: runPath},
-		{Type: mount.TypeBind, Source: keyFile(r.cfg.RunDir, spec.OfficeKey), Target: keyPath, ReadOnly: true},
-	}
+	mounts := r.channelMounts(spec.OfficeKey)
 	for _, m := range spec.Mounts {
 		mounts = append(mounts, mount.Mount{Type: mount.TypeBind, Source: m.HostPath, Target: m.RuntimePath, ReadOnly: m.ReadOnly})
 	}
 	for _, v := range spec.VaultFiles {
 		mounts = append(mounts, mount.Mount{Type: mount.TypeBind, Source: v.HostPath, Target: v.RuntimePath, ReadOnly: true})
 	}
+	cfg, hc := r.containerConfig(from, spec.OfficeRuntimePath, labels, mounts, netID, limits)
+	res, err := r.api.ContainerCreate(ctx, client.ContainerCreateOptions{Name: name, Config: cfg, HostConfig: hc})
+	if err != nil {
+		if engine.IsConflict(err) {
+			if st, ierr := r.inspect(ctx, name); ierr == nil && st.exists {
+				return st.id, nil
+			}
+		}
+		return "", engine.Classify(err, "create container "+name)
+	}
+	r.log.Info("created container", "office_key", spec.OfficeKey, "container", name, "id", shortID(res.ID), "from", from)
+	r.event("created")
+	return res.ID, nil
+}
+
+// channelMounts are the mounts of the agent and its channel for the
+// runtime named by key (an office key, or a pool member's name).
+func (r *Runtime) channelMounts(key string) []mount.Mount {
+	return []mount.Mount{
+		{Type: mount.TypeBind, Source: r.agentBin, Target: agentPath, ReadOnly: true},
+		{Type: mount.TypeBind, Source: socketDir(r.cfg.RunDir, key), Target: runPath},
+		{Type: mount.TypeBind, Source: keyFile(r.cfg.RunDir, key), Target: keyPath, ReadOnly: true},
+	}
+}
+
+// containerConfig is how every hutch container of this mode is made,
+// for an office or for the warm pool: the agent as init, every
+// capability but the kept few dropped, no new privileges, no restart.
+func (r *Runtime) containerConfig(from, workDir string, labels map[string]string, mounts []mount.Mount, netID string, limits sandbox.Limits) (*container.Config, *container.HostConfig) {
 	stopTimeout := 5
 	hc := &container.HostConfig{
 		Mounts:        mounts,
@@ -549,22 +604,11 @@ func (r *Runtime) create(ctx context.Context, spec sandbox.Spec, d desired, fp, 
 		Image:       from,
 		Entrypoint:  []string{agentPath, "agent", "--init", "--listen", runPath + "/" + socketName, "--key-file", keyPath},
 		Cmd:         []string{},
-		WorkingDir:  spec.OfficeRuntimePath,
+		WorkingDir:  workDir,
 		Labels:      labels,
 		StopTimeout: &stopTimeout,
 	}
-	res, err := r.api.ContainerCreate(ctx, client.ContainerCreateOptions{Name: name, Config: cfg, HostConfig: hc})
-	if err != nil {
-		if engine.IsConflict(err) {
-			if st, ierr := r.inspect(ctx, name); ierr == nil && st.exists {
-				return st.id, nil
-			}
-		}
-		return "", engine.Classify(err, "create container "+name)
-	}
-	r.log.Info("created container", "office_key", spec.OfficeKey, "container", name, "id", shortID(res.ID), "from", from)
-	r.event("created")
-	return res.ID, nil
+	return cfg, hc
 }
 
 func resources(l sandbox.Limits) container.Resources {
@@ -615,6 +659,9 @@ func (r *Runtime) recreate(ctx context.Context, s *session, spec sandbox.Spec, d
 	if _, err := r.api.ContainerRemove(ctx, st.id, client.ContainerRemoveOptions{Force: true}); err != nil && !engine.IsNotFound(err) {
 		return engine.Classify(err, "remove drifted container "+name)
 	}
+	if st.member != "" {
+		r.dropMemberFiles(ctx, st.id, st.member)
+	}
 	if err := r.createAndStart(ctx, s, spec, d, fp, from, because); err != nil {
 		return err
 	}
@@ -662,6 +709,9 @@ func (d desired) parts() string {
 // of what it was built from changed, as far as its labels tell (a
 // container made before labelBuiltFrom existed tells only its image).
 func recreateReason(st containerState, d desired) string {
+	if st.member != "" && st.fingerprint == "" {
+		return "it came from the warm pool and stopped; a pooled runtime's mounts end with its run"
+	}
 	old := map[string]string{}
 	for _, kv := range strings.Split(st.labels[labelBuiltFrom], ",") {
 		if k, v, ok := strings.Cut(kv, "="); ok {
@@ -747,14 +797,24 @@ func (r *Runtime) dropSnapshot(ctx context.Context, key string) {
 // this hutch owns and keeps the oldest id, removing its own if it lost.
 // Containers are attached by id, so a stray twin is never ambiguous.
 func (r *Runtime) ensureNetwork(ctx context.Context, spec sandbox.Spec) (string, error) {
-	name := NetworkName(spec.OfficeKey)
+	return r.makeNetwork(ctx, NetworkName(spec.OfficeKey), spec.OfficeKey, map[string]string{
+		engine.LabelManaged:  "true",
+		engine.LabelMode:     string(sandbox.KindImage),
+		engine.LabelOffice:   spec.OfficeKey,
+		engine.LabelStateDir: r.cfg.StateDir,
+	})
+}
+
+// makeNetwork makes sure the bridge network name exists, on a /29 of the
+// pool first tried at key's index, labelled labels, and returns its id.
+func (r *Runtime) makeNetwork(ctx context.Context, name, key string, labels map[string]string) (string, error) {
 	if id, err := r.findNetwork(ctx, name); err != nil || id != "" {
 		return id, err
 	}
 	// Hutch processes of one installation take a file lock first, so
 	// they never race to create twins (a container start by name fails
 	// while two exist); the twin cleanup below covers anything else.
-	unlock, err := lockFile(filepath.Join(r.cfg.RunDir, "locks", "net-"+shortHash(spec.OfficeKey)+".lock"))
+	unlock, err := lockFile(filepath.Join(r.cfg.RunDir, "locks", "net-"+shortHash(key)+".lock"))
 	if err != nil {
 		return "", err
 	}
@@ -762,13 +822,7 @@ func (r *Runtime) ensureNetwork(ctx context.Context, spec sandbox.Spec) (string,
 	if id, err := r.findNetwork(ctx, name); err != nil || id != "" {
 		return id, err
 	}
-	labels := map[string]string{
-		engine.LabelManaged:  "true",
-		engine.LabelMode:     string(sandbox.KindImage),
-		engine.LabelOffice:   spec.OfficeKey,
-		engine.LabelStateDir: r.cfg.StateDir,
-	}
-	start := subnetIndex(spec.OfficeKey)
+	start := subnetIndex(key)
 	var lastErr error
 	for i := uint32(0); i < 64; i++ {
 		sub, err := subnet(r.cfg.NetworkPool, start+i)

@@ -18,6 +18,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -45,6 +46,60 @@ type fixture struct {
 	agent          agentbin.Binary
 	state, run, ws string
 	rt             *image.Runtime
+	// pool, when above 0, is how many warm pool members office fills
+	// before it hands out a spec: every first command then takes one.
+	pool int
+	// logs holds the warnings of every runtime of the fixture; pooled
+	// counts hand-outs.
+	logs   syncBuffer
+	pooled atomic.Int64
+	// noHandOut says the test hands out nothing on purpose.
+	noHandOut bool
+}
+
+// syncBuffer is a bytes.Buffer for several goroutines' logs.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// newPooledFixture is newFixture whose offices are served from the warm
+// pool.
+func newPooledFixture(t *testing.T) *fixture {
+	t.Helper()
+	f := newFixture(t)
+	if why := f.rt.PoolUnusable(); why != "" {
+		t.Skip(why)
+	}
+	f.pool = 1
+	// Before the run dir goes (cleanups run last first): never remove
+	// through a mount.
+	t.Cleanup(func() {
+		if err := image.DetachPool(f.run); err != nil {
+			t.Errorf("detach the pool's mounts: %v", err)
+		}
+		// The suite proves something about pooled runtimes only if
+		// its commands ran in some.
+		if strings.Contains(f.logs.String(), "could not be handed out") {
+			t.Errorf("a hand-out failed and the runtime started cold:\n%s", f.logs.String())
+		}
+		if f.pooled.Load() == 0 && !f.noHandOut {
+			t.Error("no runtime was handed out from the pool")
+		}
+	})
+	return f
 }
 
 func newFixture(t *testing.T) *fixture {
@@ -83,7 +138,21 @@ func newFixture(t *testing.T) *fixture {
 // hutch process would.
 func (f *fixture) runtime(t *testing.T) *image.Runtime {
 	t.Helper()
-	rt, err := image.New(image.Config{Engine: f.eng, Image: f.img, StateDir: f.state, Workspace: f.ws, RunDir: f.run, Agent: f.agent, Log: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))})
+	return f.runtimeWith(t, func(*image.Config) {})
+}
+
+// runtimeWith is runtime with its config changed by change.
+func (f *fixture) runtimeWith(t *testing.T, change func(*image.Config)) *image.Runtime {
+	t.Helper()
+	cfg := image.Config{Engine: f.eng, Image: f.img, StateDir: f.state, Workspace: f.ws, RunDir: f.run, Agent: f.agent,
+		Log: slog.New(slog.NewTextHandler(io.MultiWriter(os.Stderr, &f.logs), &slog.HandlerOptions{Level: slog.LevelWarn})),
+		Event: func(e string) {
+			if e == "pooled" {
+				f.pooled.Add(1)
+			}
+		}}
+	change(&cfg)
+	rt, err := image.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -111,6 +180,11 @@ func (f *fixture) exactOffice(t *testing.T, id string) sandbox.Spec {
 	dir := filepath.Join(f.ws, key)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		t.Fatal(err)
+	}
+	if f.pool > 0 {
+		if err := f.rt.FillPool(context.Background(), f.pool); err != nil {
+			t.Fatalf("FillPool: %v", err)
+		}
 	}
 	return sandbox.Spec{
 		OfficeKey:         key,

@@ -131,9 +131,13 @@ func (r *Runtime) writeVerified(officeKey, run string) {
 // sealChannel makes the socket dir immutable once the agent listens (see
 // agent.SealSocketDir); where hutch cannot, the channel proof stands
 // alone and the runtime can still write that directory.
-func (r *Runtime) sealChannel(officeKey string) {
-	if err := agent.SealSocketDir(socketDir(r.cfg.RunDir, officeKey)); err != nil {
-		r.log.Debug("socket dir left writable from inside", "office_key", officeKey, "error", err)
+func (r *Runtime) sealChannel(s *session) {
+	dir := socketDir(r.cfg.RunDir, s.Key)
+	if s.member != "" {
+		dir = memberSocketDir(r.cfg.RunDir, s.member)
+	}
+	if err := agent.SealSocketDir(dir); err != nil {
+		r.log.Debug("socket dir left writable from inside", "office_key", s.Key, "error", err)
 	}
 }
 
@@ -197,7 +201,7 @@ func (r *Runtime) List(ctx context.Context) ([]sandbox.Status, error) {
 	}
 	var out []sandbox.Status
 	for _, c := range res.Items {
-		key := c.Labels[engine.LabelOffice]
+		key := r.officeOf(c)
 		if key == "" {
 			continue
 		}
@@ -315,6 +319,9 @@ func (r *Runtime) Remove(ctx context.Context, key string) error {
 			return engine.Classify(err, "remove container "+ContainerName(key))
 		}
 		r.dropSnapshotImage(ctx, st.imageRef)
+		if st.member != "" {
+			r.dropMemberFiles(ctx, st.id, st.member)
+		}
 	}
 	r.dropSnapshot(ctx, key)
 	if err := r.removeNetwork(ctx, key); err != nil {
@@ -339,15 +346,19 @@ func (r *Runtime) hasLeftovers(ctx context.Context, key string) bool {
 }
 
 func (r *Runtime) removeNetwork(ctx context.Context, key string) error {
-	// Remove every network of the name this hutch owns: a race may have
-	// left a twin.
+	return r.removeNamedNetwork(ctx, NetworkName(key))
+}
+
+// removeNamedNetwork removes every network of the name this hutch owns:
+// a race may have left a twin.
+func (r *Runtime) removeNamedNetwork(ctx context.Context, name string) error {
 	for {
-		id, err := r.findNetwork(ctx, NetworkName(key))
+		id, err := r.findNetwork(ctx, name)
 		if err != nil || id == "" {
 			return err
 		}
 		if _, err := r.api.NetworkRemove(ctx, id, client.NetworkRemoveOptions{}); err != nil && !engine.IsNotFound(err) {
-			return engine.Classify(err, "remove network "+NetworkName(key))
+			return engine.Classify(err, "remove network "+name)
 		}
 	}
 }
@@ -454,7 +465,7 @@ func (r *Runtime) Reconcile(ctx context.Context, known func(officeKey string) bo
 	}
 	now := time.Now()
 	for _, c := range res.Items {
-		key := c.Labels[engine.LabelOffice]
+		key := r.officeOf(c)
 		if key == "" {
 			continue
 		}

@@ -47,7 +47,7 @@ func (r *Runtime) pinMounts(spec sandbox.Spec) ([]*beneath.File, error) {
 // It also seals the socket dir: every start passes here once its agent
 // listens, before any command.
 func (r *Runtime) verifyMounts(ctx context.Context, s *session, id string, spec sandbox.Spec, pins []*beneath.File) error {
-	r.sealChannel(s.Key)
+	r.sealChannel(s)
 	cl, err := r.clientLocked(s)
 	if err != nil {
 		return err

@@ -82,6 +82,9 @@ type Runtime struct {
 	// iso is the state of the rule that keeps office networks apart on
 	// Podman (isolate.go), shared like sessions.
 	iso *isolation
+	// pool is what this process knows of the warm pool (pool.go),
+	// shared like sessions.
+	pool *poolState
 }
 
 var (
@@ -101,6 +104,24 @@ type session struct {
 	// container this process has checked (agent answering, no stale
 	// snapshot); a restart changes it.
 	verified string
+	// member is the warm pool's name of the container when the office
+	// runs in one handed out from the pool (its agent answers on the
+	// member's channel, see pool.go); "" for a container made for the
+	// office.
+	member string
+}
+
+// useChannel points the session's client at the agent channel of the
+// container now serving it: its office's own, or a pool member's.
+func (s *session) useChannel(member string) {
+	if s.member == member {
+		return
+	}
+	if s.client != nil {
+		_ = s.client.Close()
+		s.client = nil
+	}
+	s.member = member
 }
 
 // New returns the image mode.
@@ -128,6 +149,7 @@ func New(cfg Config) (*Runtime, error) {
 		agentBin: bin,
 		sessions: &activity.Table[session]{New: func(o *activity.Office) *session { return &session{Office: o} }},
 		iso:      &isolation{},
+		pool:     newPoolState(),
 	}, nil
 }
 
@@ -172,20 +194,35 @@ func (r *Runtime) Agent(ctx context.Context, spec sandbox.Spec) (*agent.Client, 
 // re-dials by itself when the container restarted.
 func (r *Runtime) clientLocked(s *session) (*agent.Client, error) {
 	if s.client == nil {
-		sock := filepath.Join(socketDir(r.cfg.RunDir, s.Key), socketName)
-		cl := agent.NewClient(func(ctx context.Context) (net.Conn, error) {
-			var d net.Dialer
-			return d.DialContext(ctx, "unix", sock)
-		}, r.log.With("office_key", s.Key))
-		key, err := r.channelKey(s.Key)
+		dir, purpose := socketDir(r.cfg.RunDir, s.Key), "image\x00"+s.Key
+		if s.member != "" {
+			dir, purpose = memberSocketDir(r.cfg.RunDir, s.member), memberPurpose(s.member)
+		}
+		cl, err := r.dialAgent(dir, purpose, ContainerName(s.Key), r.log.With("office_key", s.Key))
 		if err != nil {
 			return nil, err
 		}
-		s.client = cl.RequireProof(key, fmt.Sprintf(
-			"The channel of container %s is answered by a process that is not its agent: something inside it replaced the agent's socket. Nothing was sent to it. Remove the runtime (hutch sandbox rm, or the admin portal) to give the conversation a new one.",
-			ContainerName(s.Key)))
+		s.client = cl
 	}
 	return s.client, nil
+}
+
+// dialAgent makes the client of the agent listening in socket dir dir,
+// which must prove it holds the channel key of purpose; name names the
+// container in the refusal.
+func (r *Runtime) dialAgent(dir, purpose, name string, log *slog.Logger) (*agent.Client, error) {
+	sock := filepath.Join(dir, socketName)
+	cl := agent.NewClient(func(ctx context.Context) (net.Conn, error) {
+		var d net.Dialer
+		return d.DialContext(ctx, "unix", sock)
+	}, log)
+	key, err := agent.ChannelKey(r.cfg.StateDir, purpose)
+	if err != nil {
+		return nil, err
+	}
+	return cl.RequireProof(key, fmt.Sprintf(
+		"The channel of container %s is answered by a process that is not its agent: something inside it replaced the agent's socket. Nothing was sent to it. Remove the runtime (hutch sandbox rm, or the admin portal) to give the conversation a new one.",
+		name)), nil
 }
 
 // waitAgent waits for a freshly started container's agent to answer,
@@ -195,6 +232,12 @@ func (r *Runtime) waitAgent(ctx context.Context, s *session, id string) error {
 	if err != nil {
 		return err
 	}
+	return r.waitFor(ctx, cl, id, ContainerName(s.Key))
+}
+
+// waitFor waits for the agent behind cl, in container id (named name in
+// errors), to answer.
+func (r *Runtime) waitFor(ctx context.Context, cl *agent.Client, id, name string) error {
 	deadline := time.Now().Add(30 * time.Second)
 	delay := 2 * time.Millisecond
 	for i := 0; ; i++ {
@@ -213,11 +256,11 @@ func (r *Runtime) waitAgent(ctx context.Context, s *session, id string) error {
 		if i%20 == 19 {
 			if st, ierr := r.inspect(ctx, id); ierr == nil && !st.running {
 				return errdefs.New(errdefs.ErrUnavailable, fmt.Sprintf(
-					"Container %s exited before its agent answered (exit code %d)%s", ContainerName(s.Key), st.exitCode, r.logsTail(ctx, id)))
+					"Container %s exited before its agent answered (exit code %d)%s", name, st.exitCode, r.logsTail(ctx, id)))
 			}
 		}
 		if time.Now().After(deadline) {
-			return errdefs.New(errdefs.ErrUnavailable, fmt.Sprintf("The agent in container %s did not answer within 30 s: %v", ContainerName(s.Key), err))
+			return errdefs.New(errdefs.ErrUnavailable, fmt.Sprintf("The agent in container %s did not answer within 30 s: %v", name, err))
 		}
 		time.Sleep(delay)
 		delay = min(delay*2, 50*time.Millisecond)
