@@ -86,6 +86,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -104,6 +105,7 @@ import (
 	"github.com/hutchsandbox/hutch/internal/sandbox"
 	"github.com/hutchsandbox/hutch/internal/sandbox/image"
 	"github.com/hutchsandbox/hutch/internal/service"
+	"github.com/hutchsandbox/hutch/internal/settings"
 )
 
 type config struct {
@@ -149,6 +151,7 @@ func run() int {
 	phases := []phase{
 		{"warm exec", (*bench).warmExec},
 		{"cold start", (*bench).coldStart},
+		{"pool burst", (*bench).poolBurst},
 		{"trace", (*bench).trace},
 		{"files", (*bench).files},
 		{"concurrency", (*bench).concurrency},
@@ -240,6 +243,8 @@ type bench struct {
 	docker       string // docker CLI, "" when missing
 	targets      []target
 	log          *slog.Logger
+	// pooled counts the runtimes b.rt handed out from the warm pool.
+	pooled atomic.Int64
 }
 
 type target struct {
@@ -304,7 +309,12 @@ func setup(ctx context.Context, c config) (*bench, error) {
 }
 
 func (b *bench) newRuntime() (*image.Runtime, error) {
-	return image.New(image.Config{Engine: b.eng, Image: b.c.image, StateDir: b.state, RunDir: b.runDir, Agent: b.agent, Log: b.log})
+	return image.New(image.Config{Engine: b.eng, Image: b.c.image, StateDir: b.state, RunDir: b.runDir, Agent: b.agent, Log: b.log,
+		Event: func(e string) {
+			if e == "pooled" {
+				b.pooled.Add(1)
+			}
+		}})
 }
 
 // cleanup removes everything labelled with this run's state dir:
@@ -314,6 +324,13 @@ func (b *bench) cleanup() {
 	defer cancel()
 	for _, state := range append([]string{b.state}, b.daemonStates...) {
 		b.cleanupState(ctx, state)
+	}
+	// The warm pool's mounts go before the run dir: never remove through
+	// one into an office.
+	if b.rt != nil {
+		if err := b.rt.SweepPool(ctx); err != nil {
+			progress("warm pool: %v", err)
+		}
 	}
 	_ = os.RemoveAll(b.runDir)
 	_ = os.RemoveAll(b.tmp)
@@ -609,9 +626,11 @@ func (b *bench) profileWarm(ctx context.Context, path string) error {
 // ---- 2. cold start ----
 
 func (b *bench) coldStart(ctx context.Context) error {
-	var n [4]int
+	var n [6]int
 	var cleanups []func()
-	var pre sandbox.Spec
+	var pre, pooled sandbox.Spec
+	poolOK := b.rt.PoolUnusable() == ""
+	pooledBefore := b.pooled.Load()
 	after := func() {
 		for _, f := range cleanups {
 			f()
@@ -628,6 +647,14 @@ func (b *bench) coldStart(ctx context.Context) error {
 		{Name: "diag: hutch first command, its network made beforehand", After: after,
 			Before: func() (err error) { n[3]++; pre, err = b.preNetwork(ctx, n[3], &cleanups); return err },
 			Run:    func() error { return hutchRun(ctx, b.rt, pre, "true", nil, nil) }},
+	}
+	if poolOK {
+		ops = append(ops, &benchkit.Series{Name: "hutch: first command from the warm pool (1 ready, filled untimed)", After: after,
+			Before: func() (err error) { n[4]++; pooled, err = b.poolOffice(ctx, n[4], false, &cleanups); return err },
+			Run:    func() error { return hutchRun(ctx, b.rt, pooled, "true", nil, nil) }},
+			&benchkit.Series{Name: "hutch: first command from the warm pool, its member paused (idle pool)", After: after,
+				Before: func() (err error) { n[5]++; pooled, err = b.poolOffice(ctx, 1000+n[5], true, &cleanups); return err },
+				Run:    func() error { return hutchRun(ctx, b.rt, pooled, "true", nil, nil) }})
 	}
 	if err := warmUp(ctx, 1, "cold start", ops); err != nil {
 		return err
@@ -647,7 +674,39 @@ func (b *bench) coldStart(ctx context.Context) error {
 		benchkit.Ratio(ops[0].P50(), raw.P50()), benchkit.Ratio(ops[0].P50(), ops[2].P50()))
 	b.reportFailures(ops)
 	b.addTarget("cold start: hutch p50 / raw API p50", benchkit.Ratio(ops[0].P50(), raw.P50()), 1.2)
-	return nil
+	if !poolOK {
+		benchkit.Printf(b.out, "warm pool: not measured: %s\n", b.rt.PoolUnusable())
+		return nil
+	}
+	pool, paused := ops[4], ops[5]
+	served := b.pooled.Load() - pooledBefore
+	want := len(pool.Times) + len(paused.Times) + 2
+	benchkit.Printf(b.out, "warm pool: first command p50 %s = %.3f of the like-for-like Docker path (own network; target ≤ 0.1); from a paused member %s = %.3f · served from the pool: %d of %d (the warm-ups' included)\n",
+		benchkit.Ms(pool.P50()), benchkit.Ratio(pool.P50(), ops[2].P50()), benchkit.Ms(paused.P50()), benchkit.Ratio(paused.P50(), ops[2].P50()), served, want)
+	b.addTarget("warm pool: first command p50 / raw API with its own network p50", benchkit.Ratio(pool.P50(), ops[2].P50()), 0.1)
+	b.addTarget("warm pool: first command p50, ms (the fastest cloud publishes ~90)", float64(pool.P50().Microseconds())/1000, 90)
+	b.addTarget("warm pool, member paused: first command p50 / raw API with its own network p50", benchkit.Ratio(paused.P50(), ops[2].P50()), 0.1)
+	b.targets = append(b.targets, target{what: "warm pool: first commands not served from the pool", value: float64(want - int(served)), limit: 0})
+	return b.rt.DrainPool(ctx)
+}
+
+// poolOffice fills the warm pool to one ready runtime (untimed; paused
+// when pause) and returns the spec of a new conversation, whose runtime
+// the cleanup it registers removes.
+func (b *bench) poolOffice(ctx context.Context, i int, pause bool, cleanups *[]func()) (sandbox.Spec, error) {
+	spec, err := b.office(fmt.Sprintf("bench-pool-%d", i))
+	if err != nil {
+		return spec, err
+	}
+	*cleanups = append(*cleanups, func() {
+		if err := b.rt.Remove(context.WithoutCancel(ctx), spec.OfficeKey); err != nil {
+			progress("remove %s: %v", spec.OfficeKey, err)
+		}
+	})
+	if err := b.rt.FillPool(ctx, 1); err != nil || !pause {
+		return spec, err
+	}
+	return spec, b.rt.PauseReady(ctx)
 }
 
 // coldHutch runs the first command of a new conversation; its runtime is
@@ -726,6 +785,82 @@ func (b *bench) coldRaw(ctx context.Context, i int, ownNet bool, cleanups *[]fun
 		return err
 	}
 	return rawExec(ctx, b.raw, id, "true")
+}
+
+// ---- 2a. a burst of first commands ----
+
+// poolBurst starts 20 new conversations at once, each with one command,
+// with no warm pool and with a pool of 2 that refills while the burst
+// runs (as a daemon keeps it), alternating.
+func (b *bench) poolBurst(ctx context.Context) error {
+	if why := b.rt.PoolUnusable(); why != "" {
+		benchkit.Printf(b.out, "\n2a. Burst of first commands: not measured: %s\n", why)
+		return nil
+	}
+	const burst, poolSize = 20, 2
+	rounds := max(1, b.c.cold/10)
+	cold := &benchkit.Series{Name: "no pool: every runtime started cold"}
+	pooled := &benchkit.Series{Name: fmt.Sprintf("pool of %d, refilled during the burst", poolSize)}
+	servedBefore := b.pooled.Load()
+	for r := range rounds {
+		for _, s := range []*benchkit.Series{cold, pooled} {
+			withPool := s == pooled
+			progress("pool burst: round %d/%d, %s", r+1, rounds, s.Name)
+			specs := make([]sandbox.Spec, burst)
+			for i := range specs {
+				var err error
+				if specs[i], err = b.office(fmt.Sprintf("bench-burst-%d-%t-%d", r, withPool, i)); err != nil {
+					return err
+				}
+			}
+			stopFill := func() {}
+			if withPool {
+				if err := b.rt.FillPool(ctx, poolSize); err != nil {
+					return err
+				}
+				fctx, cancel := context.WithCancel(ctx)
+				done := make(chan struct{})
+				go func() { defer close(done); b.rt.KeepPool(fctx, func() int { return poolSize }, time.Second) }()
+				stopFill = func() { cancel(); <-done }
+			}
+			var mu sync.Mutex
+			var wg sync.WaitGroup
+			start := make(chan struct{})
+			for i := range specs {
+				wg.Go(func() {
+					<-start
+					t0 := time.Now()
+					err := hutchRun(ctx, b.rt, specs[i], "true", nil, nil)
+					mu.Lock()
+					s.Record(time.Since(t0), err)
+					mu.Unlock()
+				})
+			}
+			close(start)
+			wg.Wait()
+			stopFill()
+			b.removeAll(b.rt, specs, "pool burst")
+			if err := b.rt.DrainPool(ctx); err != nil {
+				return err
+			}
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+		}
+	}
+	served := b.pooled.Load() - servedBefore
+	benchkit.Printf(b.out, "\n2a. Burst: %d first commands of new conversations at once, %d round(s) per path, alternating; runtimes removed after each burst, untimed\n", burst, rounds)
+	tw := benchkit.Table(b.out)
+	benchkit.Println(tw, "path\tok\tfail\tp50\tp90\tp99\tmax\t÷no pool p50\t÷no pool p99")
+	for _, s := range []*benchkit.Series{cold, pooled} {
+		benchkit.Printf(tw, "%s\t%d\t%d\t%s\t%s\t%s\t%s\t%.3f\t%.3f\n", s.Name, len(s.Times), s.Fail, benchkit.Ms(s.P50()), benchkit.Ms(s.Pct(90)), benchkit.Ms(s.Pct(99)), benchkit.Ms(s.Pct(100)),
+			benchkit.Ratio(s.P50(), cold.P50()), benchkit.Ratio(s.Pct(99), cold.Pct(99)))
+	}
+	_ = tw.Flush()
+	benchkit.Printf(b.out, "served from the pool: %d of %d first commands (%d ready at the start of each burst, the rest from the refill or cold)\n", served, len(pooled.Times)+pooled.Fail, poolSize)
+	b.reportFailures([]*benchkit.Series{cold, pooled})
+	b.targets = append(b.targets, target{what: "pool burst: failed first commands", value: float64(cold.Fail + pooled.Fail), limit: 0})
+	return nil
 }
 
 // ---- 2b. trace ----
@@ -1353,10 +1488,16 @@ func (b *bench) startDaemon(ctx context.Context, name string, prepare func(state
 			}
 			return ""
 		}})
+	if err == nil {
+		err = os.MkdirAll(state, 0o700)
+	}
+	if err == nil {
+		// The API phases time commands, not a pool filling beside them:
+		// their daemons keep none (phase 2 measures the pool).
+		err = settings.SetRuntime(settings.GlobalPath(state), "sandbox.pool", "0")
+	}
 	if err == nil && prepare != nil {
-		if err = os.MkdirAll(state, 0o700); err == nil {
-			err = prepare(state)
-		}
+		err = prepare(state)
 	}
 	if err != nil {
 		_ = os.RemoveAll(runDir)
