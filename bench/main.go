@@ -1397,6 +1397,17 @@ func (b *bench) memory(ctx context.Context) error {
 	benchkit.Printf(tw, "goroutines\t%d\t%d\t%.1f\n", before.goroutines, after.goroutines, float64(after.goroutines-before.goroutines)/float64(n))
 	_ = tw.Flush()
 
+	// The same runtimes paused, as an idle stop could leave them before
+	// stopping them: does a freezer save memory?
+	progress("memory: pausing the %d containers", len(specs))
+	for _, spec := range specs {
+		if _, err := b.raw.ContainerPause(ctx, image.ContainerName(spec.OfficeKey), client.ContainerPauseOptions{}); err != nil {
+			return err
+		}
+	}
+	time.Sleep(2 * time.Second)
+	sysPaused := systemUsed()
+
 	// System-wide: what a runtime costs the machine (agent, shim, cgroup,
 	// network, kernel), against plain containers of the same image made
 	// the same way, one after the other.
@@ -1414,9 +1425,12 @@ func (b *bench) memory(ctx context.Context) error {
 	tw = benchkit.Table(b.out)
 	benchkit.Printf(tw, "system-wide (MemTotal - MemAvailable), %d idle containers\tper container\t÷plain\n", n)
 	benchkit.Printf(tw, "hutch runtime (agent as pid 1, network of its own)\t%s\t%.2f\n", kib(perHutch/n), float64(perHutch)/float64(perPlain))
+	benchkit.Printf(tw, "the same hutch runtimes, paused\t%s\t%.2f\n", kib((sysPaused-sysBefore)/n), float64(sysPaused-sysBefore)/float64(perPlain))
 	benchkit.Printf(tw, "plain container (sleep as pid 1, default bridge)\t%s\t1.00\n", kib(perPlain/n))
 	benchkit.Printf(tw, "plain container on a bridge network of its own\t%s\t%.2f\n", kib(perNet/n), float64(perNet)/float64(perPlain))
 	_ = tw.Flush()
+	benchkit.Printf(b.out, "the agent's file pages (RssFile) are the one bind-mounted binary, shared by every runtime; what each runtime's agent holds alone is its RssAnon\n")
+	b.addTarget("memory: agent memory private to each runtime (RssAnon p50), MiB", float64(med(anon))/1024, 4)
 	return nil
 }
 
