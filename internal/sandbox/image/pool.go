@@ -193,7 +193,7 @@ func poolFits(spec sandbox.Spec) bool {
 		return false
 	}
 	for _, m := range spec.Mounts {
-		if path.Dir(m.RuntimePath) != poolRoot || path.Base(m.RuntimePath) != strings.TrimPrefix(m.RuntimePath, poolRoot+"/") {
+		if path.Clean(m.RuntimePath) != m.RuntimePath || path.Dir(m.RuntimePath) != poolRoot {
 			return false
 		}
 	}
@@ -321,6 +321,12 @@ func (r *Runtime) handOut(ctx context.Context, s *session, spec sandbox.Spec, d 
 	}
 	if uerr := <-unpaused; uerr != nil && err == nil {
 		err = engine.Classify(uerr, "unpause "+m.name)
+	}
+	if err == nil && st.paused && !m.paused {
+		// Paused by a filler between the listing and the claim.
+		if _, uerr := r.api.ContainerUnpause(ctx, m.id, client.ContainerUnpauseOptions{}); uerr != nil {
+			err = engine.Classify(uerr, "unpause "+m.name)
+		}
 	}
 	if err != nil {
 		return err

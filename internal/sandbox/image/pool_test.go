@@ -7,6 +7,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -88,6 +89,7 @@ func TestPool_HandOut(t *testing.T) {
 	f := newPooledFixture(t)
 	ctx := context.Background()
 	spec := f.office(t, testenv.Name(t))
+	spec.Limits = sandbox.Limits{Pids: 512} // the office's own, not the pool's default
 	id := f.onlyMember(t)
 
 	out, _ := run(t, f.rt, spec, "pwd; ls /workspace; echo from-inside > note; touch /workspace/planted 2>&1; echo $?", nil)
@@ -104,6 +106,17 @@ func TestPool_HandOut(t *testing.T) {
 	}
 	if len(f.members(t)) != 0 {
 		t.Errorf("the pool still lists the handed-out member: %v", f.members(t))
+	}
+	// Made as an office's container is, with the office's limits.
+	hc := ins.Container.HostConfig
+	if len(hc.CapDrop) != 1 || hc.CapDrop[0] != "ALL" || !slices.Contains(hc.SecurityOpt, "no-new-privileges") {
+		t.Errorf("not hardened: CapDrop %v SecurityOpt %v", hc.CapDrop, hc.SecurityOpt)
+	}
+	if hc.PidsLimit == nil || *hc.PidsLimit != 512 || hc.Memory != 1<<30 || hc.NanoCPUs != 5e8 {
+		t.Errorf("limits after the hand-out: pids %v memory %d nanocpus %d; want the office's 512 pids over the defaults", hc.PidsLimit, hc.Memory, hc.NanoCPUs)
+	}
+	if out, _ := run(t, f.rt, spec, `grep CapBnd /proc/self/status`, nil); !strings.Contains(out, "00000000000004fb") {
+		t.Errorf("bounding set inside: %q", out)
 	}
 	st, err := f.rt.Status(ctx, spec.OfficeKey)
 	if err != nil {
