@@ -217,16 +217,28 @@ func firstLine(err error) string {
 // ensureLocked brings the office's container to the desired state and
 // returns its agent client. s.mu is held.
 func (r *Runtime) ensureLocked(ctx context.Context, s *session, spec sandbox.Spec) (*agent.Client, error) {
-	d, err := r.desired(ctx, spec)
-	if err != nil {
-		return nil, err
+	// What the office needs (the image's id) and what its container is
+	// are an engine round trip each, and independent: asked at once, a
+	// warm command waits for one.
+	type wanted struct {
+		d   desired
+		err error
 	}
-	fp := d.fingerprint()
+	wc := make(chan wanted, 1)
+	go func() {
+		d, err := r.desired(ctx, spec)
+		wc <- wanted{d, err}
+	}()
 	name := ContainerName(spec.OfficeKey)
 	st, err := r.inspect(ctx, name)
+	w := <-wc
+	if w.err != nil {
+		return nil, w.err
+	}
 	if err != nil {
 		return nil, err
 	}
+	d, fp := w.d, w.d.fingerprint()
 	if err := r.mine(st); err != nil {
 		return nil, err
 	}
