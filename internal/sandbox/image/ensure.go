@@ -447,7 +447,15 @@ func (r *Runtime) createAndStart(ctx context.Context, s *session, spec sandbox.S
 	if err := r.waitAgent(ctx, s, id); err != nil {
 		return err
 	}
-	return r.verifyMounts(ctx, s, id, spec, pins)
+	if err := r.verifyMounts(ctx, s, id, spec, pins); err != nil {
+		return err
+	}
+	// Checked: the next process (a CLI call) takes the warm path.
+	if st, err := r.inspect(ctx, id); err == nil && st.running {
+		s.verified = st.id + "@" + st.startedAt
+		r.writeVerified(spec.OfficeKey, s.verified)
+	}
+	return nil
 }
 
 // attachNetwork moves a container from "none" onto its office network.

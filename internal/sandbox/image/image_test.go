@@ -946,15 +946,15 @@ func TestTimeout_PausedContainer(t *testing.T) {
 }
 
 // TestWarm_CheckedRunSharedAcrossProcesses: a run of the container that
-// one hutch process checked is warm for the next process too (a CLI
-// call): its first command asks the engine only what the warm path asks
+// one hutch process checked (the first command's start does) is warm
+// for the next process too (a CLI call): its first command asks the
+// engine only what the warm path asks
 // (the image and the container), not the lock path's second inspect and
 // snapshot lookup. A restart is a new run, checked again.
 func TestWarm_CheckedRunSharedAcrossProcesses(t *testing.T) {
 	f := newFixture(t)
 	spec := f.office(t, "shared-check")
-	run(t, f.rt, spec, "true", nil)
-	run(t, f.rt, spec, "true", nil) // the run is checked by now
+	run(t, f.rt, spec, "true", nil) // the start checked the run
 
 	var mu sync.Mutex
 	var paths []string
