@@ -450,12 +450,18 @@ func (r *Runtime) createAndStart(ctx context.Context, s *session, spec sandbox.S
 	if err := r.verifyMounts(ctx, s, id, spec, pins); err != nil {
 		return err
 	}
-	// Checked: the next process (a CLI call) takes the warm path.
+	r.recordChecked(ctx, s, id)
+	return nil
+}
+
+// recordChecked records the run of container id, just started and
+// checked (agent answering, mounts verified), so that the next process
+// (a CLI call) takes the warm path.
+func (r *Runtime) recordChecked(ctx context.Context, s *session, id string) {
 	if st, err := r.inspect(ctx, id); err == nil && st.running {
 		s.verified = st.id + "@" + st.startedAt
-		r.writeVerified(spec.OfficeKey, s.verified)
+		r.writeVerified(s.Key, s.verified)
 	}
-	return nil
 }
 
 // attachNetwork moves a container from "none" onto its office network.
@@ -533,7 +539,11 @@ func (r *Runtime) start(ctx context.Context, s *session, spec sandbox.Spec, id s
 	if err := r.waitAgent(ctx, s, id); err != nil {
 		return err
 	}
-	return r.verifyMounts(ctx, s, id, spec, pins)
+	if err := r.verifyMounts(ctx, s, id, spec, pins); err != nil {
+		return err
+	}
+	r.recordChecked(ctx, s, id)
+	return nil
 }
 
 // testHookBeforeStart, set by tests only, runs between the pinning of a
