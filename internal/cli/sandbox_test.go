@@ -7,6 +7,7 @@ import (
 
 	"github.com/hutchsandbox/hutch/internal/agent"
 	"github.com/hutchsandbox/hutch/internal/engine"
+	"github.com/hutchsandbox/hutch/internal/settings"
 	"github.com/hutchsandbox/hutch/internal/testenv"
 )
 
@@ -29,6 +30,12 @@ func dockerEnv(t *testing.T) (*env, string) {
 		t.Fatal(err)
 	}
 	testenv.CleanupContainers(t, cli, engine.LabelStateDir+"="+e.state)
+	// A daemon these tests start is killed at their end, before it could
+	// remove a warm pool (which would leave its mounts behind): it keeps
+	// none. internal/daemon tests the pool.
+	if err := settings.SetRuntime(settings.GlobalPath(e.state), "sandbox.pool", "0"); err != nil {
+		t.Fatal(err)
+	}
 	return e, "image:" + img
 }
 
