@@ -407,7 +407,11 @@ func (r *Runtime) createAndStart(ctx context.Context, s *session, spec sandbox.S
 		if err != nil {
 			return err
 		}
-		return r.start(ctx, s, spec, id)
+		if err := r.start(ctx, s, spec, id); err != nil {
+			return err
+		}
+		r.recordChecked(ctx, s, id)
+		return nil
 	}
 	type netResult struct {
 		id  string
@@ -454,9 +458,10 @@ func (r *Runtime) createAndStart(ctx context.Context, s *session, spec sandbox.S
 	return nil
 }
 
-// recordChecked records the run of container id, just started and
+// recordChecked records the run of container id, just made, started and
 // checked (agent answering, mounts verified), so that the next process
-// (a CLI call) takes the warm path.
+// (a CLI call) takes the warm path. A start of an existing container
+// records its run where ensure inspects it anyway.
 func (r *Runtime) recordChecked(ctx context.Context, s *session, id string) {
 	if st, err := r.inspect(ctx, id); err == nil && st.running {
 		s.verified = st.id + "@" + st.startedAt
@@ -539,11 +544,7 @@ func (r *Runtime) start(ctx context.Context, s *session, spec sandbox.Spec, id s
 	if err := r.waitAgent(ctx, s, id); err != nil {
 		return err
 	}
-	if err := r.verifyMounts(ctx, s, id, spec, pins); err != nil {
-		return err
-	}
-	r.recordChecked(ctx, s, id)
-	return nil
+	return r.verifyMounts(ctx, s, id, spec, pins)
 }
 
 // testHookBeforeStart, set by tests only, runs between the pinning of a
@@ -577,7 +578,7 @@ func (r *Runtime) create(ctx context.Context, spec sandbox.Spec, d desired, fp, 
 		// labels of the one it replaces.
 		sandbox.MarkRecreated(labels, time.Now(), because)
 	}
-	mounts := r.channelMounts(spec.OfficeKey)
+	mounts := r.channelMounts(socketDir(r.cfg.RunDir, spec.OfficeKey), keyFile(r.cfg.RunDir, spec.OfficeKey))
 	for _, m := range spec.Mounts {
 		mounts = append(mounts, mount.Mount{Type: mount.TypeBind, Source: m.HostPath, Target: m.RuntimePath, ReadOnly: m.ReadOnly})
 	}
@@ -599,13 +600,13 @@ func (r *Runtime) create(ctx context.Context, spec sandbox.Spec, d desired, fp, 
 	return res.ID, nil
 }
 
-// channelMounts are the mounts of the agent and its channel for the
-// runtime named by key (an office key, or a pool member's name).
-func (r *Runtime) channelMounts(key string) []mount.Mount {
+// channelMounts are the mounts of the agent and its channel: the socket
+// dir and the key file on the host (an office's, or a pool member's).
+func (r *Runtime) channelMounts(sockDir, keyFile string) []mount.Mount {
 	return []mount.Mount{
 		{Type: mount.TypeBind, Source: r.agentBin, Target: agentPath, ReadOnly: true},
-		{Type: mount.TypeBind, Source: socketDir(r.cfg.RunDir, key), Target: runPath},
-		{Type: mount.TypeBind, Source: keyFile(r.cfg.RunDir, key), Target: keyPath, ReadOnly: true},
+		{Type: mount.TypeBind, Source: sockDir, Target: runPath},
+		{Type: mount.TypeBind, Source: keyFile, Target: keyPath, ReadOnly: true},
 	}
 }
 

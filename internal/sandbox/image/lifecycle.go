@@ -143,8 +143,12 @@ func (r *Runtime) sealChannel(s *session) {
 
 // channelKey is the key an office's agent proves it holds.
 func (r *Runtime) channelKey(officeKey string) ([]byte, error) {
-	return agent.ChannelKey(r.cfg.StateDir, "image\x00"+officeKey)
+	return agent.ChannelKey(r.cfg.StateDir, officePurpose(officeKey))
 }
+
+// officePurpose names an office's channel key among those of the state
+// dir's secret (a pool member's is memberPurpose).
+func officePurpose(officeKey string) string { return "image\x00" + officeKey }
 
 // effective is the limits an office's running container must have: the
 // base limits, raised by a boost, overridden by temporary limits.

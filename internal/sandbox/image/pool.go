@@ -235,9 +235,8 @@ func (r *Runtime) fromPool(ctx context.Context, s *session, spec sandbox.Spec, d
 // claim takes a ready member of the pool key, if there is one, by making
 // its binding record; a record already there is another process's claim.
 func (r *Runtime) claim(ctx context.Context, key string, spec sandbox.Spec) (member, bool) {
-	res, err := r.api.ContainerList(ctx, client.ContainerListOptions{Filters: make(client.Filters).
+	res, err := r.api.ContainerList(ctx, client.ContainerListOptions{Filters: r.memberFilter().
 		Add("label", labelPool+"="+key).
-		Add("label", engine.LabelStateDir+"="+r.cfg.StateDir).
 		Add("status", "paused", "running")})
 	if err != nil {
 		r.log.Debug("list the warm pool", "error", err)
@@ -253,8 +252,8 @@ func (r *Runtime) claim(ctx context.Context, key string, spec sandbox.Spec) (mem
 		}
 	}
 	for _, c := range items {
-		name := containerName(c.Names)
-		if !strings.HasPrefix(name, poolPrefix) || c.Labels[labelPoolMember] != name {
+		name, ok := inPool(c)
+		if !ok {
 			continue
 		}
 		if _, ready := readySince(r.cfg.RunDir, name); !ready {
@@ -270,6 +269,21 @@ func (r *Runtime) claim(ctx context.Context, key string, spec sandbox.Spec) (mem
 		return member{id: c.ID, name: name, paused: c.State == container.StatePaused}, true
 	}
 	return member{}, false
+}
+
+// memberFilter selects the warm pool's containers of this installation,
+// handed out or not; more terms narrow it.
+func (r *Runtime) memberFilter() client.Filters {
+	return make(client.Filters).
+		Add("label", labelPoolMember).
+		Add("label", engine.LabelStateDir+"="+r.cfg.StateDir)
+}
+
+// inPool returns a listed container's member name when it is still in
+// the pool: named as a member (a hand-out renames it to the office's).
+func inPool(c container.Summary) (string, bool) {
+	name := containerName(c.Names)
+	return name, strings.HasPrefix(name, poolPrefix) && c.Labels[labelPoolMember] == name
 }
 
 func containerName(names []string) string {
@@ -496,23 +510,22 @@ func (r *Runtime) FillPool(ctx context.Context, size int) error {
 	}
 	defer unlock()
 	key := r.poolKey(imageID)
-	res, err := r.api.ContainerList(ctx, client.ContainerListOptions{All: true, Filters: make(client.Filters).
-		Add("label", labelPoolMember).
-		Add("label", engine.LabelImage+"="+r.cfg.Image).
-		Add("label", engine.LabelStateDir+"="+r.cfg.StateDir)})
+	res, err := r.api.ContainerList(ctx, client.ContainerListOptions{All: true, Filters: r.memberFilter().
+		Add("label", engine.LabelImage+"="+r.cfg.Image)})
 	if err != nil {
 		return engine.Classify(err, "list the warm pool")
 	}
 	ready := 0
 	for _, c := range res.Items {
-		name := containerName(c.Names)
-		if !strings.HasPrefix(name, poolPrefix) || c.Labels[labelPoolMember] != name {
+		name, ok := inPool(c)
+		if !ok {
 			continue // handed out: an office's now
 		}
+		// Members are made under the lock this fill holds, so one that
+		// is not ready is what a crashed filler left.
 		_, claimed := readBinding(r.cfg.StateDir, c.ID)
 		_, isReady := readySince(r.cfg.RunDir, name)
 		usable := c.State == container.StatePaused || c.State == container.StateRunning && isReady
-		made := time.Since(time.Unix(c.Created, 0))
 		switch {
 		case claimed && bindingAge(r.cfg.StateDir, c.ID) < poolStale:
 			continue // a hand-out under way
@@ -522,8 +535,6 @@ func (r *Runtime) FillPool(ctx context.Context, size int) error {
 				r.pauseIdle(ctx, c.ID, name, poolPauseAfter)
 			}
 			continue
-		case !claimed && c.State == container.StateRunning && !isReady && made < poolStale:
-			continue // being made (by a filler of another process)
 		}
 		r.log.Info("removing a warm pool runtime", "member", name, "state", string(c.State), "claimed", claimed)
 		if claimed {
@@ -582,12 +593,8 @@ func (r *Runtime) addMember(ctx context.Context, imageID, poolKey string) (err e
 	}
 	labels[engine.LabelImage] = r.cfg.Image
 	labels[engine.LabelImageID] = imageID
-	mounts := []mount.Mount{
-		{Type: mount.TypeBind, Source: r.agentBin, Target: agentPath, ReadOnly: true},
-		{Type: mount.TypeBind, Source: run, Target: runPath},
-		{Type: mount.TypeBind, Source: key, Target: keyPath, ReadOnly: true},
-		{Type: mount.TypeBind, Source: pt.Dir, Target: poolRoot, BindOptions: &mount.BindOptions{Propagation: mount.PropagationRSlave}},
-	}
+	mounts := append(r.channelMounts(run, key),
+		mount.Mount{Type: mount.TypeBind, Source: pt.Dir, Target: poolRoot, BindOptions: &mount.BindOptions{Propagation: mount.PropagationRSlave}})
 	cfg, hc := r.containerConfig(r.cfg.Image, poolRoot, labels, mounts, netID, managed.DefaultLimits)
 	created, err := r.api.ContainerCreate(ctx, client.ContainerCreateOptions{Name: name, Config: cfg, HostConfig: hc})
 	if err != nil {
@@ -620,15 +627,12 @@ func (r *Runtime) addMember(ctx context.Context, imageID, poolKey string) (err e
 // fill does once they idled for a minute (the bench times hand-outs of
 // paused members with it).
 func (r *Runtime) PauseReady(ctx context.Context) error {
-	res, err := r.api.ContainerList(ctx, client.ContainerListOptions{Filters: make(client.Filters).
-		Add("label", labelPoolMember).
-		Add("label", engine.LabelStateDir+"="+r.cfg.StateDir).
-		Add("status", "running")})
+	res, err := r.api.ContainerList(ctx, client.ContainerListOptions{Filters: r.memberFilter().Add("status", "running")})
 	if err != nil {
 		return engine.Classify(err, "list the warm pool")
 	}
 	for _, c := range res.Items {
-		if name := containerName(c.Names); strings.HasPrefix(name, poolPrefix) && c.Labels[labelPoolMember] == name {
+		if name, ok := inPool(c); ok {
 			r.pauseIdle(ctx, c.ID, name, 0)
 		}
 	}
@@ -692,18 +696,14 @@ func (r *Runtime) KeepPool(ctx context.Context, size func() int, interval time.D
 // DrainPool removes every member still in the pool, of every image: a
 // hand-out under way in another process keeps its member.
 func (r *Runtime) DrainPool(ctx context.Context) error {
-	res, err := r.api.ContainerList(ctx, client.ContainerListOptions{All: true, Filters: make(client.Filters).
-		Add("label", labelPoolMember).
-		Add("label", engine.LabelStateDir+"="+r.cfg.StateDir)})
+	res, err := r.api.ContainerList(ctx, client.ContainerListOptions{All: true, Filters: r.memberFilter()})
 	if err != nil {
 		return engine.Classify(err, "list the warm pool")
 	}
 	for _, c := range res.Items {
-		name := containerName(c.Names)
-		if !strings.HasPrefix(name, poolPrefix) || c.Labels[labelPoolMember] != name {
-			continue
+		if name, ok := inPool(c); ok {
+			r.removeUnclaimed(ctx, c.ID, name)
 		}
-		r.removeUnclaimed(ctx, c.ID, name)
 	}
 	return nil
 }
@@ -727,9 +727,7 @@ func (r *Runtime) SweepPool(ctx context.Context) error {
 		return err
 	}
 	defer unlock()
-	res, err := r.api.ContainerList(ctx, client.ContainerListOptions{All: true, Filters: make(client.Filters).
-		Add("label", labelPoolMember).
-		Add("label", engine.LabelStateDir+"="+r.cfg.StateDir)})
+	res, err := r.api.ContainerList(ctx, client.ContainerListOptions{All: true, Filters: r.memberFilter()})
 	if err != nil {
 		return engine.Classify(err, "list the warm pool")
 	}
@@ -753,9 +751,7 @@ func (r *Runtime) SweepPool(ctx context.Context) error {
 			}
 		}
 	}
-	nets, err := r.api.NetworkList(ctx, client.NetworkListOptions{Filters: make(client.Filters).
-		Add("label", labelPoolMember).
-		Add("label", engine.LabelStateDir+"="+r.cfg.StateDir)})
+	nets, err := r.api.NetworkList(ctx, client.NetworkListOptions{Filters: r.memberFilter()})
 	if err != nil {
 		return engine.Classify(err, "list the warm pool's networks")
 	}

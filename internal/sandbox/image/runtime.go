@@ -194,7 +194,7 @@ func (r *Runtime) Agent(ctx context.Context, spec sandbox.Spec) (*agent.Client, 
 // re-dials by itself when the container restarted.
 func (r *Runtime) clientLocked(s *session) (*agent.Client, error) {
 	if s.client == nil {
-		dir, purpose := socketDir(r.cfg.RunDir, s.Key), "image\x00"+s.Key
+		dir, purpose := socketDir(r.cfg.RunDir, s.Key), officePurpose(s.Key)
 		if s.member != "" {
 			dir, purpose = memberSocketDir(r.cfg.RunDir, s.member), memberPurpose(s.member)
 		}
