@@ -411,12 +411,11 @@ func TestDaemon_TCPToken(t *testing.T) {
 	}
 }
 
-// TestDaemon_RestartAdopts: a daemon in image mode runs a command, stops;
-// a new daemon on the same state dir adopts the container at reconcile
-// and runs the next command in it, not in a new one.
-func TestDaemon_RestartAdopts(t *testing.T) {
-	cli := testenv.Docker(t)
-	img := testenv.BusyboxImage(t, cli)
+// engineLayout is a layout for daemons on the real engine: a state dir
+// of the test's, a run dir short enough for unix sockets, and what the
+// state dir labels cleaned up at the end.
+func engineLayout(t *testing.T, cli *mobyclient.Client) (service.Layout, string) {
+	t.Helper()
 	run, err := os.MkdirTemp("", "hr-")
 	if err != nil {
 		t.Fatal(err)
@@ -432,6 +431,16 @@ func TestDaemon_RestartAdopts(t *testing.T) {
 		t.Fatal(err)
 	}
 	testenv.CleanupContainers(t, cli, engine.LabelStateDir+"="+layout.StateDir)
+	return layout, run
+}
+
+// TestDaemon_RestartAdopts: a daemon in image mode runs a command, stops;
+// a new daemon on the same state dir adopts the container at reconcile
+// and runs the next command in it, not in a new one.
+func TestDaemon_RestartAdopts(t *testing.T) {
+	cli := testenv.Docker(t)
+	img := testenv.BusyboxImage(t, cli)
+	layout, _ := engineLayout(t, cli)
 	agent := testenv.HutchBinary(t)
 	mode := sandbox.Mode{Kind: sandbox.KindImage, Target: img}
 	c := api.Conversation{Platform: "web", ConversationID: testenv.Name(t)}
@@ -498,21 +507,7 @@ func TestDaemon_WarmPool(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("the warm pool needs root")
 	}
-	run, err := os.MkdirTemp("", "hr-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = agent.RemoveSocketDir(run) })
-	layout, err := service.ResolveLayout(service.LayoutOptions{StateDir: filepath.Join(t.TempDir(), "state"), Getenv: func(k string) string {
-		if k == "HUTCH_RUN_DIR" {
-			return run
-		}
-		return ""
-	}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	testenv.CleanupContainers(t, cli, engine.LabelStateDir+"="+layout.StateDir)
+	layout, run := engineLayout(t, cli)
 	if err := settings.SetRuntime(settings.GlobalPath(layout.StateDir), "sandbox.pool", "1"); err != nil {
 		t.Fatal(err)
 	}

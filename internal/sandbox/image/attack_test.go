@@ -203,18 +203,7 @@ func TestAttack_MountSourceSwappedInTheRace(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(f.state, "vault-secret"), []byte("s3cret"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	restore := image.BeforeStart(func(s sandbox.Spec) {
-		if s.OfficeKey != victim.OfficeKey {
-			return
-		}
-		if err := os.Rename(victim.OfficeDir, victim.OfficeDir+"-moved"); err != nil {
-			t.Error(err)
-		}
-		if err := os.Symlink(f.state, victim.OfficeDir); err != nil {
-			t.Error(err)
-		}
-	})
-	defer restore()
+	defer f.swapForStateDirLink(t, victim)()
 	var out bytes.Buffer
 	_, err := f.rt.Exec(context.Background(), victim, sandbox.ExecRequest{Argv: []string{"cat " + victim.OfficeRuntimePath + "/vault-secret"}, Stdout: &out, Stderr: io.Discard, Timeout: time.Minute})
 	if !errors.Is(err, errdefs.ErrFailedPrecondition) || !strings.Contains(err.Error(), "was removed before anything ran in it") {
@@ -226,6 +215,25 @@ func TestAttack_MountSourceSwappedInTheRace(t *testing.T) {
 	if _, err := f.cli.ContainerInspect(context.Background(), image.ContainerName(victim.OfficeKey), client.ContainerInspectOptions{}); !engine.IsNotFound(err) {
 		t.Errorf("the container with the swapped mount is still there: %v", err)
 	}
+}
+
+// swapForStateDirLink plays the race on victim's next start (or
+// hand-out): once hutch opened its office and before the engine (or the
+// hand-out) mounts it, the office is moved away and a link to hutch's
+// state dir put in its place. It returns the restore of the hook.
+func (f *fixture) swapForStateDirLink(t *testing.T, victim sandbox.Spec) (restore func()) {
+	t.Helper()
+	return image.BeforeStart(func(s sandbox.Spec) {
+		if s.OfficeKey != victim.OfficeKey {
+			return
+		}
+		if err := os.Rename(victim.OfficeDir, victim.OfficeDir+"-moved"); err != nil {
+			t.Error(err)
+		}
+		if err := os.Symlink(f.state, victim.OfficeDir); err != nil {
+			t.Error(err)
+		}
+	})
 }
 
 // TestAttack_CrossOfficeNetwork: a conversation's runtime tries to reach

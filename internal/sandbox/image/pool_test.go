@@ -337,18 +337,7 @@ func TestPooled_AttackMountSourceSwappedInTheRace(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(victim.OfficeDir, "mine"), []byte("checked\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	restore := image.BeforeStart(func(s sandbox.Spec) {
-		if s.OfficeKey != victim.OfficeKey {
-			return
-		}
-		if err := os.Rename(victim.OfficeDir, victim.OfficeDir+"-moved"); err != nil {
-			t.Error(err)
-		}
-		if err := os.Symlink(f.state, victim.OfficeDir); err != nil {
-			t.Error(err)
-		}
-	})
-	defer restore()
+	defer f.swapForStateDirLink(t, victim)()
 	var out bytes.Buffer
 	_, err := f.rt.Exec(context.Background(), victim, sandbox.ExecRequest{Argv: []string{"cat vault-secret mine 2>&1; grep -r s3cret /workspace 2>/dev/null"}, Stdout: &out, Stderr: io.Discard, Timeout: time.Minute})
 	if err != nil {
