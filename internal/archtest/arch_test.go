@@ -66,6 +66,7 @@ var pure = []string{
 	"github.com/hutchsandbox/hutch/internal/migrate",
 	"github.com/hutchsandbox/hutch/internal/devcontainer",
 	"github.com/hutchsandbox/hutch/internal/project",
+	"github.com/hutchsandbox/hutch/internal/netpolicy",
 }
 
 // Direct imports a pure package must not have (fmt itself imports os, so

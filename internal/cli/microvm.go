@@ -14,7 +14,7 @@ import (
 	"github.com/hutchsandbox/hutch/internal/errdefs"
 	"github.com/hutchsandbox/hutch/internal/imagebuild"
 	"github.com/hutchsandbox/hutch/internal/microvm/build"
-	"github.com/hutchsandbox/hutch/internal/microvm/egress"
+	"github.com/hutchsandbox/hutch/internal/egress"
 	"github.com/hutchsandbox/hutch/internal/service"
 )
 

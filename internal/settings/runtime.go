@@ -13,7 +13,7 @@ import (
 
 	"github.com/hutchsandbox/hutch/internal/errdefs"
 	"github.com/hutchsandbox/hutch/internal/lazyregexp"
-	"github.com/hutchsandbox/hutch/internal/microvm/egress"
+	"github.com/hutchsandbox/hutch/internal/netpolicy"
 )
 
 // Runtime holds the sandbox.* settings that shape managed runtimes. Zero
@@ -189,7 +189,7 @@ func ParseNetworkAllow(s string) ([]string, error) {
 	for e := range strings.SplitSeq(s, ",") {
 		entries = append(entries, strings.TrimSpace(e))
 	}
-	if _, err := egress.ParseAllowlist(entries); err != nil {
+	if _, err := netpolicy.ParseAllowlist(entries); err != nil {
 		return nil, err
 	}
 	return entries, nil

@@ -17,7 +17,7 @@ import (
 	"github.com/hutchsandbox/hutch/internal/atomicfile"
 	"github.com/hutchsandbox/hutch/internal/errdefs"
 	"github.com/hutchsandbox/hutch/internal/microvm/assets"
-	"github.com/hutchsandbox/hutch/internal/microvm/egress"
+	"github.com/hutchsandbox/hutch/internal/netpolicy"
 	"github.com/hutchsandbox/hutch/internal/projection"
 	"github.com/hutchsandbox/hutch/internal/sandbox"
 	"github.com/hutchsandbox/hutch/internal/sandbox/managed"
@@ -60,7 +60,7 @@ func (r *Runtime) desired(s *session, spec sandbox.Spec, m assets.Manifest) (des
 		d.Assets[a.Name] = a.SHA256
 	}
 	if len(spec.NetworkAllow) > 0 {
-		allow, err := egress.ParseAllowlist(spec.NetworkAllow)
+		allow, err := netpolicy.ParseAllowlist(spec.NetworkAllow)
 		if err != nil {
 			return desired{}, err
 		}

@@ -141,20 +141,21 @@ func (s *syncer) syncOne(ctx context.Context, f copied) {
 			log.Warn("sync: could not write the host file", "error", err)
 			return
 		}
+		// The host side is read back on the next round rather than
+		// stat'ed now: a host write between the rename and a stat here
+		// would be recorded as what was synced, and lost.
 		last.sum = sha256.Sum256(guest)
-		if fi, err := os.Stat(f.HostPath); err == nil {
-			last.hostSize, last.hostTime, last.hostKnown = fi.Size(), fi.ModTime(), true
-		}
+		last.hostKnown = false
 		log.Debug("synced to host")
 	case hostMoved:
 		if err := s.v.client.WriteFile(ctx, f.RuntimePath, bytes.NewReader(host), f.Mode); err != nil {
 			log.Warn("sync: could not write the guest file", "error", err)
 			return
 		}
+		// Likewise the guest side: read back next round, so a guest write
+		// right after this one is not mistaken for it.
 		last.sum = sha256.Sum256(host)
-		if gi, err := s.v.client.Stat(ctx, f.RuntimePath, nil); err == nil {
-			last.guestSize, last.guestTime, last.guestSeen = gi.Size, gi.ModTime, true
-		}
+		last.guestSeen = false
 		log.Debug("synced to guest")
 	}
 	s.last[f.RuntimePath] = last

@@ -24,10 +24,11 @@ import (
 	"github.com/hutchsandbox/hutch/internal/agent"
 	"github.com/hutchsandbox/hutch/internal/atomicfile"
 	"github.com/hutchsandbox/hutch/internal/beneath"
+	"github.com/hutchsandbox/hutch/internal/egress"
 	"github.com/hutchsandbox/hutch/internal/errdefs"
 	"github.com/hutchsandbox/hutch/internal/microvm/assets"
-	"github.com/hutchsandbox/hutch/internal/microvm/egress"
 	"github.com/hutchsandbox/hutch/internal/microvm/qemu"
+	"github.com/hutchsandbox/hutch/internal/netpolicy"
 	"github.com/hutchsandbox/hutch/internal/projection"
 	"github.com/hutchsandbox/hutch/internal/sandbox"
 )
@@ -388,7 +389,7 @@ const guestAddress = "10.0.2.15/24"
 // dir and returns the command QEMU runs for each guest connection (this
 // hutch binary, piping the connection to the socket) and the proxy's stop.
 func (r *Runtime) startEgress(dir, key string, allowEntries []string) (string, func(), error) {
-	allow, err := egress.ParseAllowlist(allowEntries)
+	allow, err := netpolicy.ParseAllowlist(allowEntries)
 	if err != nil {
 		return "", nil, err
 	}
@@ -407,7 +408,8 @@ func (r *Runtime) startEgress(dir, key string, allowEntries []string) (string, f
 		return "", nil, fmt.Errorf("egress proxy: %w", err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	p := &egress.Proxy{Allow: allow, Log: r.log, Office: key}
+	pol := netpolicy.Policy{Mode: netpolicy.ModeAllowlist, Allow: allow}
+	p := &egress.Proxy{Policy: func() netpolicy.Policy { return pol }, Log: r.log, Office: key}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)

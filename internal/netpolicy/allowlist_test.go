@@ -1,11 +1,11 @@
-package egress_test
+package netpolicy_test
 
 import (
 	"strings"
 	"testing"
 
 	"github.com/hutchsandbox/hutch/internal/errdefs"
-	"github.com/hutchsandbox/hutch/internal/microvm/egress"
+	"github.com/hutchsandbox/hutch/internal/netpolicy"
 )
 
 func TestParseAllowlist_Invalid(t *testing.T) {
@@ -55,7 +55,7 @@ func TestParseAllowlist_Invalid(t *testing.T) {
 	}
 	for _, tc := range testCases {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := egress.ParseAllowlist([]string{"github.com", tc.entry})
+			_, err := netpolicy.ParseAllowlist([]string{"github.com", tc.entry})
 			if err == nil {
 				t.Fatalf("ParseAllowlist(%q) = nil error, want one", tc.entry)
 			}
@@ -70,7 +70,7 @@ func TestParseAllowlist_Invalid(t *testing.T) {
 }
 
 func TestAllowlist_Allows(t *testing.T) {
-	a, err := egress.ParseAllowlist([]string{
+	a, err := netpolicy.ParseAllowlist([]string{
 		"github.com",
 		"*.npmjs.org",
 		"registry.yarnpkg.com:443",
@@ -139,11 +139,11 @@ func TestAllowlist_Allows(t *testing.T) {
 }
 
 func TestAllowlist_Empty(t *testing.T) {
-	var zero egress.Allowlist
+	var zero netpolicy.Allowlist
 	if zero.Allows("github.com", 443) {
 		t.Error("zero Allowlist allows github.com:443")
 	}
-	a, err := egress.ParseAllowlist(nil)
+	a, err := netpolicy.ParseAllowlist(nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -153,7 +153,7 @@ func TestAllowlist_Empty(t *testing.T) {
 }
 
 func TestAllowlist_String(t *testing.T) {
-	a, err := egress.ParseAllowlist([]string{
+	a, err := netpolicy.ParseAllowlist([]string{
 		"GitHub.com.", "*.NPMJS.org", "registry.npmjs.org:443", "10.0.0.5", "[::1]:8080", "::1", "::ffff:192.0.2.1",
 	})
 	if err != nil {
@@ -170,7 +170,7 @@ func FuzzParseAllowlist(f *testing.F) {
 		f.Add(s, "github.com", 443)
 	}
 	f.Fuzz(func(t *testing.T, entry, host string, port int) {
-		a, err := egress.ParseAllowlist([]string{entry})
+		a, err := netpolicy.ParseAllowlist([]string{entry})
 		if err != nil {
 			if !errdefs.IsInvalid(err) {
 				t.Fatalf("ParseAllowlist(%q) error %v is not ErrInvalid", entry, err)
@@ -178,7 +178,7 @@ func FuzzParseAllowlist(f *testing.F) {
 			return
 		}
 		// The canonical form parses to the same list.
-		b, err := egress.ParseAllowlist([]string{a.String()})
+		b, err := netpolicy.ParseAllowlist([]string{a.String()})
 		if err != nil || b.String() != a.String() {
 			t.Fatalf("re-parsing %q (from %q): %q, %v", a.String(), entry, b.String(), err)
 		}

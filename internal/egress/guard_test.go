@@ -7,6 +7,8 @@ import (
 	"net/netip"
 	"testing"
 	"time"
+
+	"github.com/hutchsandbox/hutch/internal/netpolicy"
 )
 
 func TestInternal(t *testing.T) {
@@ -63,11 +65,11 @@ func TestGuardedDialer(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 
-	unlisted, err := ParseAllowlist([]string{"localhost"})
+	unlisted, err := netpolicy.ParseAllowlist([]string{"localhost"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = guardedDialer(unlisted, time.Second).DialContext(ctx, "tcp", addr)
+	_, err = guardedDialer(allowlist(unlisted), time.Second).DialContext(ctx, "tcp", addr)
 	var refused *refusedAddr
 	if !errors.As(err, &refused) {
 		t.Fatalf("dial %s with the address unlisted: error %v, want a refusedAddr", addr, err)
@@ -76,13 +78,17 @@ func TestGuardedDialer(t *testing.T) {
 		t.Errorf("refused address %s, want %s", got, addr)
 	}
 
-	listed, err := ParseAllowlist([]string{addr})
+	listed, err := netpolicy.ParseAllowlist([]string{addr})
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := guardedDialer(listed, time.Second).DialContext(ctx, "tcp", addr)
+	c, err := guardedDialer(allowlist(listed), time.Second).DialContext(ctx, "tcp", addr)
 	if err != nil {
 		t.Fatalf("dial %s with the address listed: %v", addr, err)
 	}
 	_ = c.Close()
+}
+
+func allowlist(a netpolicy.Allowlist) func() netpolicy.Policy {
+	return func() netpolicy.Policy { return netpolicy.Policy{Mode: netpolicy.ModeAllowlist, Allow: a} }
 }

@@ -1,4 +1,4 @@
-package egress
+package netpolicy
 
 import (
 	"fmt"
@@ -11,7 +11,7 @@ import (
 )
 
 // Allowlist is a parsed sandbox.network.allow: the hosts (and optionally
-// ports) a microVM may reach. The zero value allows nothing.
+// ports) a sandbox may reach through the proxy. The zero value allows nothing.
 type Allowlist struct {
 	entries []entry
 }
@@ -198,7 +198,7 @@ func (a Allowlist) Allows(host string, port int) bool {
 		if ip.Zone() != "" {
 			return false
 		}
-		return a.allowsAddr(netip.AddrPortFrom(ip.Unmap(), uint16(port)))
+		return a.AllowsAddr(netip.AddrPortFrom(ip.Unmap(), uint16(port)))
 	}
 	name := strings.TrimSuffix(strings.ToLower(host), ".")
 	if checkName(name) != "" {
@@ -219,8 +219,8 @@ func (a Allowlist) Allows(host string, port int) bool {
 	return false
 }
 
-// allowsAddr reports whether an address is listed for its port.
-func (a Allowlist) allowsAddr(ap netip.AddrPort) bool {
+// AllowsAddr reports whether an address is listed for its port.
+func (a Allowlist) AllowsAddr(ap netip.AddrPort) bool {
 	for _, e := range a.entries {
 		if e.ip.IsValid() && e.ip == ap.Addr() && e.portAllows(int(ap.Port())) {
 			return true

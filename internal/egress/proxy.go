@@ -14,6 +14,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/hutchsandbox/hutch/internal/netpolicy"
 )
 
 // Defaults for the Proxy fields left zero.
@@ -29,8 +31,10 @@ const dialTimeout = 30 * time.Second
 // Proxy is the egress proxy of one microVM. Its fields are configuration,
 // read when Serve starts; one Proxy may serve several listeners.
 type Proxy struct {
-	// Allow decides which hosts the guest may reach.
-	Allow Allowlist
+	// Policy is read for every decision, so a changed
+	// sandbox.network.allow takes effect on the next connection without
+	// re-creating the sandbox. Nil refuses every host.
+	Policy func() netpolicy.Policy
 	// Log receives one info line per decision. Nil discards.
 	Log *slog.Logger
 	// Dial opens an upstream connection to addr ("host:port" with the host
@@ -101,7 +105,7 @@ func orDefault(d, def time.Duration) time.Duration {
 
 // server is the state of one Serve call.
 type server struct {
-	allow     Allowlist
+	policy    func() netpolicy.Policy
 	log       *slog.Logger
 	office    string
 	dial      func(ctx context.Context, network, addr string) (net.Conn, error)
@@ -118,7 +122,7 @@ type server struct {
 
 func (p *Proxy) newServer() *server {
 	s := &server{
-		allow:  p.Allow,
+		policy: p.Policy,
 		log:    p.Log,
 		office: p.Office,
 		dial:   p.Dial,
@@ -128,8 +132,11 @@ func (p *Proxy) newServer() *server {
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
+	if s.policy == nil {
+		s.policy = func() netpolicy.Policy { return netpolicy.Policy{Mode: netpolicy.ModeNone} }
+	}
 	if s.dial == nil {
-		s.dial = guardedDialer(p.Allow, dialTimeout).DialContext
+		s.dial = guardedDialer(s.policy, dialTimeout).DialContext
 	}
 	slots := p.MaxTunnels
 	if slots <= 0 {
@@ -341,10 +348,13 @@ func (s *server) dialFailed(w http.ResponseWriter, r *http.Request, host string,
 	http.Error(w, fmt.Sprintf("hutch egress: cannot reach %s: %s", target, msg), http.StatusBadGateway)
 }
 
-func (s *server) notListed(w http.ResponseWriter, r *http.Request, host string, port int) {
-	target := net.JoinHostPort(host, strconv.Itoa(port))
-	s.decide(r.Context(), false, r.Method, host, port, slog.String("reason", "not in allowlist"))
-	http.Error(w, fmt.Sprintf("hutch egress: %s is not in sandbox.network.allow", target), http.StatusForbidden)
+func (s *server) notListed(w http.ResponseWriter, r *http.Request, pol netpolicy.Policy, host string, port int) {
+	reason := "not in allowlist"
+	if pol.Mode == netpolicy.ModeNone {
+		reason = "network is none"
+	}
+	s.decide(r.Context(), false, r.Method, host, port, slog.String("reason", reason))
+	http.Error(w, pol.Refusal(host, port), http.StatusForbidden)
 }
 
 func (s *server) tooMany(w http.ResponseWriter, r *http.Request, host string, port int) {
@@ -382,8 +392,8 @@ func (s *server) decide(ctx context.Context, allowed bool, method, host string, 
 func (s *server) dialHTTP(ctx context.Context, _, addr string) (net.Conn, error) {
 	host, portText, err := net.SplitHostPort(addr)
 	port, ok := parsePort(portText)
-	if err != nil || !ok || !s.allow.Allows(host, port) {
-		return nil, fmt.Errorf("%s is not in sandbox.network.allow", addr)
+	if err != nil || !ok || !s.policy().Allows(host, port) {
+		return nil, fmt.Errorf("%s is not allowed by sandbox.network", addr)
 	}
 	return s.dialUpstream(ctx, host, port)
 }
@@ -459,12 +469,12 @@ func (s *server) shutdown() {
 	s.active.Wait()
 }
 
-// admit decides one request: refused (and answered) when host:port is
-// not listed or every slot is taken; otherwise it holds a slot, which the
+// admit decides one request: refused (and answered) when the policy
+// refuses host:port or every slot is taken; otherwise it holds a slot, which the
 // caller frees when done.
 func (s *server) admit(w http.ResponseWriter, r *http.Request, host string, port int) bool {
-	if !s.allow.Allows(host, port) {
-		s.notListed(w, r, host, port)
+	if pol := s.policy(); !pol.Allows(host, port) {
+		s.notListed(w, r, pol, host, port)
 		return false
 	}
 	if !s.takeSlot() {

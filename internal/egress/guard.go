@@ -6,6 +6,8 @@ import (
 	"net/netip"
 	"syscall"
 	"time"
+
+	"github.com/hutchsandbox/hutch/internal/netpolicy"
 )
 
 // refusedAddr is the error of a dial whose name resolved only to internal
@@ -63,7 +65,7 @@ func internal(ip netip.Addr) bool {
 // 127.0.0.1 cannot reach the host's own services. The hook runs per
 // address, so a name with both internal and public addresses still
 // connects to a public one.
-func guardedDialer(allow Allowlist, timeout time.Duration) *net.Dialer {
+func guardedDialer(policy func() netpolicy.Policy, timeout time.Duration) *net.Dialer {
 	return &net.Dialer{
 		Timeout: timeout,
 		Control: func(_, address string, _ syscall.RawConn) error {
@@ -72,7 +74,7 @@ func guardedDialer(allow Allowlist, timeout time.Duration) *net.Dialer {
 				return fmt.Errorf("egress: unexpected dial address %q: %w", address, err)
 			}
 			ap = netip.AddrPortFrom(ap.Addr().Unmap().WithZone(""), ap.Port())
-			if internal(ap.Addr()) && !allow.allowsAddr(ap) {
+			if internal(ap.Addr()) && !policy().AllowsAddr(ap) {
 				return &refusedAddr{addr: ap}
 			}
 			return nil
