@@ -52,16 +52,53 @@ type DebianBase func(ctx context.Context, w io.Writer) (string, error)
 // A slow helper: the first build takes a minute or two.
 func DebianGitImage(t testing.TB, cli *client.Client, base DebianBase) string {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), debianBuildTimeout)
-	defer cancel()
-	if err := ensureDebianGitImage(ctx, t, cli, base); err != nil {
-		t.Fatalf("test image %s: %v", DebianGitRef, err)
-	}
-	return DebianGitRef
+	return debianImage(t, cli, base, DebianGitRef, debianGitDockerfile)
 }
 
-func ensureDebianGitImage(ctx context.Context, t testing.TB, cli *client.Client, base DebianBase) error {
-	if ok, err := hasImage(ctx, cli, DebianGitRef); err != nil || ok {
+// DebianClientsRef is the Debian image of network clients
+// DebianClientsImage builds. Bump its tag whenever
+// debianClientsDockerfile changes, so a stale image is not reused.
+const DebianClientsRef = "hutch-test-debian-clients:1"
+
+// debianClientsDockerfile is built FROM the base BASE names.
+const debianClientsDockerfile = `ARG BASE
+FROM ${BASE}
+ENV DEBIAN_FRONTEND=noninteractive
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends ca-certificates curl git python3 nodejs iproute2 netcat-openbsd dnsutils \
+ && rm -rf /var/lib/apt/lists/*
+`
+
+// DebianClientsImage returns DebianClientsRef, building it first when the
+// engine does not have it, as DebianGitImage does: base (see DebianBase)
+// with curl, git, python3 (its standard library, ssl included, and no
+// more), nodejs and ca-certificates, for tests that reach a server from a
+// container, and ip (iproute2), nc (netcat-openbsd) and dig (dnsutils)
+// for tests that try to get round a proxy with raw TCP, UDP or DNS.
+//
+// A slow helper: the first build takes a minute or two.
+func DebianClientsImage(t testing.TB, cli *client.Client, base DebianBase) string {
+	t.Helper()
+	return debianImage(t, cli, base, DebianClientsRef, debianClientsDockerfile)
+}
+
+// debianImage returns ref, built from dockerfile FROM base when the
+// engine does not have it.
+func debianImage(t testing.TB, cli *client.Client, base DebianBase, ref, dockerfile string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), debianBuildTimeout)
+	defer cancel()
+	if err := ensureDebianImage(ctx, t, cli, base, ref, dockerfile); err != nil {
+		t.Fatalf("test image %s: %v", ref, err)
+	}
+	return ref
+}
+
+// ensureDebianImage builds ref unless the engine has it. Every Debian
+// image takes the same lock, which also keeps two of them from making
+// the base at once.
+func ensureDebianImage(ctx context.Context, t testing.TB, cli *client.Client, base DebianBase, ref, dockerfile string) error {
+	if ok, err := hasImage(ctx, cli, ref); err != nil || ok {
 		return err
 	}
 	buildMu.Lock()
@@ -72,21 +109,21 @@ func ensureDebianGitImage(ctx context.Context, t testing.TB, cli *client.Client,
 	}
 	defer unlock()
 	// Another test or process may have built it while we waited.
-	if ok, err := hasImage(ctx, cli, DebianGitRef); err != nil || ok {
+	if ok, err := hasImage(ctx, cli, ref); err != nil || ok {
 		return err
 	}
 	start := time.Now()
-	w := &logWriter{t: t, prefix: DebianGitRef + ": "}
+	w := &logWriter{t: t, prefix: ref + ": "}
 	defer w.Flush()
 	from, err := base(ctx, w)
 	if err != nil {
 		return fmt.Errorf("the Debian base: %w", err)
 	}
-	t.Logf("building %s FROM %s", DebianGitRef, from)
-	if err := engine.BuildDockerfile(ctx, cli, []byte(debianGitDockerfile), DebianGitRef, map[string]*string{"BASE": &from}, w); err != nil {
+	t.Logf("building %s FROM %s", ref, from)
+	if err := engine.BuildDockerfile(ctx, cli, []byte(dockerfile), ref, map[string]*string{"BASE": &from}, w); err != nil {
 		return err
 	}
-	t.Logf("built %s in %s", DebianGitRef, time.Since(start).Round(time.Second))
+	t.Logf("built %s in %s", ref, time.Since(start).Round(time.Second))
 	return nil
 }
 

@@ -18,15 +18,7 @@ func TestDebianGitImage(t *testing.T) {
 	cli := Docker(t)
 	label := "org.hutchsandbox.test=" + Name(t)
 	CleanupContainers(t, cli, label)
-	eng, err := engine.Connect(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = eng.Close() }()
-	base := func(ctx context.Context, w io.Writer) (string, error) {
-		return imagebuild.ResolveBase(ctx, eng, imagebuild.DefaultBase, w)
-	}
-	ref := DebianGitImage(t, cli, base)
+	ref := DebianGitImage(t, cli, debianBase(t))
 	if ref != DebianGitRef {
 		t.Errorf("DebianGitImage = %q, want %q", ref, DebianGitRef)
 	}
@@ -44,5 +36,45 @@ func TestDebianGitImage(t *testing.T) {
 		if !strings.Contains(out, want) {
 			t.Errorf("tools in %s: stdout %q lacks %q", ref, out, want)
 		}
+	}
+}
+
+// TestDebianClientsImage is slow the first time on a machine, as
+// TestDebianGitImage is.
+func TestDebianClientsImage(t *testing.T) {
+	t.Parallel()
+	cli := Docker(t)
+	label := "org.hutchsandbox.test=" + Name(t)
+	CleanupContainers(t, cli, label)
+	ref := DebianClientsImage(t, cli, debianBase(t))
+	if ref != DebianClientsRef {
+		t.Errorf("DebianClientsImage = %q, want %q", ref, DebianClientsRef)
+	}
+	// Each tool runs: dig -v and nc -h print to stderr, and a tool that
+	// is missing or cannot load its libraries exits non-zero.
+	out, errOut, code := RunContainer(t, cli, ref, label, "sh", "-c",
+		`set -e; curl --version; git --version; python3 -c 'import ssl; print(ssl.OPENSSL_VERSION)'; node -e 'require("https"); console.log("node", process.version)'; nc -h; dig -v; ip -V`)
+	if code != 0 {
+		t.Fatalf("tools in %s: exit %d, stdout %q, stderr %q", ref, code, out, errOut)
+	}
+	all := out + errOut
+	for _, want := range []string{"curl 7.", "git version 2.", "OpenSSL 3.", "node v", "OpenBSD netcat", "DiG 9.", "ip utility"} {
+		if !strings.Contains(all, want) {
+			t.Errorf("tools in %s: output %q lacks %q", ref, all, want)
+		}
+	}
+}
+
+// debianBase resolves the base as the project's image builds do; the
+// engine is closed when the test ends.
+func debianBase(t *testing.T) DebianBase {
+	t.Helper()
+	eng, err := engine.Connect(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = eng.Close() })
+	return func(ctx context.Context, w io.Writer) (string, error) {
+		return imagebuild.ResolveBase(ctx, eng, imagebuild.DefaultBase, w)
 	}
 }
