@@ -10,6 +10,15 @@
 // names "shared" and "extensions" under <state>/vaults are reserved and are
 // never valid keys.
 //
+// An env variable may be marked as a placeholder (SetPlaceholder): commands
+// then see a token, "hutch-placeholder-" and 32 hex digits, and hutch's
+// egress proxy puts the real value in its place only in requests to the
+// hosts the mark names. The marks live in the vault's ".hutch-placeholders"
+// file (JSON, 0600), which like "env" is the store's own and never a file
+// credential. ApplyPlaceholders turns env and marks into what a command
+// sees plus the Secrets the proxy needs; ProjectWithPlaceholders gives file
+// credentials that contain a marked value as copies holding the token.
+//
 // Secret values never appear in error texts, String output or log values:
 // errors name keys, entry names, variable names, paths and line numbers,
 // never a value or a file's content.

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestSecretsNeverInErrors feeds one recognisable secret through every
@@ -52,6 +53,22 @@ func TestSecretsNeverInErrors(t *testing.T) {
 		"PutFile_conflict":   func() error { return s.PutFile(envKey, "TOKEN", filepath.Join(src, "file")) },
 		"PutFile_symlink":    func() error { return s.PutFile(fileKey, "dir", filepath.Join(src, "withlink")) },
 		"Remove_missing":     func() error { return s.Remove(envKey, "NOPE") },
+		"SetPlaceholder_file": func() error {
+			_, err := s.SetPlaceholder(fileKey, "TOKEN", []string{"api.github.com"}, time.Time{})
+			return err
+		},
+		"SetPlaceholder_bad_host": func() error {
+			_, err := s.SetPlaceholder(envKey, "TOKEN", []string{secret + " x"}, time.Time{})
+			return err
+		},
+		"ProjectWithPlaceholders_symlink": func() error {
+			files := []FileMount{{Name: "dir", HostPath: filepath.Join(s.Dir(fileKey), "dir"), RuntimePath: "/root/dir"}}
+			_, err := s.ProjectWithPlaceholders(files, []Secret{{Name: "TOKEN", Token: TokenPrefix + "0", Value: secret}}, t.TempDir())
+			return err
+		},
+	}
+	if err := os.Symlink(filepath.Join(src, "file"), filepath.Join(s.Dir(fileKey), "dir")); err != nil {
+		t.Fatal(err)
 	}
 	for name, content := range malformed {
 		// Every vault is written before any subtest runs, so each

@@ -30,6 +30,13 @@ const (
 	stagePrefix   = ".hutch-stage-"
 	asidePrefix   = ".hutch-old-"
 	envTempPrefix = ".env.tmp-"
+
+	// placeholdersFile holds the vault's placeholder marks (JSON, 0600);
+	// placeholdersTempPrefix is what atomicfile stages it under. Like the
+	// env file it is the store's own: never listed, never projected, and
+	// refused as an entry name.
+	placeholdersFile       = ".hutch-placeholders"
+	placeholdersTempPrefix = "." + placeholdersFile + ".tmp-"
 )
 
 // EntryKind says what a vault entry is.
@@ -63,6 +70,9 @@ type Store struct {
 	// within the process, and keeps readers from seeing a directory entry
 	// in the instant it is renamed aside.
 	mu sync.RWMutex
+	// projectMu serialises ProjectWithPlaceholders, so two commands
+	// starting at once never swap the same copy under each other.
+	projectMu sync.Mutex
 }
 
 // NewStore returns the store of stateDir. The path is made absolute (when
@@ -214,6 +224,7 @@ func (s *Store) PutFile(key, name, source string) error {
 
 // Remove deletes the env variable or file entry called name; when both
 // exist (only possible if someone edited the directory by hand) both go.
+// A removed variable loses its placeholder mark, if any.
 // Removing the last env variable removes the env file, so an emptied vault
 // holds no stray empty files. Neither existing is ErrNotFound.
 func (s *Store) Remove(key, name string) error {
@@ -238,6 +249,12 @@ func (s *Store) Remove(key, name string) error {
 	if _, ok := env[name]; ok {
 		delete(env, name)
 		if err := writeEnv(dir, env); err != nil {
+			return err
+		}
+		// The mark goes after the variable: failing in between leaves a
+		// mark without a variable (harmless, and it still hides a value
+		// set again), never a marked value delivered unmarked.
+		if err := dropPlaceholder(dir, name); err != nil {
 			return err
 		}
 		removed = true
@@ -487,6 +504,8 @@ func validateEntryName(name string) error {
 		return invalid("must not contain control characters")
 	case name == envFile:
 		return invalid("the name is reserved for env variables")
+	case name == placeholdersFile:
+		return invalid("the name is reserved for placeholder marks")
 	case isInternalName(name):
 		return invalid("the prefix is reserved")
 	}
@@ -495,7 +514,8 @@ func validateEntryName(name string) error {
 
 func isInternalName(name string) bool {
 	return strings.HasPrefix(name, stagePrefix) || strings.HasPrefix(name, asidePrefix) ||
-		strings.HasPrefix(name, envTempPrefix)
+		strings.HasPrefix(name, envTempPrefix) ||
+		name == placeholdersFile || strings.HasPrefix(name, placeholdersTempPrefix)
 }
 
 // stageFile copies the regular file src into a new 0600 temporary file in
