@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -54,7 +55,7 @@ func newVaultCmd(g *globals) *cobra.Command {
 		Short: "Manage the credentials a conversation's commands receive",
 		Long:  vaultLong,
 	}
-	cmd.AddCommand(newVaultSetCmd(g), newVaultPutFileCmd(g), newVaultLsCmd(g), newVaultRmCmd(g))
+	cmd.AddCommand(newVaultSetCmd(g), newVaultPutFileCmd(g), newVaultPlaceholderCmd(g), newVaultLsCmd(g), newVaultRmCmd(g))
 	return cmd
 }
 
@@ -186,6 +187,10 @@ func newVaultLsCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			marks, err := svc.Vaults().Placeholders(key)
+			if err != nil {
+				return err
+			}
 			if len(entries) == 0 {
 				return printf(g.stdout, "Vault %s is empty.\n", key)
 			}
@@ -194,7 +199,11 @@ func newVaultLsCmd(g *globals) *cobra.Command {
 			for _, e := range entries {
 				switch e.Kind {
 				case vault.EntryEnv:
-					out.printf("  env   %s\n", e.Name)
+					if m, ok := marks[e.Name]; ok {
+						out.printf("  env   %s  %s\n", e.Name, placeholderNote(m, time.Now()))
+					} else {
+						out.printf("  env   %s\n", e.Name)
+					}
 				default:
 					out.printf("  %-5s %s -> %s\n", e.Kind, e.Name, vault.FileTarget(e.Name))
 				}
@@ -204,6 +213,119 @@ func newVaultLsCmd(g *globals) *cobra.Command {
 	}
 	f.register(cmd)
 	return cmd
+}
+
+func newVaultPlaceholderCmd(g *globals) *cobra.Command {
+	var f vaultFlags
+	var expires string
+	cmd := &cobra.Command{
+		Use:   "placeholder (<platform>/<conversation-id> | --user ID | --container NAME) NAME (HOSTS [--expires WHEN] | off)",
+		Short: "Show commands a placeholder instead of an env variable's value",
+		Long: vaultLong + `
+
+A placeholder keeps a secret out of the runtime. Commands see NAME set to
+hutch-placeholder-<32 hex digits> instead of its value, and hutch's egress
+proxy puts the real value in place of the placeholder in requests to HOSTS,
+and nowhere else. Vault files holding the value (an .npmrc, a kubeconfig)
+are projected as copies holding the placeholder; values shorter than 8
+bytes are not looked for in files. The placeholder stays the same when the
+value is set again or HOSTS change; removing the variable removes the mark.
+
+HOSTS is comma-separated, e.g. api.github.com,*.githubusercontent.com; an
+entry with a port (registry.example:8443) covers that port only, one
+without covers 80 and 443. --expires ends the substitution after a
+duration (720h) or at a time (2027-01-01, 2027-01-01T12:00:00Z); after it
+commands still see the placeholder, never the value, and the proxy stops
+replacing it. "off" turns the mark off: commands see the real value again.
+
+What it protects: whatever runs in the runtime (a command, a dependency, an
+agent following injected instructions) can read and leak only the
+placeholder, which is worth nothing outside hutch's proxy.
+What it does not: a host in HOSTS receives the real value and can send it
+back (echoed in a response or an error page), where commands read it.
+Only requests through hutch's egress proxy are substituted; a value stored
+in a file in another form (the base64 "auth" of ~/.docker/config.json) is
+not found and reaches the runtime as it is. Placeholders need a mode with
+hutch's egress proxy in front of the runtime (image:, kube:); the other
+modes refuse to run rather than hand over the value.`,
+		Example: "  hutch vault placeholder slack/C0123ABC GH_TOKEN api.github.com,*.githubusercontent.com\n" +
+			"  hutch vault placeholder slack/C0123ABC NPM_TOKEN registry.npmjs.org --expires 720h\n" +
+			"  hutch vault placeholder slack/C0123ABC GH_TOKEN off",
+		RunE: func(cmd *cobra.Command, args []string) error {
+			t, rest, err := f.target(args)
+			if err != nil {
+				return err
+			}
+			if len(rest) != 2 {
+				return errdefs.New(errdefs.ErrInvalid, "Give the variable and its hosts, or off: hutch vault placeholder <vault> NAME HOSTS|off")
+			}
+			name := rest[0]
+			var hosts []string
+			var exp time.Time
+			if rest[1] == "off" {
+				if cmd.Flags().Changed("expires") {
+					return errdefs.New(errdefs.ErrInvalid, "--expires goes with HOSTS, not with off")
+				}
+			} else {
+				if hosts, err = vault.ParsePlaceholderHosts(rest[1]); err != nil {
+					return err
+				}
+				if cmd.Flags().Changed("expires") {
+					if exp, err = vault.ParseExpiry(expires, time.Now()); err != nil {
+						return err
+					}
+				}
+			}
+			key, err := t.VaultKey()
+			if err != nil {
+				return err
+			}
+			svc, err := g.service()
+			if err != nil {
+				return err
+			}
+			if hosts == nil {
+				if err := svc.Vaults().ClearPlaceholder(key, name); err != nil {
+					return err
+				}
+				return printf(g.stdout, "%s in vault %s is no longer a placeholder; commands see its real value.\n", name, key)
+			}
+			m, err := svc.Vaults().SetPlaceholder(key, name, hosts, exp)
+			if err != nil {
+				return err
+			}
+			return printf(g.stdout, "Marked %s in vault %s: %s.\n", name, key, placeholderNote(m, time.Now()))
+		},
+	}
+	f.register(cmd)
+	cmd.Flags().StringVar(&expires, "expires", "", "stop substituting after a duration (720h) or at a time (2027-01-01, RFC 3339)")
+	return cmd
+}
+
+// placeholderNote describes a mark for vault ls and vault placeholder:
+// "placeholder -> api.github.com, *.example.com (expires 2027-01-01)".
+// Only the token is a mark's own; it is not shown, as it is of no use
+// outside the runtime.
+func placeholderNote(m vault.Placeholder, now time.Time) string {
+	s := "placeholder -> " + strings.Join(m.Hosts, ", ")
+	switch {
+	case m.Expires.IsZero():
+	case m.Expired(now):
+		s += " (expired " + formatExpiry(m.Expires) + ")"
+	default:
+		s += " (expires " + formatExpiry(m.Expires) + ")"
+	}
+	return s
+}
+
+// formatExpiry shows a date alone when the expiry is midnight UTC, as
+// given by --expires 2027-01-01, and the RFC 3339 time in UTC otherwise.
+func formatExpiry(t time.Time) string {
+	t = t.UTC()
+	if t.Equal(t.Truncate(24 * time.Hour)) {
+		return t.Format(time.DateOnly)
+	}
+	return t.Format(time.RFC3339)
 }
 
 func newVaultRmCmd(g *globals) *cobra.Command {
