@@ -27,14 +27,21 @@ import (
 // before it returns.
 func RunContainer(t testing.TB, cli *client.Client, image, label string, cmd ...string) (string, string, int64) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
 	key, value, _ := strings.Cut(label, "=")
-	created, err := cli.ContainerCreate(ctx, client.ContainerCreateOptions{
-		Name:       Name(t),
+	return runContainer(t, cli, client.ContainerCreateOptions{
 		Config:     &container.Config{Image: image, Cmd: cmd, Labels: map[string]string{key: value}},
 		HostConfig: &container.HostConfig{NetworkMode: network.NetworkNone},
 	})
+}
+
+// runContainer is RunContainer with the container's options given whole
+// (its name aside).
+func runContainer(t testing.TB, cli *client.Client, opts client.ContainerCreateOptions) (string, string, int64) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	opts.Name = Name(t)
+	created, err := cli.ContainerCreate(ctx, opts)
 	if err != nil {
 		t.Fatalf("ContainerCreate: %v", err)
 	}
