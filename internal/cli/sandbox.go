@@ -36,7 +36,7 @@ and starts again on the next command. Limits apply live, without
 re-creating the container.`,
 	}
 	cmd.AddCommand(newSandboxLsCmd(g), newSandboxStatusCmd(g), newSandboxStopCmd(g), newSandboxRmCmd(g),
-		newSandboxBoostCmd(g), newSandboxLimitsCmd(g), newSandboxSettingsCmd(g), newSandboxReconcileCmd(g))
+		newSandboxBoostCmd(g), newSandboxLimitsCmd(g), newSandboxNetworkCmd(g), newSandboxSettingsCmd(g), newSandboxReconcileCmd(g))
 	return cmd
 }
 

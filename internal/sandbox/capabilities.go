@@ -1,5 +1,11 @@
 package sandbox
 
+import (
+	"slices"
+
+	"github.com/hutchsandbox/hutch/internal/netpolicy"
+)
+
 // WorkspaceAccess says how a mode's runtime reaches the host workspace.
 type WorkspaceAccess string
 
@@ -45,9 +51,19 @@ type Capabilities struct {
 	Boost bool
 	// AgentLimits: the agent's sandbox tool may set limits.
 	AgentLimits bool
+	// Egress lists the sandbox.network modes the runtime can enforce.
+	// Open means a route of the runtime's own (or the host's); the
+	// proxied modes mean no route but hutch's egress proxy.
+	Egress []netpolicy.Mode
+	// PlaceholderSecrets: vault entries marked as placeholders reach
+	// commands as placeholders, and hutch's proxy substitutes them.
+	PlaceholderSecrets bool
 	// Recommendation is the mode's standing, as the seeds rate it.
 	Recommendation string
 }
+
+// openOnly is the egress of a mode whose network hutch does not own.
+var openOnly = []netpolicy.Mode{netpolicy.ModeOpen}
 
 // managed is what a mode that creates one runtime per conversation and
 // mounts exactly the door policy's projection enforces: image:, and the
@@ -68,8 +84,20 @@ func managed(recommendation string) Capabilities {
 		Limits:                 true,
 		Boost:                  true,
 		AgentLimits:            true,
+		Egress:                 netpolicy.Modes,
+		PlaceholderSecrets:     true,
 		Recommendation:         recommendation,
 	}
+}
+
+// microVM is managed, with no route of its own: its network is the proxy
+// or nothing. Placeholders need the proxy to terminate TLS, which its
+// guest does not trust yet.
+func microVM(recommendation string) Capabilities {
+	c := managed(recommendation)
+	c.Egress = []netpolicy.Mode{netpolicy.ModeAllowlist, netpolicy.ModeNone}
+	c.PlaceholderSecrets = false
+	return c
 }
 
 // capabilityTable is seed 000's table, with gondolin from seed 001 and
@@ -78,12 +106,14 @@ var capabilityTable = map[Kind]Capabilities{
 	KindHost: {
 		CommandExecution: true,
 		Workspace:        WorkspaceHost,
+		Egress:           openOnly,
 		Recommendation:   "local dev",
 	},
 	KindContainer: {
 		CommandExecution: true,
 		VaultEnv:         true,
 		Workspace:        WorkspaceSelfManaged,
+		Egress:           openOnly,
 		Recommendation:   "legacy / compatibility",
 	},
 	KindImage: managed("mainline"),
@@ -93,10 +123,11 @@ var capabilityTable = map[Kind]Capabilities{
 		VaultEnv:               true,
 		PerConversationVault:   true,
 		Workspace:              WorkspaceNone,
+		Egress:                 openOnly,
 		Recommendation:         "under construction",
 	},
-	KindGondolin: managed("preview"),
-	KindKube:     managed("scale-out"),
+	KindGondolin: microVM("preview"),
+	KindKube:     openEgress(managed("scale-out")),
 }
 
 // CapabilitiesOf returns the capabilities a kind declares. An unknown kind
@@ -109,4 +140,17 @@ func CapabilitiesOf(k Kind) Capabilities {
 // policy's projection, which is what enforcing isolation requires.
 func (c Capabilities) ManagedProjection() bool {
 	return c.Workspace == WorkspaceManaged
+}
+
+// openEgress is c without hutch's egress proxy: a network of its own,
+// open, and no placeholder secrets.
+func openEgress(c Capabilities) Capabilities {
+	c.Egress = openOnly
+	c.PlaceholderSecrets = false
+	return c
+}
+
+// EnforcesEgress reports whether the mode can hold a runtime to m.
+func (c Capabilities) EnforcesEgress(m netpolicy.Mode) bool {
+	return slices.Contains(c.Egress, m)
 }

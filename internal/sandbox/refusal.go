@@ -2,8 +2,10 @@ package sandbox
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/hutchsandbox/hutch/internal/errdefs"
+	"github.com/hutchsandbox/hutch/internal/netpolicy"
 )
 
 // Requirements is what one conversation's run asks of a mode: derived from
@@ -15,6 +17,10 @@ type Requirements struct {
 	ReadOnlyMemory bool
 	// VaultFiles: the vault holds file credentials that must be projected.
 	VaultFiles bool
+	// Network is the conversation's effective sandbox.network.
+	Network netpolicy.Mode
+	// Placeholders: the vault marks entries to be delivered as placeholders.
+	Placeholders bool
 }
 
 // Admit checks requirements against the mode's declared capabilities and
@@ -34,6 +40,14 @@ func Admit(kind Kind, caps Capabilities, req Requirements) error {
 		return errdefs.New(errdefs.ErrFailedPrecondition, fmt.Sprintf(
 			"Sandbox type %q does not support vault file mounts; keep credentials in vault env, or use image:* to project files", string(kind)))
 	}
+	if req.Network != "" && !caps.EnforcesEgress(req.Network) {
+		return errdefs.New(errdefs.ErrFailedPrecondition, fmt.Sprintf(
+			"Sandbox '%s' cannot enforce sandbox.network %s (it can: %s); use image:* or kube:*, or set the conversation's network with hutch sandbox network", kind, req.Network, egressList(caps.Egress)))
+	}
+	if req.Placeholders && !caps.PlaceholderSecrets {
+		return errdefs.New(errdefs.ErrFailedPrecondition, fmt.Sprintf(
+			"Sandbox '%s' cannot deliver placeholder secrets (they need hutch's egress proxy in front of the runtime); use image:* or kube:*, or turn the marks off with hutch vault placeholder <vault> NAME off", kind))
+	}
 	return nil
 }
 
@@ -49,4 +63,15 @@ func NotImplemented(m Mode) error {
 func NotRunning(officeKey string) error {
 	return errdefs.New(errdefs.ErrFailedPrecondition, fmt.Sprintf(
 		"The runtime of office %s is not running; boosts and temporary limits last one run, so run a command first", officeKey))
+}
+
+func egressList(ms []netpolicy.Mode) string {
+	if len(ms) == 0 {
+		return "none of them"
+	}
+	s := make([]string, len(ms))
+	for i, m := range ms {
+		s[i] = string(m)
+	}
+	return strings.Join(s, ", ")
 }

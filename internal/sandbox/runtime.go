@@ -4,6 +4,8 @@ import (
 	"context"
 	"io"
 	"time"
+
+	"github.com/hutchsandbox/hutch/internal/netpolicy"
 )
 
 // Runtime is one mode's way of running commands for conversations.
@@ -70,10 +72,17 @@ type Spec struct {
 	// and mounts (sandbox.ceiling.disk), in the managed modes that
 	// enforce it; 0: none.
 	DiskCeiling int64
-	// NetworkAllow lists the hosts a runtime without a network of its own
-	// (a microVM) may reach through hutch's egress proxy
-	// (sandbox.network.allow); empty: no network.
+	// Network is the effective sandbox.network. Under a proxied mode the
+	// runtime has no route of its own, only hutch's egress proxy; "" is
+	// open in the modes that have a route (and none in a microVM).
+	Network netpolicy.Mode
+	// NetworkAllow lists the hosts reachable through hutch's egress proxy
+	// under the allowlist mode (sandbox.network.allow).
 	NetworkAllow []string
+	// Placeholders: the conversation's vault holds placeholder secrets,
+	// so commands get the proxy (and trust its CA) even when the network
+	// is open.
+	Placeholders bool
 }
 
 // DefaultOutputLimit bounds how many bytes of each stream an exec keeps in

@@ -9,6 +9,7 @@ import (
 	"maps"
 	"os"
 	"path"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/hutchsandbox/hutch/internal/errdefs"
 	"github.com/hutchsandbox/hutch/internal/metrics"
+	"github.com/hutchsandbox/hutch/internal/netpolicy"
 	"github.com/hutchsandbox/hutch/internal/office"
 	"github.com/hutchsandbox/hutch/internal/projection"
 	"github.com/hutchsandbox/hutch/internal/sandbox"
@@ -98,6 +100,11 @@ type Policy struct {
 	VaultKey string
 	// Vault lists the vault's entries, names only.
 	Vault []vault.Entry
+	// Network is the conversation's effective egress policy in Mode.
+	Network settings.Network
+	// Placeholders are the vault's entries marked to reach commands as
+	// placeholders, by name.
+	Placeholders map[string]vault.Placeholder
 }
 
 // Resolve computes a conversation's effective policy under mode without
@@ -130,6 +137,9 @@ func (s *Service) Resolve(addr office.Address, mode sandbox.Mode, user string) (
 	case sandbox.WorkspaceNone:
 		p.Projection = "none: the remote runtime does not see the host workspace"
 	}
+	if p.Network, err = s.network(key, mode.Kind); err != nil {
+		return Policy{}, err
+	}
 	p.VaultKey = s.vaultKey(mode, key, user)
 	var hasFiles bool
 	if p.VaultKey != "" {
@@ -143,11 +153,16 @@ func (s *Service) Resolve(addr office.Address, mode sandbox.Mode, user string) (
 				hasFiles = true
 			}
 		}
+		if p.Placeholders, err = s.vaults.Placeholders(p.VaultKey); err != nil {
+			return Policy{}, err
+		}
 	}
 	p.Refusal = sandbox.Admit(mode.Kind, caps, sandbox.Requirements{
 		IsolatedOffice: dec.Policy.Isolated(),
 		ReadOnlyMemory: dec.Policy.ReadOnlyMemory(),
 		VaultFiles:     hasFiles,
+		Network:        p.Network.Mode,
+		Placeholders:   len(p.Placeholders) > 0,
 	})
 	if p.Refusal == nil && caps.VaultFileMounts && hasFiles {
 		plan, err := s.vaults.Plan(p.VaultKey)
@@ -538,12 +553,32 @@ func (s *Service) prepare(ctx context.Context, addr office.Address, mode sandbox
 	for _, m := range mounts {
 		spec.Mounts = append(spec.Mounts, sandbox.Mount{HostPath: m.HostPath, RuntimePath: m.RuntimePath, ReadOnly: m.ReadOnly})
 	}
+	// The vault env, with marked entries replaced by their placeholders:
+	// the real values (secrets) go to the egress proxy, never into the
+	// runtime.
+	var env map[string]string
+	var secrets []vault.Secret
+	if (caps.VaultEnv || caps.VaultFileMounts) && pol.VaultKey != "" {
+		if env, err = s.vaults.Env(pol.VaultKey); err != nil {
+			return nil, err
+		}
+		env, secrets = vault.ApplyPlaceholders(env, pol.Placeholders)
+	}
 	if caps.VaultFileMounts && pol.VaultKey != "" {
 		plan, err := s.vaults.Plan(pol.VaultKey)
 		if err != nil {
 			return nil, err
 		}
-		for _, f := range plan.Files {
+		files := plan.Files
+		if len(secrets) > 0 {
+			// File credentials holding a marked value are mounted as
+			// copies with the placeholder in its place.
+			dir := filepath.Join(s.layout.RunDir, "vault-placeholders", string(pol.Key))
+			if files, err = s.vaults.ProjectWithPlaceholders(files, secrets, dir); err != nil {
+				return nil, err
+			}
+		}
+		for _, f := range files {
 			spec.VaultFiles = append(spec.VaultFiles, sandbox.Mount{HostPath: f.HostPath, RuntimePath: f.RuntimePath, ReadOnly: true})
 		}
 	}
@@ -557,16 +592,14 @@ func (s *Service) prepare(ctx context.Context, addr office.Address, mode sandbox
 		spec.Limits = sandbox.Limits{CPUs: rs.CPUs, MemoryBytes: rs.MemoryBytes, Pids: rs.Pids}
 		spec.DiskCeiling = diskCeiling(rs)
 	}
-	if mode.Kind == sandbox.KindGondolin {
-		// A microVM has no network of its own: only what the allowlist
-		// names, through hutch's proxy.
-		spec.NetworkAllow = rs.NetworkAllow
+	spec.Network = pol.Network.Mode
+	if pol.Network.Mode == netpolicy.ModeAllowlist {
+		spec.NetworkAllow = pol.Network.Allow
 	}
+	spec.Placeholders = len(secrets) > 0
 	p := &prepared{pol: pol, rt: rt, spec: spec, timeZone: rs.TimeZone}
-	if caps.VaultEnv && pol.VaultKey != "" {
-		if p.env, err = s.vaults.Env(pol.VaultKey); err != nil {
-			return nil, err
-		}
+	if caps.VaultEnv {
+		p.env = env
 	}
 	return p, nil
 }

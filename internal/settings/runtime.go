@@ -43,8 +43,11 @@ type Runtime struct {
 	Pool *int
 	// TimeZone is the IANA zone commands run in (TZ), in every mode.
 	TimeZone string
-	// NetworkAllow lists the hosts a microVM may reach through hutch's
-	// egress proxy; empty: no network at all.
+	// Network is sandbox.network: open, allowlist or none; "" is unset
+	// (see ResolveNetwork for what that means in each mode).
+	Network netpolicy.Mode
+	// NetworkAllow lists the hosts a runtime may reach through hutch's
+	// egress proxy under the allowlist mode (a microVM's only network).
 	NetworkAllow []string
 	// Kube holds the sandbox.kube.* settings of the kube:<image> mode.
 	Kube KubeSettings
@@ -74,7 +77,8 @@ var RuntimeKeys = []runtimeKey{
 	{"sandbox.idleTimeout", []string{"idleTimeout"}, "stop a runtime idle this long (10m, 1h)", parseDurationValue, func(r *Runtime, v any) { r.IdleTimeout = v.(time.Duration) }},
 	{"sandbox.pool", []string{"pool"}, "runtimes the daemon keeps started per image in use (image mode, Docker, root) for new conversations' first commands; idle ones paused; unset: 2, 0: none", parsePoolValue, func(r *Runtime, v any) { n := v.(int); r.Pool = &n }},
 	{"sandbox.timezone", []string{"timezone"}, "time zone commands run in, in every mode (Europe/Berlin, UTC)", parseTimeZoneValue, func(r *Runtime, v any) { r.TimeZone = v.(string) }},
-	{"sandbox.network.allow", []string{"network", "allow"}, "hosts a microVM may reach through hutch's proxy, comma-separated (github.com,*.npmjs.org); unset: no network", parseAllowValue, func(r *Runtime, v any) { r.NetworkAllow = v.([]string) }},
+	{"sandbox.network", []string{"network", "policy"}, "how runtimes reach the network: open (a route anywhere; the default of containers and pods), allowlist (no route but hutch's proxy, which lets through sandbox.network.allow) or none", parseNetworkValue, func(r *Runtime, v any) { r.Network = v.(netpolicy.Mode) }},
+	{"sandbox.network.allow", []string{"network", "allow"}, "hosts reachable under sandbox.network allowlist, and a microVM's only network, comma-separated (github.com,*.npmjs.org); unset: none", parseAllowValue, func(r *Runtime, v any) { r.NetworkAllow = v.([]string) }},
 	{"sandbox.kube.kubeconfig", []string{"kube", "kubeconfig"}, "kubeconfig file of kube: mode, an absolute path; unset: in-cluster, then KUBECONFIG, then ~/.kube/config", parseKubeconfigValue, func(r *Runtime, v any) { r.Kube.Kubeconfig = v.(string) }},
 	{"sandbox.kube.namespace", []string{"kube", "namespace"}, "namespace of kube: mode pods; unset: the kubeconfig's, else default", parseNamespaceValue, func(r *Runtime, v any) { r.Kube.Namespace = v.(string) }},
 	{"sandbox.kube.storage", []string{"kube", "storage"}, "how kube: mode pods reach the workspace: hostPath (same path on the node, the default), hostPath:/node/path or pvc:<claim>", parseStorageValue, func(r *Runtime, v any) { r.Kube.Storage = v.(KubeStorage) }},
@@ -196,6 +200,7 @@ func ParseNetworkAllow(s string) ([]string, error) {
 }
 
 func parseAllowValue(s string) (any, error)    { return ParseNetworkAllow(s) }
+func parseNetworkValue(s string) (any, error)  { return netpolicy.ParseMode(s) }
 func parseTimeZoneValue(s string) (any, error) { return ParseTimeZone(s) }
 func parseCPUValue(s string) (any, error)      { return ParseCPUs(s) }
 func parseMemoryValue(s string) (any, error)   { return ParseMemory(s) }

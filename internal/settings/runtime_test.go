@@ -80,7 +80,7 @@ func TestSetRuntime_Refusals(t *testing.T) {
 		{"sandbox.timezone", "Europe/Berlin;id", `Time zone "Europe/Berlin;id" must be an IANA name such as Europe/Berlin or UTC`},
 		{"sandbox.network.allow", "https://github.com", `sandbox.network.allow entry "https://github.com": has a scheme (https://); write the host only, e.g. "github.com"`},
 		{"sandbox.network.allow", "github.com,,npmjs.org", `sandbox.network.allow has an empty entry`},
-		{"sandbox.colour", "red", `Unknown setting "sandbox.colour"; settable keys: sandbox.cpus, sandbox.memory, sandbox.pids, sandbox.boost.cpus, sandbox.boost.memory, sandbox.ceiling.cpus, sandbox.ceiling.memory, sandbox.ceiling.pids, sandbox.ceiling.disk, sandbox.idleTimeout, sandbox.pool, sandbox.timezone, sandbox.network.allow, sandbox.kube.kubeconfig, sandbox.kube.namespace, sandbox.kube.storage, sandbox.kube.nodeSelector, sandbox.kube.runtimeClass, sandbox.kube.agentImage`},
+		{"sandbox.colour", "red", `Unknown setting "sandbox.colour"; settable keys: sandbox.cpus, sandbox.memory, sandbox.pids, sandbox.boost.cpus, sandbox.boost.memory, sandbox.ceiling.cpus, sandbox.ceiling.memory, sandbox.ceiling.pids, sandbox.ceiling.disk, sandbox.idleTimeout, sandbox.pool, sandbox.timezone, sandbox.network, sandbox.network.allow, sandbox.kube.kubeconfig, sandbox.kube.namespace, sandbox.kube.storage, sandbox.kube.nodeSelector, sandbox.kube.runtimeClass, sandbox.kube.agentImage`},
 	}
 	for _, tt := range tests {
 		t.Run(strings.ReplaceAll(tt.key+"_"+tt.value, " ", "_"), func(t *testing.T) {
