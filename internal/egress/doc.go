@@ -50,4 +50,63 @@
 // Proxy-* headers and without protocol upgrades (WebSocket clients behind a
 // proxy use CONNECT). The Transport never consults the host's own proxy
 // environment.
+//
+// # Placeholder secrets
+//
+// A vault variable marked as a placeholder reaches commands as a token
+// (hutch-placeholder- and 32 hex digits); the real value is only in the
+// proxy (Proxy.Secrets, read per request, so a rotation applies to the
+// next one). The attacker is the command itself, which writes every byte
+// of its requests; the rule is that a value goes only to the hosts its
+// Secret.Hosts names, only over TLS the proxy verified against that
+// name, and only in requests: responses are never rewritten.
+//
+// With secrets and a CA (Proxy.CA, one per office, which the guest
+// trusts), a CONNECT the policy allows is answered 200 and its first byte
+// awaited: up to HeaderTimeout on 443 or a port a secret names, a second
+// elsewhere. A TLS ClientHello offering HTTP/1.1 (or no ALPN) is
+// terminated with a certificate for the CONNECT host, signed by the CA;
+// every HTTP/1.1 request inside is scanned and forwarded to
+// https://host:port over a TLS connection verified against
+// UpstreamRoots for that host (a failed verification is a 502 and nothing
+// is sent). The CONNECT host decides, never the request's Host header or
+// URL: another name behind the same front must not receive a value. No
+// first byte in time (SSH, SMTP: the server speaks first), another first
+// byte, or a ClientHello for another protocol (h2 only) is spliced as
+// without secrets, and carries the placeholder unchanged.
+//
+// In each request the proxy looks for every secret's placeholder in the
+// header values (Basic credentials decoded), the Host header, the path and
+// the query (each as written and percent-decoded), and a body of up to
+// 1 MiB, read into memory. A placeholder toward a host its secret does
+// not name, of an expired secret, or in plain http:// at all, refuses the
+// whole request: 403 naming the secret and the host, a warning "egress
+// placeholder refused" (exfiltration=true when the host is not the
+// secret's) and an Event for Proxy.Record. Otherwise the values go in place of
+// the placeholders in the header values, Basic credentials, path and query
+// (percent-encoded there) and, for secrets with Body set, the body, whose
+// length is fixed; each secret used gives one Event and one info line.
+// A body over 1 MiB is forwarded unchanged, scanned as it streams: a
+// refused placeholder in it aborts the request, after its first part
+// has gone out.
+//
+// What this does not protect or see:
+//
+//   - A host that is allowed to have the value can give it back: an API
+//     that echoes requests, stores what it is sent (a gist, an issue
+//     comment) or reflects it in an error hands the value to the command.
+//     Nor does anything stop the command from using the secret against
+//     that host as it likes: the secret's host list is the whole grant.
+//   - Placeholders the scan cannot see are neither refused nor
+//     substituted: in a compressed, base64 or otherwise encoded body,
+//     JSON-escaped, in request trailers, in the frames of an upgraded
+//     (WebSocket) connection, or in a tunnel that is not intercepted.
+//     Refusing is a signal; what keeps a value from a host is that it is
+//     substituted only toward the secret's own.
+//   - A guest that does not trust the office's CA, pins certificates, or
+//     speaks HTTP/2 only or another protocol over TLS without naming it
+//     in ALPN (IMAPS) cannot use an intercepted tunnel at all while the
+//     sandbox has secrets.
+//   - Without a CA no TLS is intercepted, so no value is ever
+//     substituted; plain HTTP is still refused.
 package egress

@@ -2,6 +2,7 @@ package egress
 
 import (
 	"context"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
@@ -56,6 +57,21 @@ type Proxy struct {
 	// HeaderTimeout is how long the guest has to send a request's headers.
 	// Zero means DefaultHeaderTimeout.
 	HeaderTimeout time.Duration
+
+	// Secrets are the placeholder secrets of the sandbox, read for every
+	// request, so a rotated value takes effect on the next one. Nil or
+	// empty: no placeholder is scanned for and no TLS is intercepted.
+	Secrets func() []Secret
+	// CA signs the certificates of intercepted TLS connections. Nil: TLS
+	// is never intercepted, so placeholders are substituted nowhere (and
+	// still refused in plain HTTP).
+	CA *CA
+	// UpstreamRoots verifies the servers of intercepted connections. Nil
+	// uses the host's system roots.
+	UpstreamRoots *x509.CertPool
+	// Record receives every substitution and refusal of a placeholder,
+	// from the proxy's goroutines. Nil discards.
+	Record func(Event)
 }
 
 // Serve answers proxy requests on l until ctx ends, then closes l, every
@@ -65,7 +81,7 @@ func (p *Proxy) Serve(ctx context.Context, l net.Listener) error {
 	s := p.newServer()
 	hs := &http.Server{
 		Handler:           s,
-		ReadHeaderTimeout: orDefault(p.HeaderTimeout, DefaultHeaderTimeout),
+		ReadHeaderTimeout: s.headerTimeout,
 		IdleTimeout:       s.idle,
 		// Request contexts end with ctx, which aborts plain HTTP requests
 		// in flight and dials in progress.
@@ -114,6 +130,12 @@ type server struct {
 	transport *http.Transport
 	rp        *httputil.ReverseProxy
 
+	headerTimeout time.Duration
+	secretsFn     func() []Secret
+	ca            *CA
+	roots         *x509.CertPool
+	recordFn      func(Event)
+
 	mu     sync.Mutex
 	closed bool
 	conns  map[net.Conn]struct{} // both ends of every open tunnel
@@ -128,6 +150,12 @@ func (p *Proxy) newServer() *server {
 		dial:   p.Dial,
 		idle:   orDefault(p.TunnelIdleTimeout, DefaultTunnelIdleTimeout),
 		conns:  make(map[net.Conn]struct{}),
+
+		headerTimeout: orDefault(p.HeaderTimeout, DefaultHeaderTimeout),
+		secretsFn:     p.Secrets,
+		ca:            p.CA,
+		roots:         p.UpstreamRoots,
+		recordFn:      p.Record,
 	}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
@@ -240,9 +268,19 @@ func (s *server) connect(w http.ResponseWriter, r *http.Request) {
 	}
 	// A client may send its first bytes (a TLS ClientHello) without waiting
 	// for the 200; the server's reader may already hold them.
+	var early []byte
 	if n := buf.Reader.Buffered(); n > 0 {
 		b, _ := buf.Reader.Peek(n)
-		if _, err := up.Write(b); err != nil {
+		early = append(early, b...)
+	}
+	// With placeholder secrets, a TLS tunnel is terminated and its
+	// requests guarded one by one (intercept.go); anything else is spliced.
+	early, intercepted := s.intercept(r.Context(), guest, early, up, host, port)
+	if intercepted {
+		return
+	}
+	if len(early) > 0 {
+		if _, err := up.Write(early); err != nil {
 			_ = guest.Close()
 			_ = up.Close()
 			return
@@ -258,6 +296,8 @@ type decision struct {
 	host   string
 	port   int
 	logged bool
+	// late holds placeholders refused in a body after it began to go out.
+	late refusals
 }
 
 type decisionKey struct{}
@@ -290,6 +330,11 @@ func (s *server) forward(w http.ResponseWriter, r *http.Request) {
 	// ordinary request.
 	r.Header.Del("Upgrade")
 	d := &decision{method: r.Method, host: host, port: port}
+	// A value never goes out in clear: any placeholder is refused here.
+	if denied := s.guard(w, r, target{host: host, port: port}, &d.late); denied != "" {
+		s.decide(r.Context(), false, r.Method, host, port, slog.String("reason", denied))
+		return
+	}
 	s.rp.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), decisionKey{}, d)))
 	if !d.logged {
 		s.decide(r.Context(), true, d.method, host, port)
@@ -308,6 +353,16 @@ func (s *server) forwarded(res *http.Response) error {
 // forwardFailed answers a forwarded request the upstream never answered.
 func (s *server) forwardFailed(w http.ResponseWriter, r *http.Request, err error) {
 	d, ok := r.Context().Value(decisionKey{}).(*decision)
+	if ok {
+		if late := d.late.get(); len(late) > 0 {
+			if !d.logged {
+				d.logged = true
+				s.decide(r.Context(), false, d.method, d.host, d.port, slog.String("reason", "carries a secret placeholder"))
+			}
+			http.Error(w, refusalText(target{host: d.host, port: d.port}, late), http.StatusForbidden)
+			return
+		}
+	}
 	if !ok || d.logged {
 		// The upstream answered and the decision is logged; what failed
 		// is the exchange after it (a refused protocol switch).
@@ -396,6 +451,12 @@ func (s *server) dialHTTP(ctx context.Context, _, addr string) (net.Conn, error)
 		return nil, fmt.Errorf("%s is not allowed by sandbox.network", addr)
 	}
 	return s.dialUpstream(ctx, host, port)
+}
+
+// hostPort is host:port as a client writes it, brackets around an IPv6
+// address.
+func hostPort(host string, port int) string {
+	return net.JoinHostPort(host, strconv.Itoa(port))
 }
 
 func (s *server) dialUpstream(ctx context.Context, host string, port int) (net.Conn, error) {
