@@ -82,7 +82,8 @@
 // not name, of an expired secret, or in plain http:// at all, refuses the
 // whole request: 403 naming the secret and the host, a warning "egress
 // placeholder refused" (exfiltration=true when the host is not the
-// secret's) and an Event for Proxy.Record. Otherwise the values go in place of
+// secret's) and an Event for Proxy.Record (a Journal
+// keeps them in a file, two generations of 256 KiB). Otherwise the values go in place of
 // the placeholders in the header values, Basic credentials, path and query
 // (percent-encoded there) and, for secrets with Body set, the body, whose
 // length is fixed; each secret used gives one Event and one info line.

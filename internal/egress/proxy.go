@@ -70,7 +70,8 @@ type Proxy struct {
 	// uses the host's system roots.
 	UpstreamRoots *x509.CertPool
 	// Record receives every substitution and refusal of a placeholder,
-	// from the proxy's goroutines. Nil discards.
+	// from the proxy's goroutines. Nil discards; OpenJournal(...).Record
+	// appends them to a file.
 	Record func(Event)
 }
 
