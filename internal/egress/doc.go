@@ -78,18 +78,18 @@
 // In each request the proxy looks for every secret's placeholder in the
 // header values (Basic credentials decoded), the Host header, the path and
 // the query (each as written and percent-decoded), and a body of up to
-// 1 MiB, read into memory. A placeholder toward a host its secret does
-// not name, of an expired secret, or in plain http:// at all, refuses the
+// 1 MiB, read into memory (at most one per tunnel or plain request, so
+// MaxTunnels bounds that memory too). A placeholder toward a host its secret does not
+// name, of an expired secret, or in plain http:// at all, refuses the
 // whole request: 403 naming the secret and the host, a warning "egress
 // placeholder refused" (exfiltration=true when the host is not the
-// secret's) and an Event for Proxy.Record (a Journal
-// keeps them in a file, two generations of 256 KiB). Otherwise the values go in place of
-// the placeholders in the header values, Basic credentials, path and query
+// secret's) and an Event for Proxy.Record (a Journal keeps them in a file,
+// two generations of 256 KiB). Otherwise the values go in place of the
+// placeholders in the header values, Basic credentials, path and query
 // (percent-encoded there) and, for secrets with Body set, the body, whose
-// length is fixed; each secret used gives one Event and one info line.
-// A body over 1 MiB is forwarded unchanged, scanned as it streams: a
-// refused placeholder in it aborts the request, after its first part
-// has gone out.
+// length is fixed; each secret used gives one Event and one info line. A
+// body over 1 MiB is forwarded unchanged, scanned as it streams: a refused
+// placeholder in it aborts the request, after its first part has gone out.
 //
 // What this does not protect or see:
 //
@@ -104,10 +104,10 @@
 //     (WebSocket) connection, or in a tunnel that is not intercepted.
 //     Refusing is a signal; what keeps a value from a host is that it is
 //     substituted only toward the secret's own.
-//   - A guest that does not trust the office's CA, pins certificates, or
-//     speaks HTTP/2 only or another protocol over TLS without naming it
-//     in ALPN (IMAPS) cannot use an intercepted tunnel at all while the
-//     sandbox has secrets.
+//   - A guest that does not trust the office's CA or pins certificates,
+//     or speaks another protocol over TLS without naming it in ALPN
+//     (IMAPS), cannot use an intercepted tunnel while the sandbox has
+//     secrets. An HTTP/2-only client is spliced, and gets no value.
 //   - Without a CA no TLS is intercepted, so no value is ever
 //     substituted; plain HTTP is still refused.
 package egress

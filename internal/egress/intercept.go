@@ -211,7 +211,7 @@ func (s *server) serveTLS(ctx context.Context, guest net.Conn, up net.Conn, host
 			// The one connection is done, or an upgraded request's
 			// handler owns it now: the server has nothing left to accept.
 			if st == http.StateClosed || st == http.StateHijacked {
-				l.Close()
+				_ = l.Close()
 			}
 		},
 	}
