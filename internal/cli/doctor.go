@@ -18,6 +18,7 @@ import (
 	"github.com/hutchsandbox/hutch/internal/engine"
 	"github.com/hutchsandbox/hutch/internal/microvm/assets"
 	"github.com/hutchsandbox/hutch/internal/microvm/qemu"
+	"github.com/hutchsandbox/hutch/internal/netpolicy"
 	"github.com/hutchsandbox/hutch/internal/sandbox"
 	"github.com/hutchsandbox/hutch/internal/sandbox/kube"
 	"github.com/hutchsandbox/hutch/internal/sandbox/microvm"
@@ -88,6 +89,8 @@ type doctorProbes struct {
 	// Kube finds the cluster of kube mode's settings and asks its API
 	// server, within kubeTimeout; the error is why it does not answer.
 	Kube func(ctx context.Context) (kubeInfo, error)
+	// Network reads the global sandbox.network of the state dir.
+	Network func() (settings.Network, error)
 }
 
 // The paths and programs doctor looks at.
@@ -142,7 +145,35 @@ func (g *globals) doctorProbes() doctorProbes {
 		Virtiofsd:    qemu.FindVirtiofsd,
 		Guest:        loadGuest,
 		Kube:         g.probeKube,
+		Network:      g.probeNetwork,
 	}
+}
+
+// probeNetwork reads the global egress policy of containers and pods.
+func (g *globals) probeNetwork() (settings.Network, error) {
+	state, _, err := g.probeStateDir()
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return settings.Network{}, err
+	}
+	rs, err := settings.LoadRuntime(settings.GlobalPath(state))
+	if err != nil {
+		return settings.Network{}, err
+	}
+	return settings.ResolveNetwork(rs, settings.Runtime{}, false), nil
+}
+
+// networkCheck shows the egress policy containers and pods get unless a
+// conversation sets its own, so open egress is seen, never assumed.
+func networkCheck(p doctorProbes) check {
+	n, err := p.Network()
+	if err != nil {
+		return check{"network", checkBad, err.Error()}
+	}
+	reason := n.Describe()
+	if n.Mode == netpolicy.ModeOpen {
+		reason += "; commands in containers and pods can reach any host (hutch sandbox network --global allowlist --allow HOSTS to close it)"
+	}
+	return check{"network", checkOK, reason}
 }
 
 // probeKube connects to the cluster as kube mode would, from the
@@ -232,6 +263,7 @@ func diagnose(ctx context.Context, p doctorProbes) []check {
 		out = append(out, check{"cgroup", checkOK, "v1 (no " + cgroupControllers + "); the engine still applies limits"})
 	}
 	out = append(out, stateDirCheck(p))
+	out = append(out, networkCheck(p))
 	for _, k := range sandbox.Kinds {
 		switch k {
 		case sandbox.KindGondolin:

@@ -14,6 +14,8 @@ import (
 	"github.com/hutchsandbox/hutch/internal/engine"
 	"github.com/hutchsandbox/hutch/internal/errdefs"
 	"github.com/hutchsandbox/hutch/internal/microvm/assets"
+	"github.com/hutchsandbox/hutch/internal/netpolicy"
+	"github.com/hutchsandbox/hutch/internal/settings"
 )
 
 // fakeMachine builds probes from a description of a machine.
@@ -34,6 +36,9 @@ type fakeMachine struct {
 	// kubeErr why it does not answer.
 	kube    kubeInfo
 	kubeErr error
+	// network and allow are the global sandbox.network settings.
+	network netpolicy.Mode
+	allow   []string
 }
 
 func (m fakeMachine) probes() doctorProbes {
@@ -78,6 +83,9 @@ func (m fakeMachine) probes() doctorProbes {
 			return assets.Manifest{Version: 1, Created: time.Date(2026, 11, 30, 1, 2, 3, 0, time.UTC), Source: "hutch-sandbox:dev (sha256:4477c7d056ca); kernel linux-image-6.1.0-57-cloud-amd64 6.1.192-3"}, nil
 		},
 		Kube: func(context.Context) (kubeInfo, error) { return m.kube, m.kubeErr },
+		Network: func() (settings.Network, error) {
+			return settings.ResolveNetwork(settings.Runtime{Network: m.network, NetworkAllow: m.allow}, settings.Runtime{}, false), nil
+		},
 	}
 }
 
@@ -89,7 +97,8 @@ func TestDoctor_Golden(t *testing.T) {
 			files:    map[string]bool{"/dev/kvm": true, "/sys/fs/cgroup/cgroup.controllers": true},
 			state:    "/home/ada/.hutch", perm: 0o700,
 			hwVirt: true, virtiofsd: "/usr/lib/qemu/virtiofsd", guest: true,
-			kube: kubeInfo{Configured: true, Host: "https://10.0.0.7:6443", Namespace: "hutch", Source: "kubeconfig /home/ada/.kube/config"},
+			kube:    kubeInfo{Configured: true, Host: "https://10.0.0.7:6443", Namespace: "hutch", Source: "kubeconfig /home/ada/.kube/config"},
+			network: netpolicy.ModeAllowlist, allow: []string{"github.com", "*.npmjs.org"},
 		},
 		"microvm_tcg": {
 			engine:   &engineInfo{Host: "unix:///var/run/docker.sock", Flavor: "docker", ServerVersion: "20.10.24", APIVersion: "1.41"},

@@ -70,7 +70,7 @@ absent (no Docker, no QEMU, no cluster) is left out with a note on stderr.`,
 			}
 			tw := tabwriter.NewWriter(g.stdout, 0, 4, 2, ' ', 0)
 			out := &printer{w: tw}
-			out.println("CONVERSATION\tMODE\tSTATE\tUPTIME\tCPUS\tMEMORY\tPIDS\tIMAGE\tCONTAINER")
+			out.println("CONVERSATION\tMODE\tSTATE\tNETWORK\tUPTIME\tCPUS\tMEMORY\tPIDS\tIMAGE\tCONTAINER")
 			for _, r := range list {
 				s := r.Status
 				// A pod has no process ceiling of its own (kube:): "-".
@@ -78,7 +78,7 @@ absent (no Docker, no QEMU, no cluster) is left out with a note on stderr.`,
 				if s.Limits.Pids > 0 {
 					pids = strconv.FormatInt(s.Limits.Pids, 10)
 				}
-				out.printf("%s/%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", s.Platform, s.ConversationID, r.Kind, stateWord(s), uptime(s),
+				out.printf("%s/%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", s.Platform, s.ConversationID, r.Kind, stateWord(s), networkWord(svc, s, r.Kind), uptime(s),
 					strconv.FormatFloat(s.Limits.CPUs, 'f', -1, 64), units.BytesSize(float64(s.Limits.MemoryBytes)), pids, s.Image, s.Name)
 			}
 			return out.flush(tw)
@@ -86,6 +86,20 @@ absent (no Docker, no QEMU, no cluster) is left out with a note on stderr.`,
 	}
 	cmd.Flags().StringVar(&modeFlag, "sandbox", "", "list one managed mode's runtimes: image:*, gondolin:default or kube:* (default: every mode)")
 	return cmd
+}
+
+// networkWord is the runtime's egress policy, for the list: open is
+// shown as plainly as the others, never assumed.
+func networkWord(svc *service.Service, s sandbox.Status, kind sandbox.Kind) string {
+	addr, err := office.NewAddress(s.Platform, s.ConversationID)
+	if err != nil {
+		return "?"
+	}
+	n, err := svc.Network(addr, sandbox.Mode{Kind: kind})
+	if err != nil {
+		return "?"
+	}
+	return string(n.Mode)
 }
 
 func stateWord(s sandbox.Status) string {
@@ -171,6 +185,13 @@ func newSandboxStatusCmd(g *globals) *cobra.Command {
 			}
 			out := &printer{w: g.stdout}
 			out.printf("Conversation:  %s\n", addr)
+			kind := sandbox.KindImage
+			if m, err := g.sandboxMode(""); err == nil && sandbox.CapabilitiesOf(m.Kind).ManagedLifecycle {
+				kind = m.Kind
+			}
+			if n, err := svc.Network(addr, sandbox.Mode{Kind: kind}); err == nil {
+				out.printf("Network:       %s\n", n.Describe())
+			}
 			printStatus(out, st)
 			return out.err
 		},

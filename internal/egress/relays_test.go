@@ -49,7 +49,7 @@ func TestRelays(t *testing.T) {
 		t.Helper()
 		inside, host := net.Pipe()
 		go r.Handler(office)(host)
-		defer inside.Close()
+		defer func() { _ = inside.Close() }()
 		_ = inside.SetDeadline(time.Now().Add(10 * time.Second))
 		if _, err := io.WriteString(inside, "GET http://origin.test/ HTTP/1.1\r\nHost: origin.test\r\nConnection: close\r\n\r\n"); err != nil {
 			t.Fatal(err)
