@@ -6,10 +6,12 @@ import (
 	"html/template"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/docker/go-units"
 
+	"github.com/hutchsandbox/hutch/internal/egress"
 	"github.com/hutchsandbox/hutch/internal/errdefs"
 	"github.com/hutchsandbox/hutch/internal/office"
 	"github.com/hutchsandbox/hutch/internal/projection"
@@ -18,6 +20,7 @@ import (
 )
 
 var funcs = template.FuncMap{
+	"join": strings.Join,
 	"since": func(t time.Time) string {
 		if t.IsZero() {
 			return "-"
@@ -83,7 +86,9 @@ type officeRow struct {
 	ChannelKind string
 	Policy      string
 	Origin      string
-	Runtime     *sandbox.Status
+	// Network is the conversation's sandbox.network, open included.
+	Network string
+	Runtime *sandbox.Status
 }
 
 // page is what every page template gets.
@@ -136,7 +141,7 @@ func (s *Server) home(w http.ResponseWriter, r *request) error {
 	for i, rec := range recs {
 		keys[i] = rec.Address().Key()
 	}
-	doors, err := s.svc.Doors(keys)
+	doors, err := s.svc.Doors(keys, s.mode.Kind)
 	if err != nil {
 		return err
 	}
@@ -146,6 +151,7 @@ func (s *Server) home(w http.ResponseWriter, r *request) error {
 		rows[i] = officeRow{
 			Address: rec.Address(), Key: keys[i], ChannelKind: d.ChannelKind,
 			Policy: d.Decision.Policy.String(), Origin: d.Decision.Origin(), Runtime: byKey[string(keys[i])],
+			Network: string(d.Network.Mode),
 		}
 	}
 	s.render(w, http.StatusOK, "home.html", map[string]any{
@@ -178,13 +184,19 @@ func (s *Server) renderOffice(w http.ResponseWriter, r *request, addr office.Add
 	managed := lc != nil
 	p := s.page(r, "Office "+addr.String())
 	p.Flash, p.Error = flash, failure
+	// The journal is best read: a missing one means nothing was sent.
+	events, _ := egress.ReadJournal(s.svc.EgressJournal(string(pol.Key)), egressShown)
 	s.render(w, status, "office.html", map[string]any{
 		"Page": p, "Address": addr, "Policy": pol, "DoorWords": projection.DoorWords,
 		"Chart":   s.chartView(r.Context(), addr),
 		"Managed": managed,
+		"Egress":  events,
 	})
 	return nil
 }
+
+// egressShown is how many placeholder events an office page lists.
+const egressShown = 20
 
 // setDoor sets the door policy of one conversation (or the global one),
 // refused while a command runs in the conversation's runtime.

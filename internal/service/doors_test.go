@@ -36,7 +36,7 @@ func TestDoors(t *testing.T) {
 	for i, a := range addrs {
 		keys[i] = a.Key()
 	}
-	doors, err := svc.Doors(keys)
+	doors, err := svc.Doors(keys, sandbox.KindHost)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,7 +49,7 @@ func TestDoors(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		want := service.Door{Decision: pol.Decision, ChannelKind: pol.ChannelKind}
+		want := service.Door{Decision: pol.Decision, ChannelKind: pol.ChannelKind, Network: pol.Network}
 		if diff := cmp.Diff(want, doors[i]); diff != "" {
 			t.Errorf("%s (-Resolve +Doors):\n%s", a, diff)
 		}

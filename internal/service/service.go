@@ -3,6 +3,7 @@ package service
 import (
 	"cmp"
 	"context"
+	"crypto/x509"
 	"fmt"
 	"io"
 	"log/slog"
@@ -12,9 +13,11 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
+	"github.com/hutchsandbox/hutch/internal/egress"
 	"github.com/hutchsandbox/hutch/internal/errdefs"
 	"github.com/hutchsandbox/hutch/internal/metrics"
 	"github.com/hutchsandbox/hutch/internal/netpolicy"
@@ -39,7 +42,18 @@ type Service struct {
 	agentOverride string
 	rt            runtimes
 	metrics       *metrics.Set
+
+	// The egress proxies of relaying runtimes (egress.go), made once.
+	relaysMu sync.Mutex
+	relays   *egress.Relays
+	// egressRoots, when set, is what the proxies verify upstreams
+	// against instead of the system's roots (tests).
+	egressRoots *x509.CertPool
 }
+
+// SetEgressRoots makes the egress proxies verify upstream servers against
+// roots instead of the system's (tests run their own CA).
+func (s *Service) SetEgressRoots(roots *x509.CertPool) { s.egressRoots = roots }
 
 // SetMetrics makes the service record commands and runtime events in m
 // (the daemon does; one-shot CLI commands do not).
@@ -193,13 +207,20 @@ func (s *Service) decide(key office.Key) (projection.Decision, string, error) {
 type Door struct {
 	Decision    projection.Decision
 	ChannelKind string
+	// Network is the conversation's egress policy in the mode Doors was
+	// asked about.
+	Network settings.Network
 }
 
 // Doors decides the door of each key with the global settings read once:
 // what a list of offices shows, without what a command needs of each
 // (mounts, vault), which Resolve adds.
-func (s *Service) Doors(keys []office.Key) ([]Door, error) {
+func (s *Service) Doors(keys []office.Key, kind sandbox.Kind) ([]Door, error) {
 	global, err := settings.LoadWorkspace(settings.GlobalPath(s.layout.StateDir))
+	if err != nil {
+		return nil, err
+	}
+	globalRT, err := settings.LoadRuntime(settings.GlobalPath(s.layout.StateDir))
 	if err != nil {
 		return nil, err
 	}
@@ -208,6 +229,11 @@ func (s *Service) Doors(keys []office.Key) ([]Door, error) {
 		if out[i].Decision, out[i].ChannelKind, err = s.decideWith(global, key); err != nil {
 			return nil, err
 		}
+		conv, err := settings.LoadRuntime(settings.ConversationPath(s.layout.StateDir, string(key)))
+		if err != nil {
+			return nil, err
+		}
+		out[i].Network = settings.ResolveNetwork(globalRT, conv, kind == sandbox.KindGondolin)
 	}
 	return out, nil
 }
