@@ -59,7 +59,7 @@ func (p *projectCmd) prepareAgent(ctx context.Context, l *loaded, t *box.Target,
 	gwHost := project.GatewayHost(string(l.eng.Flavor))
 	rewrite := network == project.NetworkBridge
 	if network == project.NetworkNone {
-		p.printNotes([]string{"sandbox-network is none: the agent cannot reach services on the host (its MCP servers or the relay included)."})
+		p.printNotes([]string{"sandbox-network is " + string(spec.Egress.OrOpen()) + ": the agent cannot reach services on the host (its MCP servers or the relay included)."})
 	}
 	var endpoints []project.Endpoint
 	env := []string{"HUTCH_AGENT=" + a.name}

@@ -47,9 +47,10 @@ func TestProject_SettingsShowsSourcesAndNotes(t *testing.T) {
 		"sandbox-cpus 2 " + file + " (project override)",
 		"sandbox-persist false " + file + " (project override)",
 		"sandbox-packages jq " + file + " |",
-		"sandbox-network bridge default",
+		"sandbox-network open default",
+		"sandbox-network-allow (none) default",
 		"Notes:",
-		file + `: sandbox-network must be bridge, host or none, not "carrier-pigeon"; the setting is ignored.`,
+		file + `: sandbox-network must be open, allowlist, none or host, not "carrier-pigeon"; the setting is ignored.`,
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("settings output lacks %q:\n%s", want, out)

@@ -100,7 +100,8 @@ func TestSetSetting(t *testing.T) {
 	}{
 		{"unknown_key", "sandbox-memroy", ptr("8g"), `sandbox-memroy is not a sandbox setting; the settings are sandbox-enabled, sandbox-image,`},
 		{"bad_memory", project.KeyMemory, ptr("lots"), `sandbox-memory must be a size such as 512m or 8g, not "lots".`},
-		{"bad_network", project.KeyNetwork, ptr("pigeon"), `sandbox-network must be bridge, host or none, not "pigeon".`},
+		{"bad_network", project.KeyNetwork, ptr("pigeon"), `sandbox-network must be open, allowlist, none or host, not "pigeon".`},
+		{"bad_allow", project.KeyNetworkAllow, ptr("github.com/org"), `sandbox-network-allow must be hosts such as github.com, *.npmjs.org or registry.npmjs.org:443, separated by commas, but entry "github.com/org": has a path`},
 		{"null", project.KeyMemory, ptr("null"), "null is not a value for sandbox-memory; to remove the setting, use unset."},
 		{"env_value_never_echoed", project.KeyEnv, ptr(`{"TOKEN": "s3cret"}`), "sandbox-env must be a string or a list of strings, not an object."},
 	} {

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/hutchsandbox/hutch/internal/netpolicy"
 	"github.com/hutchsandbox/hutch/internal/project"
 )
 
@@ -49,7 +50,7 @@ func FuzzParseSettings(f *testing.F) {
 		`{}`, `[]`, `null`, ``, `{"sandbox-enabled": "yes", "sandbox-memory": "8g", "sandbox-cpus": 2}`,
 		`{"sandbox-packages": "jq", "sandbox-env": {"A": 1}, "sandbox-network": "bus"}`,
 		`{"projects": {"/p": {"sandbox-mount": ["/x"], "sandbox-cpus": "1e400"}, "p": 1}}`,
-		`{"projects": []}`, `{"sandbox-memory": -1, "sandbox-cpus": "NaN"}`, `{"sandbox-memory": 1e30}`,
+		`{"projects": []}`, `{"sandbox-network": "allowlist", "sandbox-network-allow": "github.com, *.x.org"}`, `{"sandbox-memory": -1, "sandbox-cpus": "NaN"}`, `{"sandbox-memory": 1e30}`,
 	} {
 		f.Add([]byte(s), "/p")
 	}
@@ -60,9 +61,12 @@ func FuzzParseSettings(f *testing.F) {
 		}
 		r := project.Effective(s, p)
 		switch r.Network {
-		case project.NetworkBridge, project.NetworkHost, project.NetworkNone:
+		case project.NetworkOpen, project.NetworkAllowlist, project.NetworkHost, project.NetworkNone:
 		default:
 			t.Fatalf("Network %q", r.Network)
+		}
+		if _, err := netpolicy.ParseAllowlist(r.NetworkAllow); err != nil {
+			t.Fatalf("NetworkAllow %q: %v", r.NetworkAllow, err)
 		}
 		if r.MemoryBytes < 0 || !(r.CPUs >= 0) || r.CPUs > 1024 || r.Base == "" {
 			t.Fatalf("Effective out of range: %+v", r)

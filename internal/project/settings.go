@@ -15,6 +15,7 @@ import (
 
 	"github.com/hutchsandbox/hutch/internal/errdefs"
 	"github.com/hutchsandbox/hutch/internal/lazyregexp"
+	"github.com/hutchsandbox/hutch/internal/netpolicy"
 )
 
 // The settings keys of the project sandbox.
@@ -29,6 +30,7 @@ const (
 	KeyEnv          = "sandbox-env"
 	KeyUser         = "sandbox-user"
 	KeyNetwork      = "sandbox-network"
+	KeyNetworkAllow = "sandbox-network-allow"
 	KeyMemory       = "sandbox-memory"
 	KeyCPUs         = "sandbox-cpus"
 	KeyPersist      = "sandbox-persist"
@@ -43,12 +45,28 @@ const (
 	DefaultAgent = "claude"
 )
 
-// Networks a sandbox can have.
+// Values of sandbox-network (Resolved.Network). open, allowlist and none
+// are the egress policies of netpolicy; host is open on the host's own
+// network. bridge, the name of open before there were policies, is read
+// as open.
+const (
+	NetworkOpen      = "open"
+	NetworkAllowlist = "allowlist"
+)
+
+// Engine network modes (Spec.Network). NetworkHost and NetworkNone are
+// also values of sandbox-network: host is the engine's host mode, and
+// none (like allowlist) puts the container on the engine's none.
 const (
 	NetworkBridge = "bridge"
 	NetworkHost   = "host"
 	NetworkNone   = "none"
 )
+
+// EgressAddr is where, inside a sandbox whose network is allowlist or
+// none, the hutch agent listens for connections to relay to hutch's
+// egress proxy: its commands' HTTPS_PROXY.
+const EgressAddr = "127.0.0.1:3128"
 
 // SourceDefault is where a value came from when nothing set it.
 const SourceDefault = "default"
@@ -61,6 +79,7 @@ const (
 	kindImage
 	kindList
 	kindNetwork
+	kindAllow
 	kindMemory
 	kindCPUs
 )
@@ -68,7 +87,7 @@ const (
 // Keys are the settings keys, in the order settings tables list them.
 var Keys = []string{
 	KeyEnabled, KeyImage, KeyBase, KeyPackages, KeySetup, KeyAgents, KeyMount,
-	KeyEnv, KeyUser, KeyNetwork, KeyMemory, KeyCPUs, KeyPersist, KeyDevcontainer,
+	KeyEnv, KeyUser, KeyNetwork, KeyNetworkAllow, KeyMemory, KeyCPUs, KeyPersist, KeyDevcontainer,
 }
 
 var kinds = map[string]kind{
@@ -82,6 +101,7 @@ var kinds = map[string]kind{
 	KeyEnv:          kindList,
 	KeyUser:         kindString,
 	KeyNetwork:      kindNetwork,
+	KeyNetworkAllow: kindAllow,
 	KeyMemory:       kindMemory,
 	KeyCPUs:         kindCPUs,
 	KeyPersist:      kindBool,
@@ -100,6 +120,23 @@ type Settings struct {
 	Source   string
 	global   layer
 	projects map[string]layer
+	// ignored holds, per project ("" for the top level), the keys whose
+	// value was left out with a note; anyKey when the project's whole
+	// override was. Policy reads it: a typo must not widen a policy.
+	ignored map[string]map[string]bool
+}
+
+// anyKey in Settings.ignored stands for every key of a layer.
+const anyKey = "*"
+
+func (s *Settings) ignore(project, key string) {
+	if s.ignored == nil {
+		s.ignored = map[string]map[string]bool{}
+	}
+	if s.ignored[project] == nil {
+		s.ignored[project] = map[string]bool{}
+	}
+	s.ignored[project][key] = true
 }
 
 // ParseSettings reads a settings file: a JSON object whose sandbox-* keys
@@ -116,8 +153,8 @@ type Settings struct {
 // with sandbox- belong to other features and are skipped.
 //
 // A bad entry (a wrong type, an unknown sandbox-* key, a network other
-// than bridge, host or none, a memory that is not a size, cpus that are
-// not positive) is left out and described in a note naming source and
+// than open, allowlist, none or host, an allowlist entry that is not a
+// host, a memory that is not a size, cpus that are not positive) is left out and described in a note naming source and
 // key: a typo must not keep a sandbox from starting. Only a file that is
 // not a JSON object is an error (ErrFailedPrecondition, naming source and
 // line); an empty file sets nothing.
@@ -131,7 +168,7 @@ func ParseSettings(source string, data []byte) (Settings, []string, error) {
 		return Settings{}, nil, errdefs.New(errdefs.ErrFailedPrecondition, notJSON(source, data, err))
 	}
 	var notes []string
-	s.global = parseLayer(source, "", top, &notes)
+	s.global = parseLayer(&s, source, "", top, &notes)
 	if raw, ok := top["projects"]; ok && !isNull(raw) {
 		var projects map[string]json.RawMessage
 		if json.Unmarshal(raw, &projects) != nil || projects == nil {
@@ -143,18 +180,19 @@ func ParseSettings(source string, data []byte) (Settings, []string, error) {
 				continue
 			}
 			var obj map[string]json.RawMessage
+			clean := path.Clean(p)
 			if json.Unmarshal(projects[p], &obj) != nil || obj == nil {
 				notes = append(notes, fmt.Sprintf("%s: the settings for project %s must be an object, not %s; they are ignored.", source, p, kindOf(projects[p])))
+				s.ignore(clean, anyKey)
 				continue
 			}
-			clean := path.Clean(p)
 			if _, dup := s.projects[clean]; dup {
 				notes = append(notes, fmt.Sprintf("%s: the project %s appears more than once under projects; only %q is used.", source, clean, p))
 			}
 			if s.projects == nil {
 				s.projects = map[string]layer{}
 			}
-			s.projects[clean] = parseLayer(source, clean, obj, &notes)
+			s.projects[clean] = parseLayer(&s, source, clean, obj, &notes)
 		}
 	}
 	return s, notes, nil
@@ -176,8 +214,8 @@ func notJSON(source string, data []byte, err error) string {
 }
 
 // parseLayer reads the sandbox-* keys of one object; project is "" for
-// the top level.
-func parseLayer(source, project string, obj map[string]json.RawMessage, notes *[]string) layer {
+// the top level. Keys it leaves out are recorded in s.
+func parseLayer(s *Settings, source, project string, obj map[string]json.RawMessage, notes *[]string) layer {
 	l := layer{}
 	for _, k := range sortedKeys(obj) {
 		raw := obj[k]
@@ -198,6 +236,7 @@ func parseLayer(source, project string, obj map[string]json.RawMessage, notes *[
 		v, problem := parseValue(kd, raw)
 		if problem != "" {
 			*notes = append(*notes, fmt.Sprintf("%s: %s %s; the setting is ignored.", source, label, problem))
+			s.ignore(project, k)
 			continue
 		}
 		l[k] = v
@@ -255,6 +294,8 @@ func parseValue(k kind, raw json.RawMessage) (any, string) {
 			}
 		}
 		return nil, "must be a string or a list of strings, not " + kindOf(raw)
+	case kindAllow:
+		return parseAllow(raw)
 	}
 	// The rest are scalars: strings, and for memory and cpus numbers too.
 	t := bytes.TrimSpace(raw)
@@ -272,7 +313,7 @@ func parseValue(k kind, raw json.RawMessage) (any, string) {
 	case kindNetwork:
 		n, ok := parseNetwork(s)
 		if !ok {
-			return nil, fmt.Sprintf("must be bridge, host or none, not %q", s)
+			return nil, fmt.Sprintf("must be open, allowlist, none or host, not %q", s)
 		}
 		return n, ""
 	case kindMemory:
@@ -300,17 +341,45 @@ func parseValue(k kind, raw json.RawMessage) (any, string) {
 	return s, ""
 }
 
-// parseNetwork reads a network name; "" and default mean bridge.
+// parseNetwork reads a value of sandbox-network; "", default and bridge
+// (its name before there were policies) mean open.
 func parseNetwork(s string) (string, bool) {
-	switch strings.ToLower(strings.TrimSpace(s)) {
-	case "", "default", NetworkBridge:
-		return NetworkBridge, true
-	case NetworkHost:
-		return NetworkHost, true
-	case NetworkNone:
-		return NetworkNone, true
+	switch v := strings.ToLower(strings.TrimSpace(s)); v {
+	case "", "default", NetworkBridge, NetworkOpen:
+		return NetworkOpen, true
+	case NetworkAllowlist, NetworkNone, NetworkHost:
+		return v, true
 	}
 	return "", false
+}
+
+// parseAllow reads sandbox-network-allow: hosts separated by commas, in
+// one string or in a list of strings, each checked as
+// netpolicy.ParseAllowlist checks it. Empty entries are skipped; the
+// empty string is the default, no host.
+func parseAllow(raw json.RawMessage) (any, string) {
+	var parts []string
+	var one string
+	if json.Unmarshal(raw, &one) == nil {
+		parts = []string{one}
+	} else if json.Unmarshal(raw, &parts) != nil || parts == nil {
+		return nil, "must be hosts separated by commas (a string or a list of strings), not " + kindOf(raw)
+	}
+	var entries []string
+	for _, p := range parts {
+		for _, e := range strings.Split(p, ",") {
+			if e = strings.TrimSpace(e); e != "" {
+				entries = append(entries, e)
+			}
+		}
+	}
+	if _, err := netpolicy.ParseAllowlist(entries); err != nil {
+		// The policy package names the key of conversations; the entry
+		// and the rule are what matter here.
+		why := strings.TrimPrefix(err.Error(), "sandbox.network.allow ")
+		return nil, "must be hosts such as github.com, *.npmjs.org or registry.npmjs.org:443, separated by commas, but " + why
+	}
+	return entries, ""
 }
 
 func isNull(raw json.RawMessage) bool { return string(bytes.TrimSpace(raw)) == "null" }
@@ -357,8 +426,12 @@ type Resolved struct {
 	// User is sandbox-user: "" (the devcontainer's user, else the caller's
 	// uid:gid), host, root, or a user passed to the engine as-is.
 	User string
-	// Network is NetworkBridge, NetworkHost or NetworkNone.
+	// Network is sandbox-network: NetworkOpen, NetworkAllowlist,
+	// NetworkNone or NetworkHost.
 	Network string
+	// NetworkAllow is sandbox-network-allow, one host per entry: what
+	// hutch's egress proxy lets through under allowlist.
+	NetworkAllow []string
 	// MemoryBytes and CPUs are ceilings; 0 is unlimited.
 	MemoryBytes int64
 	CPUs        float64
@@ -379,7 +452,7 @@ func Effective(s Settings, project string) Resolved {
 	r := Resolved{
 		Base:         DefaultBase,
 		Agents:       []string{DefaultAgent},
-		Network:      NetworkBridge,
+		Network:      NetworkOpen,
 		Persist:      true,
 		Devcontainer: true,
 		Sources:      map[string]string{},
@@ -420,6 +493,8 @@ func (r *Resolved) apply(l layer, source string) {
 			r.User = v.(string)
 		case KeyNetwork:
 			r.Network = v.(string)
+		case KeyNetworkAllow:
+			r.NetworkAllow = v.([]string)
 		case KeyMemory:
 			r.MemoryBytes = v.(int64)
 		case KeyCPUs:
@@ -492,6 +567,8 @@ func (r Resolved) Table() [][3]string {
 			v = cmpOr(r.User, "(devcontainer user, else your uid:gid)")
 		case KeyNetwork:
 			v = r.Network
+		case KeyNetworkAllow:
+			v = list(r.NetworkAllow)
 		case KeyMemory:
 			v = "unlimited"
 			if r.MemoryBytes > 0 {
@@ -510,4 +587,48 @@ func (r Resolved) Table() [][3]string {
 		rows = append(rows, [3]string{k, v, src})
 	}
 	return rows
+}
+
+// Policy is the egress policy r asks for: what hutch's proxy lets through
+// from a sandbox whose network is allowlist or none (host and open are
+// netpolicy.ModeOpen).
+func (r Resolved) Policy() netpolicy.Policy {
+	return policyOf(r.Network, r.NetworkAllow)
+}
+
+func policyOf(network string, allow []string) netpolicy.Policy {
+	switch network {
+	case NetworkAllowlist:
+		// The entries were checked when they were read; one that is not
+		// (a Resolved made by hand) allows nothing rather than everything.
+		a, err := netpolicy.ParseAllowlist(allow)
+		if err != nil {
+			a = netpolicy.Allowlist{}
+		}
+		return netpolicy.Policy{Mode: netpolicy.ModeAllowlist, Allow: a}
+	case NetworkNone:
+		return netpolicy.Policy{Mode: netpolicy.ModeNone}
+	}
+	return netpolicy.Policy{Mode: netpolicy.ModeOpen}
+}
+
+// Policy is the egress policy of project as s sets it, for a proxy that
+// reads it again at every connection. ok is false when an entry of
+// sandbox-network or sandbox-network-allow that applies to the project
+// (at the top level or in its override) was left out with a note: the
+// caller then keeps the policy it had, so that a typo made while the
+// sandbox runs never widens what it may reach.
+func (s Settings) Policy(project string) (p netpolicy.Policy, ok bool) {
+	clean := ""
+	if project != "" {
+		clean = path.Clean(project)
+	}
+	bad := func(layer string) bool {
+		b := s.ignored[layer]
+		return b[KeyNetwork] || b[KeyNetworkAllow] || (layer != "" && b[anyKey])
+	}
+	if bad("") || (clean != "" && bad(clean)) {
+		return netpolicy.Policy{}, false
+	}
+	return Effective(s, project).Policy(), true
 }

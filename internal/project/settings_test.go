@@ -8,6 +8,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/hutchsandbox/hutch/internal/errdefs"
+	"github.com/hutchsandbox/hutch/internal/netpolicy"
 	"github.com/hutchsandbox/hutch/internal/project"
 )
 
@@ -30,7 +31,7 @@ func TestParseSettings_Defaults(t *testing.T) {
 		}
 		r := project.Effective(s, "/home/me/code/api")
 		want := project.Resolved{
-			Base: "debian:bookworm-slim", Agents: []string{"claude"}, Network: "bridge",
+			Base: "debian:bookworm-slim", Agents: []string{"claude"}, Network: "open",
 			Persist: true, Devcontainer: true, Sources: map[string]string{},
 		}
 		for _, k := range project.Keys {
@@ -54,6 +55,7 @@ func TestParseSettings_Values(t *testing.T) {
 		"sandbox-env": ["FOO=bar", "TOKEN=s3cret"],
 		"sandbox-user": "host",
 		"sandbox-network": "Default",
+		"sandbox-network-allow": "github.com, *.npmjs.org,,registry.npmjs.org:443",
 		"sandbox-memory": "8g",
 		"sandbox-cpus": 4,
 		"sandbox-persist": "0",
@@ -67,7 +69,8 @@ func TestParseSettings_Values(t *testing.T) {
 		Enabled: true, Base: "ubuntu:24.04", Packages: []string{"jq"},
 		Setup: []string{"pip install uv", "echo hi"}, Agents: []string{"claude", "codex"},
 		Mounts: []string{"~/.gitconfig:~/.gitconfig:ro"}, Env: []string{"FOO=bar", "TOKEN=s3cret"},
-		User: "host", Network: "bridge", MemoryBytes: 8 << 30, CPUs: 4, Persist: false, Devcontainer: false,
+		User: "host", Network: "open", NetworkAllow: []string{"github.com", "*.npmjs.org", "registry.npmjs.org:443"},
+		MemoryBytes: 8 << 30, CPUs: 4, Persist: false, Devcontainer: false,
 		Sources: map[string]string{},
 	}
 	for _, k := range project.Keys {
@@ -114,13 +117,14 @@ func TestParseSettings_BadEntries(t *testing.T) {
 		"sandbox-env": {"TOKEN": "s3cret"},
 		"sandbox-user": ["me"],
 		"sandbox-network": "bus",
+		"sandbox-network-allow": ["github.com", "https://api.github.com/repos"],
 		"sandbox-memory": "lots",
 		"sandbox-cpus": -1,
 		"sandbox-devcontainer": null,
 		"sandbox-colour": "blue",
 		"projects": {
 			"relative/path": {"sandbox-enabled": true},
-			"/home/me/code/api": {"sandbox-memory": "1k", "sandbox-cpus": "0", "colour": 1, "sandbox-mount": "/data"},
+			"/home/me/code/api": {"sandbox-memory": "1k", "sandbox-cpus": "0", "colour": 1, "sandbox-mount": "/data", "sandbox-network-allow": 443},
 			"/home/me/code/web": [1]
 		}
 	}`)
@@ -131,7 +135,7 @@ func TestParseSettings_BadEntries(t *testing.T) {
 	}
 	r := project.Effective(s, "/home/me/code/api")
 	if r.Enabled || !r.Persist || r.Image != "" || r.Base != "debian:bookworm-slim" || r.Packages != nil ||
-		r.Setup != nil || r.Env != nil || r.User != "" || r.Network != "bridge" || r.MemoryBytes != 0 || r.CPUs != 0 {
+		r.Setup != nil || r.Env != nil || r.User != "" || r.Network != "open" || r.NetworkAllow != nil || r.MemoryBytes != 0 || r.CPUs != 0 {
 		t.Errorf("bad entries changed the effective settings: %+v", r)
 	}
 	if got, want := r.Mounts, []string{"/data"}; !cmp.Equal(got, want) {
@@ -173,7 +177,7 @@ func TestEffective_ProjectOverride(t *testing.T) {
 	if got, want := r.Packages, []string{"postgresql-client"}; !cmp.Equal(got, want) {
 		t.Errorf("Packages got %q, want the override's %q (it replaces, not extends)", got, want)
 	}
-	if r.MemoryBytes != 8<<30 || !r.Enabled || len(r.Agents) != 0 || r.Network != "bridge" {
+	if r.MemoryBytes != 8<<30 || !r.Enabled || len(r.Agents) != 0 || r.Network != "open" {
 		t.Errorf("Effective got %+v", r)
 	}
 	golden(t, "settings_table", table(r.Table()))
@@ -214,7 +218,7 @@ func TestEffective_EmptyValuesReset(t *testing.T) {
 		t.Fatalf("notes %q", notes)
 	}
 	p := project.Effective(s, "/p")
-	if p.Image != "" || !cmp.Equal(p.Agents, []string{"claude"}) || p.MemoryBytes != 0 || p.Network != "bridge" {
+	if p.Image != "" || !cmp.Equal(p.Agents, []string{"claude"}) || p.MemoryBytes != 0 || p.Network != "open" {
 		t.Errorf("empty strings in the override did not reset to the defaults: %+v", p)
 	}
 	if got, want := p.Sources["sandbox-agents"], settingsFile+" (project override)"; got != want {
@@ -222,5 +226,86 @@ func TestEffective_EmptyValuesReset(t *testing.T) {
 	}
 	if q := project.Effective(s, "/q"); len(q.Agents) != 0 {
 		t.Errorf("an empty list got agents %q, want none", q.Agents)
+	}
+}
+
+// TestParseSettings_Network: sandbox-network takes the egress policies
+// (bridge, its old name of open, still reads as open) and
+// sandbox-network-allow hosts separated by commas, in one string or a
+// list.
+func TestParseSettings_Network(t *testing.T) {
+	tests := []struct {
+		json    string
+		network string
+		allow   []string
+		mode    netpolicy.Mode
+	}{
+		{`{}`, "open", nil, netpolicy.ModeOpen},
+		{`{"sandbox-network": "bridge"}`, "open", nil, netpolicy.ModeOpen},
+		{`{"sandbox-network": "host"}`, "host", nil, netpolicy.ModeOpen},
+		{`{"sandbox-network": "Allowlist", "sandbox-network-allow": "github.com,*.npmjs.org"}`, "allowlist", []string{"github.com", "*.npmjs.org"}, netpolicy.ModeAllowlist},
+		{`{"sandbox-network": "allowlist", "sandbox-network-allow": ["github.com, api.anthropic.com", "10.0.0.5:8080"]}`, "allowlist", []string{"github.com", "api.anthropic.com", "10.0.0.5:8080"}, netpolicy.ModeAllowlist},
+		{`{"sandbox-network": "allowlist"}`, "allowlist", nil, netpolicy.ModeAllowlist},
+		{`{"sandbox-network": "none", "sandbox-network-allow": "github.com"}`, "none", []string{"github.com"}, netpolicy.ModeNone},
+		{`{"sandbox-network-allow": "github.com", "projects": {"/p": {"sandbox-network-allow": ""}}}`, "open", nil, netpolicy.ModeOpen},
+	}
+	for _, tc := range tests {
+		s, notes := parseSettings(t, tc.json)
+		if len(notes) != 0 {
+			t.Errorf("ParseSettings(%s) notes %q", tc.json, notes)
+		}
+		r := project.Effective(s, "/p")
+		if r.Network != tc.network || !cmp.Equal(r.NetworkAllow, tc.allow) {
+			t.Errorf("ParseSettings(%s) got network %q allow %q, want %q %q", tc.json, r.Network, r.NetworkAllow, tc.network, tc.allow)
+		}
+		p := r.Policy()
+		if p.Mode != tc.mode {
+			t.Errorf("ParseSettings(%s) policy mode %q, want %q", tc.json, p.Mode, tc.mode)
+		}
+		for _, h := range tc.allow {
+			if tc.mode == netpolicy.ModeAllowlist && h == "github.com" && !p.Allows(h, 443) {
+				t.Errorf("ParseSettings(%s) policy does not allow %s", tc.json, h)
+			}
+		}
+		if tc.mode == netpolicy.ModeNone && p.Allows("github.com", 443) {
+			t.Errorf("ParseSettings(%s): none allows a listed host", tc.json)
+		}
+	}
+}
+
+// TestSettings_Policy: the policy a running sandbox's proxy reads again
+// per connection; an entry of the network keys that was left out (for
+// the project or at the top level) says "keep the one you have" rather
+// than falling back to open.
+func TestSettings_Policy(t *testing.T) {
+	tests := []struct {
+		name, json string
+		ok         bool
+		allows     bool // github.com:443
+	}{
+		{"allowlist", `{"sandbox-network": "allowlist", "sandbox-network-allow": "github.com"}`, true, true},
+		{"override", `{"sandbox-network": "allowlist", "projects": {"/p": {"sandbox-network-allow": "github.com"}}}`, true, true},
+		{"none", `{"sandbox-network": "allowlist", "projects": {"/p": {"sandbox-network": "none"}}}`, true, false},
+		{"empty_file", ``, true, true},
+		{"typo_in_mode", `{"sandbox-network": "allowlst"}`, false, false},
+		{"typo_in_override", `{"sandbox-network": "allowlist", "projects": {"/p": {"sandbox-network-allow": "https://github.com"}}}`, false, false},
+		{"override_not_an_object", `{"sandbox-network": "allowlist", "projects": {"/p": "open"}}`, false, false},
+		{"typo_for_another_project", `{"sandbox-network": "none", "projects": {"/q": {"sandbox-network": "opne"}}}`, true, false},
+		{"other_typo", `{"sandbox-network": "none", "sandbox-memory": "lots"}`, true, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			s, _, err := project.ParseSettings(settingsFile, []byte(tc.json))
+			if err != nil {
+				t.Fatal(err)
+			}
+			p, ok := s.Policy("/p/")
+			if ok != tc.ok {
+				t.Fatalf("Policy ok %v, want %v", ok, tc.ok)
+			}
+			if ok && p.Allows("github.com", 443) != tc.allows {
+				t.Errorf("Policy %+v allows github.com: %v, want %v", p, !tc.allows, tc.allows)
+			}
+		})
 	}
 }

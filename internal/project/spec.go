@@ -7,11 +7,13 @@ import (
 	"fmt"
 	"math"
 	"path"
+	"slices"
 	"strings"
 
 	"github.com/hutchsandbox/hutch/internal/devcontainer"
 	"github.com/hutchsandbox/hutch/internal/errdefs"
 	"github.com/hutchsandbox/hutch/internal/lazyregexp"
+	"github.com/hutchsandbox/hutch/internal/netpolicy"
 )
 
 // Engine flavours.
@@ -93,8 +95,18 @@ type Spec struct {
 	// (rootless Podman with a non-root user), so files in the project
 	// keep their owner.
 	UsernsKeepID bool
-	// Network is NetworkBridge, NetworkHost or NetworkNone.
+	// Network is the engine's network mode: NetworkBridge, NetworkHost
+	// or NetworkNone.
 	Network string
+	// Egress is sandbox-network as a policy: open (the container has a
+	// network of its own, Network bridge or host), or allowlist or none
+	// (Network none: hutch's egress proxy, reached through the agent at
+	// EgressAddr, is the only way out, and Env points the proxy
+	// variables at it). Allow is sandbox-network-allow. Neither the mode
+	// between allowlist and none nor Allow shapes the container: the
+	// proxy reads them per connection (Policy).
+	Egress netpolicy.Mode
+	Allow  []string
 	// ExtraHosts are host:address entries to add (the gateway name under
 	// Docker on a bridge).
 	ExtraHosts []string
@@ -143,9 +155,12 @@ var (
 //     (explicit, not "the image's default", which may be anyone); unset
 //     is the devcontainer's remoteUser, else containerUser, else the
 //     caller's uid:gid; anything else is passed as-is.
-//   - Network: bridge, with the gateway name added under Docker (Podman
-//     resolves host.containers.internal itself); host; or none, with a
-//     note.
+//   - Network: open is a bridge, with the gateway name added under
+//     Docker (Podman resolves host.containers.internal itself); host is
+//     the host's network; allowlist and none are the engine's none, with
+//     HTTP_PROXY, HTTPS_PROXY and NO_PROXY (and their lower-case
+//     spellings) pointing at EgressAddr unless sandbox-env sets them, and
+//     a note.
 func Resolve(in Input) (Spec, error) {
 	if err := CheckProject(in.Project, in.Home); err != nil {
 		return Spec{}, err
@@ -235,17 +250,32 @@ func Resolve(in Input) (Spec, error) {
 	// Network.
 	network, ok := parseNetwork(st.Network)
 	if !ok {
-		note("sandbox-network %q (from %s) is not bridge, host or none; the sandbox uses bridge.", st.Network, st.Sources[KeyNetwork])
-		network = NetworkBridge
+		note("sandbox-network %q (from %s) is not open, allowlist, none or host; the sandbox uses open.", st.Network, st.Sources[KeyNetwork])
+		network = NetworkOpen
 	}
-	sp.Network = network
+	sp.Egress = policyOf(network, st.NetworkAllow).Mode
 	switch network {
-	case NetworkBridge:
+	case NetworkOpen:
+		sp.Network = NetworkBridge
 		if in.Flavor != FlavorPodman {
 			sp.ExtraHosts = []string{GatewayHost(in.Flavor) + ":host-gateway"}
 		}
+	case NetworkHost:
+		sp.Network = NetworkHost
+	case NetworkAllowlist, NetworkNone:
+		sp.Network = NetworkNone
+		sp.Env = withProxyVars(sp.Env)
+	}
+	switch network {
+	case NetworkAllowlist:
+		sp.Allow = st.NetworkAllow
+		if len(sp.Allow) == 0 {
+			note("sandbox-network is allowlist, but sandbox-network-allow lists no host, so every connection out of the sandbox is refused. List the hosts the agents need, their model APIs included (hutch project settings set sandbox-network-allow api.anthropic.com,github.com).")
+		} else {
+			note("sandbox-network is allowlist: the sandbox has no network of its own; while a hutch command runs in it, hutch's egress proxy lets it reach %s and nothing else (no service on the host either).", strings.Join(sp.Allow, ", "))
+		}
 	case NetworkNone:
-		note("sandbox-network is none: nothing in this sandbox can reach the network, so agent CLIs cannot reach their model APIs and agents cannot reach services on the host. Use bridge unless that is what you want.")
+		note("sandbox-network is none: hutch's egress proxy refuses every connection out of this sandbox, so agent CLIs cannot reach their model APIs and agents cannot reach services on the host. Use open, or allowlist with sandbox-network-allow, unless that is what you want.")
 	}
 
 	sp.Notes = notes
@@ -473,11 +503,58 @@ func isRoot(user string) bool {
 	return name == "0" || name == "root"
 }
 
+// proxyVars are the variables that point commands at EgressAddr, each
+// in both spellings: tools read one or the other.
+var proxyVars = [][2]string{{"HTTP_PROXY", "http_proxy"}, {"HTTPS_PROXY", "https_proxy"}, {"NO_PROXY", "no_proxy"}}
+
+// withProxyVars sets the proxy variables in vars: a spelling set (by
+// sandbox-env or the devcontainer) is kept and given to the other one
+// too, else the value that leads to EgressAddr.
+func withProxyVars(vars []EnvVar) env {
+	e := env(vars)
+	get := func(name string) (string, bool) {
+		i := slices.IndexFunc(e, func(v EnvVar) bool { return v.Name == name })
+		if i < 0 {
+			return "", false
+		}
+		return e[i].Value, true
+	}
+	for _, pair := range proxyVars {
+		value := "http://" + EgressAddr
+		if pair[0] == "NO_PROXY" {
+			value = "localhost,127.0.0.1,::1"
+		}
+		if v, ok := get(pair[0]); ok {
+			value = v
+		} else if v, ok := get(pair[1]); ok {
+			value = v
+		}
+		for _, name := range pair {
+			if _, ok := get(name); !ok {
+				e.set(name, value)
+			}
+		}
+	}
+	return e
+}
+
+// Policy is what hutch's egress proxy enforces for the sandbox as the
+// spec was resolved (a running box reads the settings again per
+// connection).
+func (sp Spec) Policy() netpolicy.Policy { return policyOf(string(sp.Egress), sp.Allow) }
+
 // specHash hashes what shapes the container: the image (a recipe's tag
 // covers its Dockerfile), workdir, mounts, env, user, network and limits.
 // Name, labels and notes are left out: they follow from these or do not
-// shape anything.
+// shape anything; so are the allowlist and the choice between allowlist
+// and none, which the proxy reads per connection.
 func specHash(sp Spec) string {
+	network := sp.Network
+	if sp.Egress.Proxied() {
+		// Its agent relays: a none container made without the relay
+		// (before there were policies) is not this one.
+		network += " egress=" + EgressAddr
+	}
 	shape := struct {
 		Image, Workdir     string
 		Mounts             []Mount
@@ -487,7 +564,7 @@ func specHash(sp Spec) string {
 		Network            string
 		ExtraHosts         []string
 		Memory, CPUs, Pids int64
-	}{sp.Image, sp.Workdir, sp.Mounts, sp.Env, sp.User, sp.UsernsKeepID, sp.Network, sp.ExtraHosts, sp.MemoryBytes, sp.NanoCPUs, sp.PidsLimit}
+	}{sp.Image, sp.Workdir, sp.Mounts, sp.Env, sp.User, sp.UsernsKeepID, network, sp.ExtraHosts, sp.MemoryBytes, sp.NanoCPUs, sp.PidsLimit}
 	b, err := json.Marshal(shape)
 	if err != nil {
 		panic(err) // strings, bools and ints always marshal

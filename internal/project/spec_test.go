@@ -132,6 +132,16 @@ func TestResolve(t *testing.T) {
 		{"network_none", func(t *testing.T) project.Input {
 			return input(t, `{"sandbox-network": "none"}`)
 		}, nil},
+		{"network_allowlist", func(t *testing.T) project.Input {
+			return input(t, `{"sandbox-network": "allowlist", "sandbox-network-allow": "github.com, *.npmjs.org", "sandbox-env": ["NO_PROXY=localhost,.internal"]}`)
+		}, func(t *testing.T, sp project.Spec) {
+			if sp.Network != "none" || sp.ExtraHosts != nil || !sp.Policy().Allows("registry.npmjs.org", 443) || sp.Policy().Allows("example.com", 443) {
+				t.Errorf("network %q, extra hosts %q, policy %+v", sp.Network, sp.ExtraHosts, sp.Policy())
+			}
+		}},
+		{"network_allowlist_empty", func(t *testing.T) project.Input {
+			return input(t, `{"sandbox-network": "allowlist"}`)
+		}, nil},
 		{"network_host", func(t *testing.T) project.Input {
 			return input(t, `{"sandbox-network": "HOST", "sandbox-user": "node:node"}`)
 		}, nil},
@@ -192,6 +202,7 @@ func TestResolve_HashFollowsTheShape(t *testing.T) {
 		`{"sandbox-memory": "8g"}`, `{"sandbox-memory": "4g", "sandbox-packages": ["jq"]}`,
 		`{"sandbox-memory": "4g", "sandbox-env": ["A=1"]}`, `{"sandbox-memory": "4g", "sandbox-network": "host"}`,
 		`{"sandbox-memory": "4g", "sandbox-mount": ["/srv/x"]}`, `{"sandbox-memory": "4g", "sandbox-user": "root"}`,
+		`{"sandbox-memory": "4g", "sandbox-network": "allowlist"}`,
 	} {
 		b, err := project.Resolve(input(t, data))
 		if err != nil {
@@ -200,6 +211,37 @@ func TestResolve_HashFollowsTheShape(t *testing.T) {
 		if b.Hash == a.Hash {
 			t.Errorf("settings %s did not change the hash", data)
 		}
+	}
+}
+
+// TestResolve_HashIgnoresTheAllowlist: what the proxy reads per
+// connection (the hosts, and allowlist against none) never asks for a
+// new container; open against either does, and so does a container of
+// network none made before the relay.
+func TestResolve_HashIgnoresTheAllowlist(t *testing.T) {
+	hash := func(data string) string {
+		sp, err := project.Resolve(input(t, data))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return sp.Hash
+	}
+	a := hash(`{"sandbox-network": "allowlist", "sandbox-network-allow": "github.com"}`)
+	for _, data := range []string{
+		`{"sandbox-network": "allowlist", "sandbox-network-allow": "github.com,*.npmjs.org"}`,
+		`{"sandbox-network": "allowlist"}`,
+		`{"sandbox-network": "none", "sandbox-network-allow": "example.com"}`,
+	} {
+		if h := hash(data); h != a {
+			t.Errorf("settings %s changed the hash: %s, want %s", data, h, a)
+		}
+	}
+	if hash(`{}`) == a || hash(`{"sandbox-network": "bridge"}`) != hash(`{}`) {
+		t.Error("open and allowlist share a hash, or bridge and open do not")
+	}
+	// The hash of a none container before there were policies.
+	if a == "b4f722a521cbe6d9" {
+		t.Error("a proxied spec has the hash of a none container without the relay")
 	}
 }
 
