@@ -21,6 +21,15 @@
 //   - The file endpoints take repeated root=ABS parameters: the path must
 //     then resolve, symlinks included, within those roots (see confine.go
 //     and ReadFileWithin); without any, nothing is confined.
+//   - POST /v1/egress: one relay stream of the egress relay (see
+//     egress.go and Client.RelayEgress), served only by an agent started
+//     with --egress (others answer 404). It waits until a command's
+//     connection to the agent's egress address is waiting (none: until
+//     the request is cancelled, answering nothing), then answers 200 and
+//     joins the two: the request body is copied to the connection raw,
+//     its end a half-close; what the connection sends comes back in the
+//     response as length-prefixed frames, a frame of length 0 when it
+//     finished sending. The stream ends once both directions have.
 //   - Only an agent that is a microVM's init (Server.Guest set; others
 //     answer 404): POST /v1/guest/setup, a JSON GuestSetup (withdrawn
 //     files, volatile tmpfs dirs, virtiofs mounts, files held in memory,
@@ -94,6 +103,23 @@ type Options struct {
 	KeyFile string
 	// OOMCounterPath overrides the cgroup file read for OOM kills.
 	OOMCounterPath string
+	// Egress, when set, is a loopback TCP address (127.0.0.1:3128) the
+	// agent listens on for its commands' outbound connections, relayed to
+	// the host's egress proxy (see egress.go); every command gets it as
+	// its HTTP_PROXY and kin. Failing to listen fails Run.
+	Egress string
+	// EgressCA, when set, is an absolute path to the egress proxy's CA
+	// certificate (PEM, certificates only). Run writes a trust bundle of
+	// the system's roots and it to EgressCABundle, and every command's
+	// TLS variables name them (see Server.EgressCA).
+	EgressCA string
+	// EgressCAPEM, when set, is the CA certificate's PEM, base64-encoded,
+	// which Run first writes to EgressCA (atomically, mode 0644), for
+	// runtimes that cannot mount a file.
+	EgressCAPEM string
+	// EgressCABundle is where the trust bundle goes; empty means
+	// /etc/hutch-egress-ca-bundle.pem.
+	EgressCABundle string
 	// Log receives the agent's log; nil discards.
 	Log *slog.Logger
 }
@@ -112,6 +138,14 @@ func Run(ctx context.Context, opts Options) error {
 	}
 	if opts.Connect == nil && (opts.Listen == "") == !opts.Stdio {
 		return errdefs.New(errdefs.ErrInvalid, "Agent needs exactly one of --listen and --stdio")
+	}
+	if opts.Egress != "" {
+		if _, err := parseEgressAddr(opts.Egress); err != nil {
+			return err
+		}
+	}
+	if err := checkEgressCAOptions(opts); err != nil {
+		return err
 	}
 	log := opts.Log
 	if log == nil {
@@ -146,7 +180,28 @@ func Run(ctx context.Context, opts Options) error {
 			return err
 		}
 	}
+	var egress net.Listener
+	if opts.Egress != "" {
+		l, err := listenEgress(opts.Egress)
+		if err != nil {
+			return err
+		}
+		defer func() { _ = l.Close() }()
+		egress = l
+		log.Info("agent relaying egress", "addr", l.Addr().String())
+	}
+	var bundle string
+	if opts.EgressCA != "" {
+		var err error
+		if bundle, err = prepareEgressCA(opts); err != nil {
+			return err
+		}
+		log.Info("agent wrote the egress CA bundle", "ca", opts.EgressCA, "bundle", bundle)
+	}
 	srv := &Server{
+		Egress:         egress,
+		EgressCA:       opts.EgressCA,
+		EgressCABundle: bundle,
 		Key:            key,
 		Log:            log,
 		Version:        opts.Version,

@@ -47,9 +47,12 @@ func (s *Server) handleExec(w http.ResponseWriter, r *http.Request) {
 }
 
 // commandEnv is the env every command starts from, before its request's
-// own: the agent's, with what guest setups added (time zone, proxy).
+// own: the agent's, with what the egress fields add (proxy, trust) and
+// what guest setups added (time zone, proxy; a guest's proxy wins).
 func (s *Server) commandEnv() []string {
-	return supervise.OverlayEnv(os.Environ(), s.guestEnv())
+	env := maps.Clone(s.egressEnv)
+	maps.Copy(env, s.guestEnv())
+	return supervise.OverlayEnv(os.Environ(), env)
 }
 
 // resolve checks an exec request and turns it into a command whose env

@@ -42,6 +42,27 @@ const (
 	contentTypeJSON   = "application/json"
 )
 
+// The egress relay (see egress.go): the host opens a stream per
+// connection a command makes to the agent's egress address.
+const (
+	// pathEgress is one relay stream: POST, answered once a connection
+	// to the egress address is waiting for it. The request body is what
+	// the host sends that connection, raw; its end is a half-close.
+	pathEgress = "/v1/egress"
+	// headerEgressPeer names the waiting connection's own address
+	// (127.0.0.1:PORT), for the host's logs.
+	headerEgressPeer = "Hutch-Egress-Peer"
+	// contentTypeEgress is the relay's response body: what the
+	// connection sent, in frames of a 4-byte big-endian length and that
+	// many bytes, at most egressFrameMax. A frame of length 0 says the
+	// connection finished sending (its half-close). The response itself
+	// cannot say it: an HTTP/2 server that ends its response while the
+	// request still flows resets the stream, and with it the other
+	// direction.
+	contentTypeEgress = "application/vnd.hutch.egress-frames"
+	egressFrameMax    = 32 << 10
+)
+
 // Info is what an agent says about itself.
 type Info struct {
 	// Version is the agent binary's version.

@@ -50,9 +50,29 @@ type Server struct {
 	// Key, when set, is the channel key this agent proves it holds when
 	// the host asks (GET /v1/hello; see channel.go).
 	Key []byte
+	// Egress, when set, is the egress relay's listener (see egress.go):
+	// every connection accepted on it waits for a relay stream the host
+	// opens (POST /v1/egress), and every command's env points HTTP_PROXY,
+	// HTTPS_PROXY, http_proxy and https_proxy at its address (NO_PROXY
+	// and no_proxy at loopback). The relay accepts from the first Serve,
+	// ServeConn or ServeConns on, until its owner closes it, which also
+	// closes the connections still waiting. Without it, POST /v1/egress
+	// answers 404.
+	Egress net.Listener
+	// EgressCA is the egress proxy's CA certificate file, and
+	// EgressCABundle a trust bundle holding it and the system's roots
+	// (see writeEgressCABundle). When set, every command's env names the
+	// bundle in SSL_CERT_FILE, REQUESTS_CA_BUNDLE, CURL_CA_BUNDLE and
+	// GIT_SSL_CAINFO, and the CA file in NODE_EXTRA_CA_CERTS.
+	EgressCA       string
+	EgressCABundle string
 
 	// usageDir, when set, is the cgroup whose use is read (tests).
-	usageDir   string
+	usageDir string
+	// egressWait, when set, replaces egressWaitLimit (tests).
+	egressWait time.Duration
+	egress     *egressRelay      // set when Egress is
+	egressEnv  map[string]string // the env the egress fields add
 	once       sync.Once
 	log        *slog.Logger
 	h2         *http2.Server
@@ -92,6 +112,14 @@ func (s *Server) init() {
 		s.mux.HandleFunc("GET "+pathUsage, s.handleUsage)
 		s.mux.HandleFunc("POST "+pathGuestSetup, s.handleGuestSetup)
 		s.mux.HandleFunc("POST "+pathGuestPowerOff, s.handleGuestPowerOff)
+		s.mux.HandleFunc("POST "+pathEgress, s.handleEgress)
+		addr := ""
+		if s.Egress != nil {
+			addr = s.Egress.Addr().String()
+			s.egress = newEgressRelay(s.Egress, s.egressWait, s.log)
+			go s.egress.acceptLoop()
+		}
+		s.egressEnv = egressEnv(addr, s.EgressCA, s.EgressCABundle)
 	})
 }
 
