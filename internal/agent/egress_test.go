@@ -726,3 +726,37 @@ func TestRun_Egress(t *testing.T) {
 		t.Errorf("echo through Run's relay: %q, %v", got, err)
 	}
 }
+
+// TestEgress_StalledStreamStallsNothingElse: a command that stops reading
+// what the host sends it fills its own stream's buffer only; commands'
+// stdin and other streams still flow.
+func TestEgress_StalledStreamStallsNothingElse(t *testing.T) {
+	f, addr := newEgressFixture(t, nil)
+	conns := make(chan net.Conn, 1)
+	startRelay(t, f.client, func(c net.Conn) { conns <- c })
+	dialEgress(t, addr) // never read
+	c := <-conns
+	defer func() { _ = c.Close() }()
+	// Write until the stream takes nothing for a while: every buffer on
+	// the way is full.
+	chunk := make([]byte, 64<<10)
+	for sent := 0; ; sent += len(chunk) {
+		_ = c.SetWriteDeadline(time.Now().Add(300 * time.Millisecond))
+		if _, err := c.Write(chunk); err != nil {
+			if ne := net.Error(nil); !errors.As(err, &ne) || !ne.Timeout() {
+				t.Fatal(err)
+			}
+			break
+		}
+		if sent > 256<<20 {
+			t.Fatal("the stream took 256 MiB without the command reading")
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), waitFor)
+	defer cancel()
+	var out bytes.Buffer
+	res, err := f.client.Exec(ctx, sandbox.ExecRequest{Argv: []string{"wc -c"}, Stdin: bytes.NewReader(make([]byte, 4<<20)), Stdout: &out})
+	if err != nil || res.ExitCode != 0 || strings.TrimSpace(out.String()) != "4194304" {
+		t.Errorf("exec with 4 MiB of stdin beside a stalled stream: %+v, %v, output %q", res, err, out.String())
+	}
+}

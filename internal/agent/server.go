@@ -25,6 +25,19 @@ const defaultDrainGrace = 2 * time.Second
 // one connection may carry at once; more wait for a free slot.
 const maxConcurrentStreams = 1000
 
+// Flow control of what the host sends. A stream whose handler stops
+// reading (a command that reads neither its stdin nor an egress
+// connection) holds up to uploadBufferPerStream of the connection's
+// window until it reads again; with a connection window of the same size
+// (the default), one such stream would stall every upload of the
+// connection: other commands' stdin, file writes, every egress stream.
+// The connection's window leaves room for every egress stream to stall
+// and as much again for the rest. Memory is used only by what stalls.
+const (
+	uploadBufferPerStream = 1 << 20
+	uploadBufferPerConn   = 2 * maxEgressStreams * uploadBufferPerStream
+)
+
 // Server serves the agent protocol. Set its fields before the first
 // ServeConn or Serve and leave them alone after; it is then safe for
 // concurrent use by any number of connections.
@@ -91,7 +104,11 @@ func (s *Server) init() {
 		if s.log == nil {
 			s.log = slog.New(slog.DiscardHandler)
 		}
-		s.h2 = &http2.Server{MaxConcurrentStreams: maxConcurrentStreams}
+		s.h2 = &http2.Server{
+			MaxConcurrentStreams:         maxConcurrentStreams,
+			MaxUploadBufferPerStream:     uploadBufferPerStream,
+			MaxUploadBufferPerConnection: uploadBufferPerConn,
+		}
 		s.reaper = processReaper()
 		s.oomPath = s.OOMCounterPath
 		if s.oomPath == "" {
