@@ -17,7 +17,7 @@ func newAgentCmd(g *globals) *cobra.Command {
 		installTo, wantSHA256 string
 	)
 	cmd := &cobra.Command{
-		Use:    "agent (--listen <socket> | --stdio | --guest) [--init] [--key-file <file>] | --install-to <path> [--sha256 <hex>]",
+		Use:    "agent (--listen <socket> | --stdio | --guest) [--init] [--key-file <file>] [--egress <addr>] [--egress-ca <file> [--egress-ca-pem <base64>]] | --install-to <path> [--sha256 <hex>]",
 		Short:  "Serve commands and file operations inside a sandbox (started by hutch)",
 		Hidden: true,
 		Args:   cobra.NoArgs,
@@ -29,6 +29,18 @@ SIGINT, kills every running command and exits 0. With --key-file the agent
 answers the host's challenge on every connection with proof that it holds
 the key in that file (a read-only mount): a host that requires the proof
 refuses any other process that answers on the socket.
+
+With --egress the agent listens on that loopback address (127.0.0.1:3128)
+and relays every connection made to it through its channel to hutch's
+egress proxy on the host, the only way out of a runtime without a network;
+every command gets it as HTTP_PROXY, HTTPS_PROXY, http_proxy and
+https_proxy unless its request sets them. With --egress-ca the agent writes
+/etc/hutch-egress-ca-bundle.pem, the system's roots plus that CA
+certificate (the proxy's, for TLS it intercepts), and every command gets
+SSL_CERT_FILE, REQUESTS_CA_BUNDLE, CURL_CA_BUNDLE and GIT_SSL_CAINFO naming
+the bundle and NODE_EXTRA_CA_CERTS naming the certificate. --egress-ca-pem
+gives the certificate itself, base64-encoded, which the agent first writes
+to the --egress-ca file, for runtimes that cannot mount one.
 
 With --guest the agent is a microVM's init (pid 1, started by the kernel
 from the initramfs): it mounts the root disk, switches to it, confines the
@@ -47,8 +59,8 @@ the pod with the fix instead of speaking another protocol.`,
 				if installTo == "" {
 					return &exitError{code: 2, msg: "hutch agent --install-to needs the path to copy the binary to"}
 				}
-				if opts.Listen != "" || opts.Stdio || asGuest || opts.Init {
-					return &exitError{code: 2, msg: "hutch agent --install-to only installs the binary: drop --listen, --stdio, --guest and --init"}
+				if opts.Listen != "" || opts.Stdio || asGuest || opts.Init || egressFlags(opts) {
+					return &exitError{code: 2, msg: "hutch agent --install-to only installs the binary: drop --listen, --stdio, --guest, --init and the --egress flags"}
 				}
 				if err := agentbin.InstallSelf(installTo, wantSHA256); err != nil {
 					return &exitError{code: 1, msg: err.Error()}
@@ -61,6 +73,9 @@ the pod with the fix instead of speaking another protocol.`,
 			if asGuest {
 				if opts.Listen != "" || opts.Stdio {
 					return &exitError{code: 2, msg: "hutch agent --guest serves its virtio port alone: drop --listen and --stdio"}
+				}
+				if egressFlags(opts) {
+					return &exitError{code: 2, msg: "hutch agent --guest takes its network and proxy from the host's guest setup: drop the --egress flags"}
 				}
 				if f := cmd.Flag("log-level"); f != nil && !f.Changed {
 					g.logLevel = "info"
@@ -92,7 +107,15 @@ the pod with the fix instead of speaking another protocol.`,
 	f.StringVar(&opts.KeyFile, "key-file", "", "prove to the host on every connection that this agent holds the channel key in this file")
 	f.BoolVar(&opts.Init, "init", false, "act as pid 1: reap every orphan, kill every command on SIGTERM/SIGINT")
 	f.BoolVar(&asGuest, "guest", false, "be a microVM's init and serve the host on the virtio port "+guest.PortName)
+	f.StringVar(&opts.Egress, "egress", "", "relay connections to this loopback address (127.0.0.1:PORT) to the host's egress proxy; commands get it as their proxy")
+	f.StringVar(&opts.EgressCA, "egress-ca", "", "trust this CA certificate (PEM, absolute path) too: commands get a bundle of it and the system's roots")
+	f.StringVar(&opts.EgressCAPEM, "egress-ca-pem", "", "write this base64-encoded PEM certificate to the --egress-ca file first")
 	f.StringVar(&installTo, "install-to", "", "copy this executable to this path (mode 0555) and exit")
 	f.StringVar(&wantSHA256, "sha256", "", "with --install-to: refuse unless this executable has this SHA-256 (hex)")
 	return cmd
+}
+
+// egressFlags reports whether any --egress flag is set.
+func egressFlags(opts agent.Options) bool {
+	return opts.Egress != "" || opts.EgressCA != "" || opts.EgressCAPEM != ""
 }
