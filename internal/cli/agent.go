@@ -59,8 +59,11 @@ the pod with the fix instead of speaking another protocol.`,
 				if installTo == "" {
 					return &exitError{code: 2, msg: "hutch agent --install-to needs the path to copy the binary to"}
 				}
-				if opts.Listen != "" || opts.Stdio || asGuest || opts.Init || egressFlags(opts) {
-					return &exitError{code: 2, msg: "hutch agent --install-to only installs the binary: drop --listen, --stdio, --guest, --init and the --egress flags"}
+				if opts.Listen != "" || opts.Stdio || asGuest || opts.Init {
+					return &exitError{code: 2, msg: "hutch agent --install-to only installs the binary: drop --listen, --stdio, --guest and --init"}
+				}
+				if egressFlags(opts) {
+					return &exitError{code: 2, msg: "hutch agent --install-to only installs the binary: drop the --egress flags"}
 				}
 				if err := agentbin.InstallSelf(installTo, wantSHA256); err != nil {
 					return &exitError{code: 1, msg: err.Error()}
