@@ -234,7 +234,10 @@ func (p *projectCmd) load(ctx context.Context) (*loaded, error) {
 }
 
 func (p *projectCmd) boxOptions(eng *engine.Engine, stateDir, runDir string) box.Options {
-	return box.Options{Engine: eng, StateDir: stateDir, RunDir: runDir, Progress: p.g.stderr, Home: p.home(),
+	// The egress proxy reads the project's network policy from it per
+	// connection; without it (no config dir) the spec's stays.
+	settings, _ := p.settingsPath()
+	return box.Options{Engine: eng, StateDir: stateDir, RunDir: runDir, Progress: p.g.stderr, Home: p.home(), SettingsFile: settings,
 		Agent: func() (agentbin.Binary, error) { return agentbin.LocateCached(p.g.env("HUTCH_AGENT_BINARY"), stateDir) }}
 }
 
@@ -647,7 +650,7 @@ func (p *projectCmd) runAgent(ctx context.Context, argv []string, dir string, sh
 func (p *projectCmd) statusCmd() *cobra.Command {
 	return &cobra.Command{
 		Use:   "status",
-		Short: "Show the project's sandbox: engine, container, owner, users, image, limits, notes",
+		Short: "Show the project's sandbox: engine, container, owner, users, image, limits, network, notes",
 		Args:  cobra.NoArgs,
 		RunE: p.onProject(false, func(ctx context.Context, l *loaded) error {
 			s, err := l.box.Status(ctx)
@@ -667,6 +670,7 @@ func (p *projectCmd) statusCmd() *cobra.Command {
 			out.printf("Users\t%d attached\n", s.Sessions)
 			out.printf("Image\t%s\n", s.Image)
 			out.printf("Limits\t%s\n", s.Limits)
+			out.printf("Network\t%s\n", s.Network)
 			enabled := "yes"
 			if !l.settings.Enabled {
 				enabled = "no (hutch project enable turns it on)"
@@ -815,6 +819,8 @@ keys and the effective values.`,
 		Example: "  hutch project settings set sandbox-agents '[]'\n" +
 			"  hutch project settings set sandbox-packages '[\"jq\",\"make\"]'\n" +
 			"  hutch project settings set --global sandbox-memory 8g\n" +
+			"  hutch project settings set sandbox-network allowlist\n" +
+			"  hutch project settings set sandbox-network-allow 'api.anthropic.com,github.com,*.npmjs.org'\n" +
 			"  hutch project settings unset sandbox-memory",
 		Args: args,
 		RunE: func(cmd *cobra.Command, args []string) error {

@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/moby/moby/api/types/container"
@@ -21,9 +22,11 @@ import (
 	"github.com/hutchsandbox/hutch/internal/agent"
 	"github.com/hutchsandbox/hutch/internal/agentbin"
 	"github.com/hutchsandbox/hutch/internal/beneath"
+	"github.com/hutchsandbox/hutch/internal/egress"
 	"github.com/hutchsandbox/hutch/internal/engine"
 	"github.com/hutchsandbox/hutch/internal/errdefs"
 	"github.com/hutchsandbox/hutch/internal/imagebuild"
+	"github.com/hutchsandbox/hutch/internal/netpolicy"
 	"github.com/hutchsandbox/hutch/internal/project"
 	"github.com/hutchsandbox/hutch/internal/sandbox"
 	sbxcontainer "github.com/hutchsandbox/hutch/internal/sandbox/container"
@@ -54,6 +57,11 @@ type Options struct {
 	// Home is the user's home directory (symlink-resolved), against which
 	// mounts are judged.
 	Home string
+	// SettingsFile is the settings file the spec was resolved from. The
+	// egress proxy of a sandbox whose network is allowlist or none reads
+	// the project's policy from it at every connection (see egress.go);
+	// "" keeps the spec's.
+	SettingsFile string
 	// Progress receives stage lines and build progress; nil discards.
 	Progress io.Writer
 	Log      *slog.Logger
@@ -64,6 +72,14 @@ type Box struct {
 	opts    Options
 	project string
 	spec    project.Spec
+
+	// egressDial, set by tests only, is the egress proxy's Dial.
+	egressDial func(ctx context.Context, network, addr string) (net.Conn, error)
+
+	egressMu sync.Mutex // guards the following
+	live     netpolicy.Policy
+	relays   *egress.Relays
+	stops    []context.CancelFunc // of the relay pumps
 }
 
 // New returns the sandbox of project as spec describes it.
@@ -74,7 +90,7 @@ func New(opts Options, projectDir string, spec project.Spec) *Box {
 	if opts.Log == nil {
 		opts.Log = slog.New(slog.DiscardHandler)
 	}
-	return &Box{opts: opts, project: projectDir, spec: spec}
+	return &Box{opts: opts, project: projectDir, spec: spec, live: spec.Policy()}
 }
 
 // SetEngine gives a box made for the warm path (no engine) its engine.
@@ -134,6 +150,10 @@ type containerState struct {
 	id, image       string
 	labels          map[string]string
 	mounts          []container.MountPoint
+	// networkMode is the engine's (bridge, host, none, a network's name);
+	// entrypoint is what the container runs (the agent's flags).
+	networkMode string
+	entrypoint  []string
 }
 
 func (b *Box) inspect(ctx context.Context, nameOrID string) (containerState, error) {
@@ -152,6 +172,10 @@ func (b *Box) inspect(ctx context.Context, nameOrID string) (containerState, err
 	if c.Config != nil {
 		st.labels = c.Config.Labels
 		st.image = c.Config.Image
+		st.entrypoint = c.Config.Entrypoint
+	}
+	if c.HostConfig != nil {
+		st.networkMode = string(c.HostConfig.NetworkMode)
 	}
 	return st, nil
 }
@@ -167,7 +191,11 @@ func ownedBy(labels map[string]string, projectDir string) bool {
 // Up brings the sandbox up: an editor's running container labelled for
 // the project is adopted (unless the spec says not, sandbox-devcontainer
 // off); otherwise hutch's own is started if stopped, or created (its
-// image built first when the recipe's tag is missing).
+// image built first when the recipe's tag is missing). Under
+// sandbox-network allowlist or none, an editor's container and one of
+// hutch's made with a network of its own are refused (run rebuild), and
+// the target's relayed connections reach the box's egress proxy while
+// its agent client is open.
 func (b *Box) Up(ctx context.Context) (*Target, error) {
 	b.stage("Looking for the sandbox…")
 	if b.spec.AdoptEditor {
@@ -197,6 +225,13 @@ func (b *Box) Up(ctx context.Context) (*Target, error) {
 		}
 		created = true
 	}
+	// The one it found or made (another hutch may have made it a moment
+	// before, from other settings).
+	if note, err := b.checkEgress(st); err != nil {
+		return nil, err
+	} else if note != "" {
+		notes = append(notes, note)
+	}
 	var pins []*beneath.File
 	defer func() { beneath.CloseAll(pins) }()
 	started := !st.running
@@ -222,6 +257,13 @@ func (b *Box) Up(ctx context.Context) (*Target, error) {
 	t := &Target{Name: b.spec.Name, ID: st.id, Workdir: b.spec.Workdir, Env: b.env(), User: b.spec.User, Notes: notes, agent: cl}
 	if err := b.waitAgent(ctx, t); err != nil {
 		return nil, err
+	}
+	relays := containerRelays(st)
+	b.recordRelays(relays)
+	if relays {
+		// Before anything runs in it: a command's first connection
+		// must not wait for the pump.
+		b.relay(t)
 	}
 	if started {
 		// Its agent listens and nothing ran in it yet.
@@ -305,6 +347,9 @@ func (b *Box) adoptForeign(ctx context.Context) (*Target, error) {
 			continue
 		}
 		name := strings.TrimPrefix(firstName(c.Names), "/")
+		if b.spec.Egress.Proxied() {
+			return nil, b.errForeignEgress(name)
+		}
 		workdir, identity := projectInside(st.mounts, b.project)
 		notes := []string{fmt.Sprintf("Attached to %s, a container hutch did not create. It is never stopped or removed from here.", name)}
 		if !identity {
@@ -412,9 +457,14 @@ func (b *Box) create(ctx context.Context) error {
 	if b.spec.UsernsKeepID {
 		hc.UsernsMode = "keep-id"
 	}
+	entry := []string{agentPath, "agent", "--init", "--listen", runPath + "/" + socketName, "--key-file", keyPath}
+	if b.spec.Egress.Proxied() {
+		// Its network is none (spec.Network): the relay is its way out.
+		entry = append(entry, "--egress", project.EgressAddr)
+	}
 	cfg := &container.Config{
 		Image:      img,
-		Entrypoint: []string{agentPath, "agent", "--init", "--listen", runPath + "/" + socketName, "--key-file", keyPath},
+		Entrypoint: entry,
 		Cmd:        []string{},
 		WorkingDir: b.spec.Workdir,
 		Env:        b.env(),
@@ -610,8 +660,14 @@ func (b *Box) agentClient() (*agent.Client, error) {
 
 // Attach returns the target of a sandbox that is up, without starting
 // or creating anything: the fast path of a warm command. It returns nil
-// when hutch's own container is not running (the caller then calls Up).
+// when hutch's own container is not running (the caller then calls Up),
+// and under sandbox-network allowlist or none unless the last Up found
+// the container relaying: only Up asks the engine what the container is.
 func (b *Box) Attach(ctx context.Context) *Target {
+	relays := b.relaysRecorded()
+	if b.spec.Egress.Proxied() && !relays {
+		return nil
+	}
 	cl, err := b.agentClient()
 	if err != nil {
 		return nil
@@ -622,6 +678,9 @@ func (b *Box) Attach(ctx context.Context) *Target {
 	if _, err := t.agent.Ping(pctx); err != nil {
 		_ = t.agent.Close()
 		return nil
+	}
+	if relays {
+		b.relay(t)
 	}
 	return t
 }
@@ -706,6 +765,7 @@ func (b *Box) Down(ctx context.Context, volumes bool) (bool, error) {
 		return false, err
 	}
 	if st.exists {
+		b.recordRelays(false)
 		if _, err := b.opts.Engine.Client.ContainerRemove(ctx, st.id, client.ContainerRemoveOptions{Force: true}); err != nil && !engine.IsNotFound(err) {
 			return false, engine.Classify(err, "remove the sandbox "+b.spec.Name)
 		}
@@ -749,13 +809,16 @@ func (b *Box) foreignRunning(ctx context.Context) (string, error) {
 
 // Status is what `hutch project status` prints.
 type Status struct {
-	Engine    string
-	Name      string
-	State     string // running, stopped, missing
-	Owner     string // hutch, external, ""
-	Sessions  int
-	Image     string
-	Limits    string
+	Engine   string
+	Name     string
+	State    string // running, stopped, missing
+	Owner    string // hutch, external, ""
+	Sessions int
+	Image    string
+	Limits   string
+	// Network is sandbox-network, and under allowlist the hosts it lets
+	// through.
+	Network   string
 	Notes     []string
 	Persisted bool
 }
@@ -784,6 +847,13 @@ func (b *Box) Status(ctx context.Context) (Status, error) {
 			} else if st.labels[project.LabelSpec] != b.spec.Hash {
 				s.Notes = append(s.Notes, "The sandbox runs with older settings or an older devcontainer.json; run `hutch project rebuild` to apply the current ones.")
 			}
+			if s.Owner == "hutch" {
+				if note, err := b.checkEgress(st); err != nil {
+					s.Notes = append(s.Notes, err.Error())
+				} else if note != "" {
+					s.Notes = append(s.Notes, note)
+				}
+			}
 		}
 	}
 	n, err := b.Sessions().Count()
@@ -798,6 +868,7 @@ func (b *Box) Status(ctx context.Context) (Status, error) {
 		}
 	}
 	s.Limits = limitsText(b.spec)
+	s.Network = networkText(b.spec)
 	return s, nil
 }
 

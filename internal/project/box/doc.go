@@ -11,4 +11,9 @@
 // trip on that socket rather than an engine exec. An adopted container
 // gets the agent copied in (as the container mode does). Interactive
 // sessions use an engine exec with a TTY.
+//
+// Under sandbox-network allowlist or none the container has no network,
+// and its agent relays connections to an egress proxy the box runs in the
+// hutch process, for as long as that process holds the agent's channel
+// (see egress.go).
 package box

@@ -12,7 +12,15 @@ import (
 
 	"github.com/hutchsandbox/hutch/internal/engine"
 	"github.com/hutchsandbox/hutch/internal/errdefs"
+	"github.com/hutchsandbox/hutch/internal/project"
 )
+
+func cmpOr(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
 
 // GatewayIP returns the host's address on the target container's network:
 // where a host service must listen for the container to reach it (the
@@ -33,7 +41,7 @@ func (b *Box) GatewayIP(ctx context.Context, t *Target) (string, error) {
 		_, noNetwork = c.NetworkSettings.Networks["none"]
 	}
 	if noNetwork {
-		return "", errdefs.New(errdefs.ErrFailedPrecondition, fmt.Sprintf("The sandbox %s has no network (sandbox-network is none): nothing on the host can be reached from it.", t.Name))
+		return "", errdefs.New(errdefs.ErrFailedPrecondition, fmt.Sprintf("The sandbox %s has no network (sandbox-network is %s): nothing on the host can be reached from it.", t.Name, cmpOr(string(b.spec.Egress), project.NetworkNone)))
 	}
 	// Where the gateway host name resolves inside is the truth (Podman
 	// may point it at another of the host's addresses than the bridge's

@@ -142,7 +142,7 @@ func (f *fixture) box(t *testing.T) *box.Box {
 		t.Fatal(err)
 	}
 	return box.New(box.Options{
-		Engine: f.eng, StateDir: f.state, RunDir: f.run, Progress: &f.progress,
+		Engine: f.eng, StateDir: f.state, RunDir: f.run, Progress: &f.progress, SettingsFile: path,
 		Agent: func() (agentbin.Binary, error) { return f.agent, nil },
 	}, f.project, spec)
 }
