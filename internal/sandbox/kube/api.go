@@ -54,8 +54,9 @@ type SecretAPI interface {
 	Delete(ctx context.Context, name string, opts metav1.DeleteOptions) error
 }
 
-// NetworkPolicyAPI makes the namespace's isolation policy.
+// NetworkPolicyAPI makes the namespace's isolation policies.
 type NetworkPolicyAPI interface {
+	Get(ctx context.Context, name string, opts metav1.GetOptions) (*networkingv1.NetworkPolicy, error)
 	Create(ctx context.Context, np *networkingv1.NetworkPolicy, opts metav1.CreateOptions) (*networkingv1.NetworkPolicy, error)
 }
 

@@ -14,17 +14,17 @@ import (
 	"k8s.io/streaming/pkg/httpstream"
 )
 
-// dial starts `hutch agent --stdio` in the office's pod through one exec
-// stream and returns the stream as a connection. The stream lives as long
+// dial starts `hutch agent --stdio [args]` in the office's pod through
+// one exec stream and returns the stream as a connection. The stream lives as long
 // as the connection (not ctx, which only bounds the start); when it ends
 // (hutch goes away, the pod is deleted) the agent's stdin ends and it
 // kills what it was running.
-func (r *Runtime) dial(ctx context.Context, key string) (net.Conn, error) {
+func (r *Runtime) dial(ctx context.Context, key string, args ...string) (net.Conn, error) {
 	req := r.cluster.Client.CoreREST().Post().
 		Resource("pods").Namespace(r.cluster.Namespace).Name(PodName(key)).SubResource("exec").
 		VersionedParams(&corev1.PodExecOptions{
 			Container: containerName,
-			Command:   []string{agentPath, "agent", "--stdio"},
+			Command:   append([]string{agentPath, "agent", "--stdio"}, args...),
 			Stdin:     true,
 			Stdout:    true,
 			Stderr:    true,

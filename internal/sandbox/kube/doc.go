@@ -19,6 +19,12 @@
 // digest is part of the pod's fingerprint, so a rotated credential
 // re-creates the pod on the next command.
 //
+// A conversation whose sandbox.network is allowlist or none, or whose
+// vault holds placeholder secrets, goes out through hutch's egress proxy
+// only: the agent of hutch's exec stream relays its commands'
+// connections over that stream, and a proxied pod is selected by a
+// NetworkPolicy that denies it all egress (see egress.go).
+//
 // Boosts and temporary limits resize the running pod in place when the
 // cluster allows it, else re-create it; they live in the pod's
 // annotations, so they end with the pod and every hutch replica sees them.

@@ -35,7 +35,7 @@ func (r *Runtime) desired(spec sandbox.Spec) (desired, error) {
 	if err != nil {
 		return desired{}, err
 	}
-	return desired{
+	d := desired{
 		Namespace:    r.cluster.Namespace,
 		Image:        r.cfg.Image,
 		AgentImage:   r.cfg.AgentImage,
@@ -48,7 +48,11 @@ func (r *Runtime) desired(spec sandbox.Spec) (desired, error) {
 		RuntimeClass: r.cfg.RuntimeClass,
 		Hardening:    hardeningVersion,
 		Disk:         spec.DiskCeiling,
-	}, nil
+	}
+	if err := r.egressDesired(spec, &d); err != nil {
+		return desired{}, err
+	}
+	return d, nil
 }
 
 func (r *Runtime) owner(spec sandbox.Spec) owner {
@@ -96,14 +100,19 @@ func (r *Runtime) ensureLocked(ctx context.Context, s *session, spec sandbox.Spe
 				return nil, err
 			}
 			continue
-		case pod.Annotations[engine.LabelFingerprint] != fp:
+		case pod.Annotations[engine.LabelFingerprint] != fp || pod.Labels[labelEgress] != d.Egress:
 			// What the pod was made from changed (mounts, a rotated
-			// credential, the image, the agent): wait for this process's
-			// commands in it, then replace it.
+			// credential, the image, the agent, its network; or its
+			// egress label, which selects it for the NetworkPolicy, was
+			// edited): wait for this process's commands in it, then
+			// replace it.
 			if err := s.WaitIdle(ctx); err != nil {
 				return nil, err
 			}
 			because = recreatedDrift
+			if pod.Labels[labelEgress] != d.Egress {
+				because = recreatedNetwork
+			}
 			r.log.Info("re-creating pod: "+because, "office_key", spec.OfficeKey, "pod", name)
 			r.event("recreated")
 			if err := r.deletePod(ctx, name, pod.UID, true); err != nil {
@@ -126,9 +135,15 @@ func (r *Runtime) ensureLocked(ctx context.Context, s *session, spec sandbox.Spe
 			}
 		}
 		uid := string(pod.UID)
-		cl := r.clientLocked(s, uid)
+		cl := r.clientLocked(s, pod)
 		if s.verified != uid {
-			// First use of this pod by this process: the agent must answer.
+			// First use of this pod by this process: a proxied pod must
+			// be cut off still, and the agent must answer.
+			if d.Egress == egressProxied {
+				if err := r.ensureEgressPolicy(ctx); err != nil {
+					return nil, err
+				}
+			}
 			if _, err := cl.Ping(ctx); err != nil {
 				return nil, fmt.Errorf("the agent in pod %s does not answer: %w", name, err)
 			}
@@ -171,6 +186,13 @@ func (r *Runtime) checkOwned(pod *corev1.Pod) error {
 // deleted; the pod carries it (sandbox.MarkRecreated).
 func (r *Runtime) create(ctx context.Context, spec sandbox.Spec, d desired, fp, because string) (*corev1.Pod, error) {
 	r.ensurePolicy(ctx)
+	if d.Egress == egressProxied {
+		// The policy comes first, so the pod never has a moment of the
+		// cluster's open network.
+		if err := r.ensureEgressPolicy(ctx); err != nil {
+			return nil, err
+		}
+	}
 	o := r.owner(spec)
 	sec, err := buildSecret(o, d)
 	if err != nil {
@@ -425,11 +447,7 @@ func (r *Runtime) baseLimits(spec sandbox.Spec) sandbox.Limits {
 // hutch warns and goes on.
 func (r *Runtime) ensurePolicy(ctx context.Context) {
 	r.policy.Do(func() {
-		sel := map[string]string{
-			engine.LabelManaged: "true",
-			engine.LabelMode:    string(sandbox.KindKube),
-			labelInstallation:   installation(r.cfg.StateDir),
-		}
+		sel := r.installationLabels()
 		np := &networkingv1.NetworkPolicy{
 			ObjectMeta: metav1.ObjectMeta{Name: "hutch-" + installation(r.cfg.StateDir) + "-no-ingress", Namespace: r.cluster.Namespace, Labels: sel},
 			Spec: networkingv1.NetworkPolicySpec{

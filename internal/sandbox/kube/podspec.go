@@ -51,6 +51,9 @@ const (
 	recreatedDrift  = "what it was built from changed"
 	recreatedEnded  = "the pod ended: "
 	recreatedResize = "the cluster could not resize it in place"
+	// recreatedNetwork: it changed between open, proxied (allowlist or
+	// none) and relayed (open with placeholder secrets).
+	recreatedNetwork = "what it was built from changed (its network: sandbox.network or placeholder secrets)"
 )
 
 // Keys hutch puts on what it creates in the cluster. Labels select (they
@@ -132,6 +135,11 @@ type desired struct {
 	NodeSelector map[string]string `json:"nodeSelector,omitempty"`
 	RuntimeClass string            `json:"runtimeClass,omitempty"`
 	Hardening    int               `json:"hardening"`
+	// Egress is the pod's hutch.egress label, "" when it does not relay
+	// (see egress.go); EgressCA a digest of the egress CA its agent
+	// trusts.
+	Egress   string `json:"egress,omitempty"`
+	EgressCA string `json:"egressCA,omitempty"`
 	// Disk is the container's ephemeral-storage limit (the disk
 	// ceiling): the kubelet evicts a pod whose writable layer and
 	// scratch volumes grow past it. Not in the fingerprint: a new
@@ -450,6 +458,9 @@ func buildPod(o owner, d desired, workspace, agentSHA string, fp string, limits 
 			}},
 			Volumes: volumes,
 		},
+	}
+	if d.Egress != "" {
+		pod.Labels[labelEgress] = d.Egress
 	}
 	if d.RuntimeClass != "" {
 		rc := d.RuntimeClass

@@ -19,6 +19,7 @@ import (
 
 	"github.com/hutchsandbox/hutch/internal/agent"
 	"github.com/hutchsandbox/hutch/internal/agentbin"
+	"github.com/hutchsandbox/hutch/internal/egress"
 	"github.com/hutchsandbox/hutch/internal/errdefs"
 	"github.com/hutchsandbox/hutch/internal/sandbox"
 	"github.com/hutchsandbox/hutch/internal/sandbox/activity"
@@ -59,6 +60,13 @@ type Config struct {
 	// Event, when set, is told of lifecycle events: "created",
 	// "recreated", "resized" (for metrics).
 	Event func(event string)
+	// Egress serves what the agents of relaying pods relay (see
+	// egress.go); EgressCA is the CA an office's proxy terminates TLS
+	// with, whose certificate its pod trusts. Without them a conversation
+	// whose network is allowlist or none, or whose vault holds
+	// placeholders, is refused.
+	Egress   *egress.Relays
+	EgressCA func(officeKey string) (*egress.CA, error)
 }
 
 // Validate checks the config.
@@ -108,6 +116,10 @@ type session struct {
 	// touched is when this process last wrote the pod's last-used
 	// annotation (unix nanoseconds); read and written without the lock.
 	touched atomic.Int64
+	// relaying is the client whose egress relay pump runs (see relay),
+	// relayStop ends it.
+	relaying  *agent.Client
+	relayStop context.CancelFunc
 }
 
 // New returns the kube mode.
@@ -174,7 +186,7 @@ func (r *Runtime) Exec(ctx context.Context, spec sandbox.Spec, req sandbox.ExecR
 			}
 		}
 	}()
-	return activity.Exec(ctx, s.Office, func() (*agent.Client, error) { return r.ensureLocked(ctx, s, spec) }, spec.OfficeRuntimePath, req)
+	return activity.Exec(ctx, s.Office, func() (*agent.Client, error) { return r.ensure(ctx, s, spec) }, spec.OfficeRuntimePath, req)
 }
 
 // touchEvery is how often a replica using a pod writes its last-used
@@ -211,21 +223,36 @@ func lastUsed(pod *corev1.Pod) time.Time {
 // file operations.
 func (r *Runtime) Agent(ctx context.Context, spec sandbox.Spec) (*agent.Client, error) {
 	s := r.sessions.Get(spec.OfficeKey)
-	return activity.Client(s.Office, func() (*agent.Client, error) { return r.ensureLocked(ctx, s, spec) })
+	return activity.Client(s.Office, func() (*agent.Client, error) { return r.ensure(ctx, s, spec) })
 }
 
-// clientLocked returns the session's agent client for the pod uid. A new
-// pod gets a new client: the old one's stream ended with its pod.
-func (r *Runtime) clientLocked(s *session, uid string) *agent.Client {
+// ensure is ensureLocked, and for a relaying pod the relay pump that
+// carries its connections out. The office's lock is held.
+func (r *Runtime) ensure(ctx context.Context, s *session, spec sandbox.Spec) (*agent.Client, error) {
+	cl, err := r.ensureLocked(ctx, s, spec)
+	if err == nil && relays(spec) {
+		r.relay(s, cl)
+	}
+	return cl, err
+}
+
+// clientLocked returns the session's agent client for the pod. A new pod
+// gets a new client: the old one's stream ended with its pod. The agent
+// of a relaying pod's stream relays its commands' connections.
+func (r *Runtime) clientLocked(s *session, pod *corev1.Pod) *agent.Client {
+	uid := string(pod.UID)
 	if s.client != nil && s.clientUID != uid {
+		s.stopRelay()
 		_ = s.client.Close()
 		s.client = nil
 	}
 	if s.client == nil {
 		key := s.Key
-		s.client = agent.NewClient(func(ctx context.Context) (net.Conn, error) {
-			return r.dial(ctx, key)
-		}, r.log.With("office_key", key))
+		dial := func(ctx context.Context) (net.Conn, error) { return r.dial(ctx, key) }
+		if pod.Labels[labelEgress] != "" {
+			dial = func(ctx context.Context) (net.Conn, error) { return r.dialRelaying(ctx, key) }
+		}
+		s.client = agent.NewClient(dial, r.log.With("office_key", key))
 		s.clientUID = uid
 	}
 	return s.client
@@ -236,6 +263,7 @@ func (r *Runtime) clientLocked(s *session, uid string) *agent.Client {
 func (r *Runtime) Close() {
 	for _, s := range r.sessions.All() {
 		s.Lock()
+		s.stopRelay()
 		if s.client != nil {
 			_ = s.client.Close()
 			s.client = nil

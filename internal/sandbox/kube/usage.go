@@ -29,7 +29,7 @@ func (r *Runtime) Usage(ctx context.Context, key string) (sandbox.Usage, error) 
 	if !s.TryLock() {
 		return sandbox.Usage{}, errdefs.New(errdefs.ErrUnavailable, "The runtime is being provisioned; its use is read next time.")
 	}
-	c := r.clientLocked(s, string(pod.UID))
+	c := r.clientLocked(s, pod)
 	s.Unlock()
 	u, err := c.Usage(ctx)
 	if err != nil {
