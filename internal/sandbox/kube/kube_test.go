@@ -100,11 +100,17 @@ func sweepNamespaces(t *testing.T, cluster testenv.KubeCluster) {
 // hutch process (or replica) would.
 func (f *fixture) runtime(t *testing.T) *kube.Runtime {
 	t.Helper()
+	return f.runtimeWith(t, nil)
+}
+
+// runtimeWith is runtime with its config changed by change first.
+func (f *fixture) runtimeWith(t *testing.T, change func(*kube.Config)) *kube.Runtime {
+	t.Helper()
 	cl, err := kube.Connect(f.cluster.Kubeconfig, f.namespace)
 	if err != nil {
 		t.Fatal(err)
 	}
-	rt, err := kube.New(kube.Config{
+	cfg := kube.Config{
 		Cluster:    cl,
 		Image:      f.img,
 		StateDir:   f.state,
@@ -117,7 +123,11 @@ func (f *fixture) runtime(t *testing.T) *kube.Runtime {
 				f.events.Add(1)
 			}
 		},
-	})
+	}
+	if change != nil {
+		change(&cfg)
+	}
+	rt, err := kube.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
