@@ -127,7 +127,7 @@ var capabilityTable = map[Kind]Capabilities{
 		Recommendation:         "under construction",
 	},
 	KindGondolin: microVM("preview"),
-	KindKube:     openEgress(managed("scale-out")),
+	KindKube:     managed("scale-out"),
 }
 
 // CapabilitiesOf returns the capabilities a kind declares. An unknown kind
@@ -140,14 +140,6 @@ func CapabilitiesOf(k Kind) Capabilities {
 // policy's projection, which is what enforcing isolation requires.
 func (c Capabilities) ManagedProjection() bool {
 	return c.Workspace == WorkspaceManaged
-}
-
-// openEgress is c without hutch's egress proxy: a network of its own,
-// open, and no placeholder secrets.
-func openEgress(c Capabilities) Capabilities {
-	c.Egress = openOnly
-	c.PlaceholderSecrets = false
-	return c
 }
 
 // EnforcesEgress reports whether the mode can hold a runtime to m.
