@@ -184,6 +184,8 @@ func (s *Service) kubeLocked() (*kube.Runtime, error) {
 		Boost:        b.boost,
 		Log:          s.log,
 		Event:        func(e string) { s.metrics.Event(sandbox.KindKube, e, 1) },
+		Egress:       s.egressRelays(),
+		EgressCA:     s.EgressCA,
 	})
 	if err != nil {
 		return nil, err
