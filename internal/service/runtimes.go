@@ -90,6 +90,8 @@ func (s *Service) imageLocked(ctx context.Context, ref string) (*image.Runtime, 
 		Boost:     b.boost,
 		Log:       s.log,
 		Event:     func(e string) { s.metrics.Event(sandbox.KindImage, e, 1) },
+		Egress:    s.egressRelays(),
+		EgressCA:  s.EgressCA,
 	})
 }
 
@@ -324,6 +326,11 @@ func (s *Service) RuntimeSettings() ([][2]string, error) {
 // back), ends its exec streams into pods and releases the engine
 // connection.
 func (s *Service) Close() error {
+	s.relaysMu.Lock()
+	if s.relays != nil {
+		s.relays.Close()
+	}
+	s.relaysMu.Unlock()
 	s.rt.mu.Lock()
 	defer s.rt.mu.Unlock()
 	if s.rt.vm != nil {

@@ -140,6 +140,11 @@ func (r *Runtime) desired(ctx context.Context, spec sandbox.Spec) (desired, erro
 		Agent:     r.cfg.Agent.SHA256,
 		Hardening: hardeningVersion,
 	}
+	if relays(spec) {
+		if d.Network, err = r.egressNetwork(spec); err != nil {
+			return desired{}, err
+		}
+	}
 	if !r.cfg.Engine.CanUpdateLimits() {
 		l := spec.Limits.Over(managed.DefaultLimits)
 		d.Limits = &l
@@ -251,7 +256,7 @@ func (r *Runtime) ensureLocked(ctx context.Context, s *session, spec sandbox.Spe
 		s.verified = r.readVerified(spec.OfficeKey)
 	}
 	if st.running && st.fingerprint == fp && s.verified == st.id+"@"+st.startedAt &&
-		(st.onNetwork(st.officeNetwork(spec.OfficeKey)) || r.cfg.Engine.Flavor == engine.FlavorPodman) {
+		(st.onNetwork(st.officeNetwork(spec.OfficeKey)) || r.cfg.Engine.Flavor == engine.FlavorPodman || spec.Network.Proxied()) {
 		if err := r.applyLimits(ctx, spec, st); err != nil {
 			return nil, err
 		}
@@ -333,6 +338,8 @@ func (r *Runtime) ensureLocked(ctx context.Context, s *session, spec sandbox.Spe
 		}
 		joined, on := st.networks[st.officeNetwork(spec.OfficeKey)]
 		switch {
+		case spec.Network.Proxied():
+			// On no network, by its fingerprint: nothing to attach.
 		case !on && r.cfg.Engine.Flavor != engine.FlavorPodman:
 			// A hutch died between starting the container and attaching
 			// it to its network: finish the job.
@@ -395,6 +402,10 @@ func (r *Runtime) createAndStart(ctx context.Context, s *session, spec sandbox.S
 	if err := r.prepareChannel(spec.OfficeKey); err != nil {
 		return err
 	}
+	if spec.Network.Proxied() {
+		// No network at all: the egress proxy is its only way out.
+		return r.createAndStartOffline(ctx, s, spec, d, fp, from, because)
+	}
 	if err := r.isolateNetworks(ctx); err != nil {
 		return err
 	}
@@ -445,6 +456,43 @@ func (r *Runtime) createAndStart(ctx context.Context, s *session, spec sandbox.S
 	}
 	if err := r.attachNetwork(ctx, id, net.id, spec.OfficeKey); err != nil {
 		return err
+	}
+	r.event("started")
+	clearRuntimeState(r.cfg.StateDir, s.Key)
+	if err := r.waitAgent(ctx, s, id); err != nil {
+		return err
+	}
+	if err := r.verifyMounts(ctx, s, id, spec, pins); err != nil {
+		return err
+	}
+	r.recordChecked(ctx, s, id)
+	return nil
+}
+
+// createAndStartOffline makes the container of a proxied office on no
+// network ("none") and waits for its agent: no network is made for it.
+func (r *Runtime) createAndStartOffline(ctx context.Context, s *session, spec sandbox.Spec, d desired, fp, from, because string) error {
+	id, err := r.create(ctx, spec, d, fp, from, because, "none")
+	if err != nil {
+		return err
+	}
+	if r.cfg.Engine.Flavor == engine.FlavorPodman {
+		if err := r.start(ctx, s, spec, id); err != nil {
+			return err
+		}
+		r.recordChecked(ctx, s, id)
+		return nil
+	}
+	pins, err := r.pinMounts(spec)
+	defer beneath.CloseAll(pins)
+	if err != nil {
+		return err
+	}
+	if h := testHookBeforeStart.Load(); h != nil {
+		(*h)(spec)
+	}
+	if _, serr := r.api.ContainerStart(ctx, id, client.ContainerStartOptions{}); serr != nil {
+		return engine.Classify(serr, "start container "+ContainerName(spec.OfficeKey))
 	}
 	r.event("started")
 	clearRuntimeState(r.cfg.StateDir, s.Key)
@@ -585,7 +633,16 @@ func (r *Runtime) create(ctx context.Context, spec sandbox.Spec, d desired, fp, 
 	for _, v := range spec.VaultFiles {
 		mounts = append(mounts, mount.Mount{Type: mount.TypeBind, Source: v.HostPath, Target: v.RuntimePath, ReadOnly: true})
 	}
+	var agentArgs []string
+	if relays(spec) {
+		m, args, err := r.egressMount(spec)
+		if err != nil {
+			return "", err
+		}
+		mounts, agentArgs = append(mounts, m), args
+	}
 	cfg, hc := r.containerConfig(from, spec.OfficeRuntimePath, labels, mounts, netID, limits)
+	cfg.Entrypoint = append(cfg.Entrypoint, agentArgs...)
 	res, err := r.api.ContainerCreate(ctx, client.ContainerCreateOptions{Name: name, Config: cfg, HostConfig: hc})
 	if err != nil {
 		if engine.IsConflict(err) {

@@ -189,7 +189,9 @@ func (r *Runtime) poolKey(imageID string) string {
 // directly in /workspace (the Point takes one path component), the
 // office among them, and no vault files.
 func poolFits(spec sandbox.Spec) bool {
-	if len(spec.VaultFiles) > 0 || len(spec.Mounts) == 0 || path.Dir(spec.OfficeRuntimePath) != poolRoot {
+	// A member has a network of its own and no egress relay: a runtime
+	// that relays starts cold.
+	if relays(spec) || len(spec.VaultFiles) > 0 || len(spec.Mounts) == 0 || path.Dir(spec.OfficeRuntimePath) != poolRoot {
 		return false
 	}
 	for _, m := range spec.Mounts {

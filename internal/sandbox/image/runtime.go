@@ -14,6 +14,7 @@ import (
 
 	"github.com/hutchsandbox/hutch/internal/agent"
 	"github.com/hutchsandbox/hutch/internal/agentbin"
+	"github.com/hutchsandbox/hutch/internal/egress"
 	"github.com/hutchsandbox/hutch/internal/engine"
 	"github.com/hutchsandbox/hutch/internal/errdefs"
 	"github.com/hutchsandbox/hutch/internal/sandbox"
@@ -50,6 +51,13 @@ type Config struct {
 	// Event, when set, is told of lifecycle events: "created", "started",
 	// "recreated" (for metrics).
 	Event func(event string)
+	// Egress serves what the agents of relaying runtimes relay (see
+	// egress.go); EgressCA is the CA an office's proxy terminates TLS
+	// with, whose certificate its container trusts. Without them a
+	// conversation whose network is allowlist or none, or whose vault
+	// holds placeholders, is refused.
+	Egress   *egress.Relays
+	EgressCA func(officeKey string) (*egress.CA, error)
 }
 
 // Validate checks the config.
@@ -109,6 +117,10 @@ type session struct {
 	// member's channel, see pool.go); "" for a container made for the
 	// office.
 	member string
+	// relaying is the client whose egress relay pump runs (see relay),
+	// relayStop ends it.
+	relaying  *agent.Client
+	relayStop context.CancelFunc
 }
 
 // useChannel points the session's client at the agent channel of the
@@ -118,6 +130,7 @@ func (s *session) useChannel(member string) {
 		return
 	}
 	if s.client != nil {
+		s.stopRelay()
 		_ = s.client.Close()
 		s.client = nil
 	}
@@ -179,14 +192,24 @@ func (r *Runtime) Exec(ctx context.Context, spec sandbox.Spec, req sandbox.ExecR
 		return sandbox.ExecResult{}, errdefs.New(errdefs.ErrInvalid, "image mode: spec has no office")
 	}
 	s := r.sessions.Get(spec.OfficeKey)
-	return activity.Exec(ctx, s.Office, func() (*agent.Client, error) { return r.ensureLocked(ctx, s, spec) }, spec.OfficeRuntimePath, req)
+	return activity.Exec(ctx, s.Office, func() (*agent.Client, error) { return r.ensure(ctx, s, spec) }, spec.OfficeRuntimePath, req)
 }
 
 // Agent provisions the office's container and returns its agent client,
 // for file operations. The caller must not hold it across a re-create.
 func (r *Runtime) Agent(ctx context.Context, spec sandbox.Spec) (*agent.Client, error) {
 	s := r.sessions.Get(spec.OfficeKey)
-	return activity.Client(s.Office, func() (*agent.Client, error) { return r.ensureLocked(ctx, s, spec) })
+	return activity.Client(s.Office, func() (*agent.Client, error) { return r.ensure(ctx, s, spec) })
+}
+
+// ensure is ensureLocked, and for a relaying runtime the relay pump that
+// carries its connections out. s.mu is held.
+func (r *Runtime) ensure(ctx context.Context, s *session, spec sandbox.Spec) (*agent.Client, error) {
+	cl, err := r.ensureLocked(ctx, s, spec)
+	if err == nil && relays(spec) {
+		r.relay(s, cl)
+	}
+	return cl, err
 }
 
 // clientLocked returns the session's agent client, dialing the runtime's
