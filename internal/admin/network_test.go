@@ -27,7 +27,7 @@ func TestNetworkShown(t *testing.T) {
 	if err := p.svc.Vaults().SetEnv(key, map[string]string{"GH_TOKEN": value}); err != nil {
 		t.Fatal(err)
 	}
-	mark, err := p.svc.Vaults().SetPlaceholder(key, "GH_TOKEN", []string{"api.github.com"}, time.Time{})
+	mark, err := p.svc.Vaults().SetPlaceholder(key, "GH_TOKEN", []string{"api.github.com"}, time.Time{}, false)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -218,6 +218,7 @@ func newVaultLsCmd(g *globals) *cobra.Command {
 func newVaultPlaceholderCmd(g *globals) *cobra.Command {
 	var f vaultFlags
 	var expires string
+	var body bool
 	cmd := &cobra.Command{
 		Use:   "placeholder (<platform>/<conversation-id> | --user ID | --container NAME) NAME (HOSTS [--expires WHEN] | off)",
 		Short: "Show commands a placeholder instead of an env variable's value",
@@ -243,9 +244,11 @@ agent following injected instructions) can read and leak only the
 placeholder, which is worth nothing outside hutch's proxy.
 What it does not: a host in HOSTS receives the real value and can send it
 back (echoed in a response or an error page), where commands read it.
-Only requests through hutch's egress proxy are substituted; a value stored
-in a file in another form (the base64 "auth" of ~/.docker/config.json) is
-not found and reaches the runtime as it is. Placeholders need a mode with
+Only requests through hutch's egress proxy are substituted, in headers
+(Basic credentials decoded), paths and queries, and with --body in request
+bodies too. In files the value is found as it is and inside standard
+base64 (the "auth" of ~/.docker/config.json); other encodings are not
+found and reach the runtime as they are. Placeholders need a mode with
 hutch's egress proxy in front of the runtime (image:, kube:); the other
 modes refuse to run rather than hand over the value.`,
 		Example: "  hutch vault placeholder slack/C0123ABC GH_TOKEN api.github.com,*.githubusercontent.com\n" +
@@ -263,8 +266,8 @@ modes refuse to run rather than hand over the value.`,
 			var hosts []string
 			var exp time.Time
 			if rest[1] == "off" {
-				if cmd.Flags().Changed("expires") {
-					return errdefs.New(errdefs.ErrInvalid, "--expires goes with HOSTS, not with off")
+				if cmd.Flags().Changed("expires") || body {
+					return errdefs.New(errdefs.ErrInvalid, "--expires and --body go with HOSTS, not with off")
 				}
 			} else {
 				if hosts, err = vault.ParsePlaceholderHosts(rest[1]); err != nil {
@@ -290,7 +293,7 @@ modes refuse to run rather than hand over the value.`,
 				}
 				return printf(g.stdout, "%s in vault %s is no longer a placeholder; commands see its real value.\n", name, key)
 			}
-			m, err := svc.Vaults().SetPlaceholder(key, name, hosts, exp)
+			m, err := svc.Vaults().SetPlaceholder(key, name, hosts, exp, body)
 			if err != nil {
 				return err
 			}
@@ -299,6 +302,7 @@ modes refuse to run rather than hand over the value.`,
 	}
 	f.register(cmd)
 	cmd.Flags().StringVar(&expires, "expires", "", "stop substituting after a duration (720h) or at a time (2027-01-01, RFC 3339)")
+	cmd.Flags().BoolVar(&body, "body", false, "substitute in request bodies too (JSON or form posts of at most 1 MiB), not only in headers, paths and queries")
 	return cmd
 }
 
@@ -308,6 +312,9 @@ modes refuse to run rather than hand over the value.`,
 // outside the runtime.
 func placeholderNote(m vault.Placeholder, now time.Time) string {
 	s := "placeholder -> " + strings.Join(m.Hosts, ", ")
+	if m.Body {
+		s += ", bodies too"
+	}
 	switch {
 	case m.Expires.IsZero():
 	case m.Expired(now):

@@ -79,7 +79,7 @@ func TestVault_PlaceholderExpired(t *testing.T) {
 	k := key(t, "slack", "C1")
 	e.ok("vault", "set", "slack/C1", "GH_TOKEN=ghp_0123456789")
 	past := time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC)
-	if _, err := vault.NewStore(e.state).SetPlaceholder(k, "GH_TOKEN", []string{"api.github.com"}, past); err != nil {
+	if _, err := vault.NewStore(e.state).SetPlaceholder(k, "GH_TOKEN", []string{"api.github.com"}, past, false); err != nil {
 		t.Fatal(err)
 	}
 	if out := e.ok("vault", "ls", "slack/C1"); out != "Vault "+k+":\n  env   GH_TOKEN  placeholder -> api.github.com (expired 2020-01-01)\n" {
@@ -108,7 +108,7 @@ func TestVault_PlaceholderErrors(t *testing.T) {
 		{"past_expiry", []string{"slack/C1", "GH_TOKEN", "api.github.com", "--expires", "2020-01-01"},
 			"hutch: Expiry \"2020-01-01\" is not in the future\n"},
 		{"expires_with_off", []string{"slack/C1", "GH_TOKEN", "off", "--expires", "1h"},
-			"hutch: --expires goes with HOSTS, not with off\n"},
+			"hutch: --expires and --body go with HOSTS, not with off\n"},
 		{"off_unmarked", []string{"slack/C1", "GH_TOKEN", "off"},
 			"hutch: GH_TOKEN is not a placeholder in vault " + k + "\n"},
 		{"missing_hosts", []string{"slack/C1", "GH_TOKEN"},

@@ -53,7 +53,7 @@ func (s *Service) EgressSecrets(officeKey string) []egress.Secret {
 			// value nowhere.
 			s.log.Warn("egress: a placeholder's hosts do not parse; its value goes nowhere", "office_key", officeKey, "secret", sec.Name)
 		}
-		out = append(out, egress.Secret{Name: sec.Name, Placeholder: sec.Token, Value: sec.Value, Hosts: hosts, Expires: sec.Expires})
+		out = append(out, egress.Secret{Name: sec.Name, Placeholder: sec.Token, Value: sec.Value, Hosts: hosts, Expires: sec.Expires, Body: sec.Body})
 	}
 	return out
 }

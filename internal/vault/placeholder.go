@@ -51,6 +51,9 @@ type Placeholder struct {
 	// Created is when the variable was first marked; rotating the value
 	// or changing the hosts keeps it, as it keeps the token.
 	Created time.Time
+	// Body: the proxy substitutes in request bodies too (up to 1 MiB),
+	// not only in headers, paths and queries.
+	Body bool
 }
 
 // Expired reports whether the mark has an expiry at or before now.
@@ -73,6 +76,8 @@ type Secret struct {
 	Hosts []string
 	// Expires is when the proxy must stop substituting; zero: never.
 	Expires time.Time
+	// Body: substitute in request bodies too.
+	Body bool
 }
 
 // String names the variable and its hosts, e.g.
@@ -114,6 +119,7 @@ func ApplyPlaceholders(env map[string]string, marks map[string]Placeholder) (map
 			Token:   m.Token,
 			Value:   value,
 			Hosts:   slices.Clone(m.Hosts),
+			Body:    m.Body,
 			Expires: m.Expires,
 		})
 	}

@@ -33,9 +33,13 @@ import (
 // such value replaced by its token (where values overlap, the longest
 // wins); the copy keeps the tree's relative paths, with directories 0700
 // and files 0600 as in the vault, and its mount's HostPath points there.
-// Values are found as plain bytes only: an encoded form, such as the
-// base64 "auth" of ~/.docker/config.json, is not recognised and reaches
-// the runtime as it is.
+// Values are found as plain bytes and inside standard base64 runs (the
+// "auth" of ~/.docker/config.json, a kubeconfig's or .npmrc's Basic
+// credentials), which are re-encoded with the token in place of the
+// value; a client sending them as Basic credentials sends the token,
+// which the egress proxy decodes and substitutes. Other encodings
+// (URL-safe base64, hex, a value split across lines) are not recognised
+// and reach the runtime as they are.
 //
 // Symlinks inside a tree are copied as symlinks, never followed: as in the
 // original mount, the runtime resolves them inside itself, and nothing
@@ -81,6 +85,9 @@ func (s *Store) ProjectWithPlaceholders(files []FileMount, secrets []Secret, dir
 					return errFound
 				}
 			}
+			if _, ok := encoded(string(data), search, rep); ok {
+				return errFound
+			}
 			return nil
 		})
 		if err == nil {
@@ -97,7 +104,11 @@ func (s *Store) ProjectWithPlaceholders(files []FileMount, secrets []Secret, dir
 		}
 		sum := sha256.Sum256([]byte(src))
 		target := filepath.Join(dir, hex.EncodeToString(sum[:16]))
-		if err := placeCopy(src, target, dir, rep.Replace); err != nil {
+		rewrite := func(data string) string {
+			data, _ = encoded(rep.Replace(data), search, rep)
+			return data
+		}
+		if err := placeCopy(src, target, dir, rewrite); err != nil {
 			return nil, fmt.Errorf("placeholder copy of vault entry %q: %w", f.Name, err)
 		}
 		out[i].HostPath = target

@@ -24,11 +24,13 @@ type placeholderRecord struct {
 	Hosts   []string `json:"hosts"`
 	Expires string   `json:"expires,omitempty"`
 	Created string   `json:"created"`
+	Body    bool     `json:"body,omitempty"`
 }
 
 // SetPlaceholder marks the env variable name of the vault as a
 // placeholder for hosts (see ParsePlaceholderHosts), until expires (zero:
-// no expiry), and returns the mark. The first mark draws a fresh token
+// no expiry), substituting in request bodies too when body is set, and
+// returns the mark. The first mark draws a fresh token
 // from crypto/rand; marking an already marked variable again replaces its
 // hosts and expiry and keeps its token and creation time, as setting the
 // variable's value again does.
@@ -36,7 +38,7 @@ type placeholderRecord struct {
 // name must be an env variable of the vault: a missing one is
 // ErrNotFound, a file entry of that name ErrInvalid. Invalid hosts are
 // ErrInvalid; a malformed marks file is ErrFailedPrecondition.
-func (s *Store) SetPlaceholder(key, name string, hosts []string, expires time.Time) (Placeholder, error) {
+func (s *Store) SetPlaceholder(key, name string, hosts []string, expires time.Time, body bool) (Placeholder, error) {
 	if err := ValidateKey(key); err != nil {
 		return Placeholder{}, err
 	}
@@ -81,6 +83,7 @@ func (s *Store) SetPlaceholder(key, name string, hosts []string, expires time.Ti
 		m = Placeholder{Name: name, Token: newToken(), Created: time.Now().UTC().Truncate(time.Second)}
 	}
 	m.Hosts = hosts
+	m.Body = body
 	m.Expires = expires.UTC().Truncate(time.Second) // the file keeps whole seconds
 	marks[name] = m
 	if err := writePlaceholders(dir, marks); err != nil {
@@ -190,7 +193,7 @@ func readPlaceholders(dir string) (map[string]Placeholder, error) {
 		if _, err := netpolicy.ParseAllowlist(r.Hosts); err != nil || len(r.Hosts) == 0 {
 			return nil, malformed(fmt.Sprintf("%s has invalid hosts", name))
 		}
-		m := Placeholder{Name: name, Token: r.Token, Hosts: r.Hosts}
+		m := Placeholder{Name: name, Token: r.Token, Hosts: r.Hosts, Body: r.Body}
 		if r.Expires != "" {
 			if m.Expires, err = time.Parse(time.RFC3339, r.Expires); err != nil {
 				return nil, malformed(fmt.Sprintf("%s has an invalid expiry", name))
@@ -216,7 +219,7 @@ func writePlaceholders(dir string, marks map[string]Placeholder) error {
 	}
 	recs := make(map[string]placeholderRecord, len(marks))
 	for name, m := range marks {
-		r := placeholderRecord{Token: m.Token, Hosts: m.Hosts, Created: m.Created.UTC().Format(time.RFC3339)}
+		r := placeholderRecord{Token: m.Token, Hosts: m.Hosts, Created: m.Created.UTC().Format(time.RFC3339), Body: m.Body}
 		if !m.Expires.IsZero() {
 			r.Expires = m.Expires.UTC().Format(time.RFC3339)
 		}

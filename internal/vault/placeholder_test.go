@@ -26,7 +26,7 @@ func markedStore(t *testing.T) (*Store, Placeholder) {
 	if err := s.SetEnv(testKey, map[string]string{"GH_TOKEN": ghValue, "PLAIN": "plain-value"}); err != nil {
 		t.Fatal(err)
 	}
-	m, err := s.SetPlaceholder(testKey, "GH_TOKEN", []string{"api.github.com"}, time.Time{})
+	m, err := s.SetPlaceholder(testKey, "GH_TOKEN", []string{"api.github.com"}, time.Time{}, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,7 +79,7 @@ func TestStore_PlaceholderTokenKept(t *testing.T) {
 	}
 	// So does changing the hosts and expiry.
 	exp := time.Date(2027, 1, 1, 0, 0, 0, 0, time.UTC)
-	second, err := s.SetPlaceholder(testKey, "GH_TOKEN", []string{"API.github.com.", "*.githubusercontent.com", "api.github.com"}, exp)
+	second, err := s.SetPlaceholder(testKey, "GH_TOKEN", []string{"API.github.com.", "*.githubusercontent.com", "api.github.com"}, exp, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,7 +113,7 @@ func TestStore_ClearPlaceholder(t *testing.T) {
 		t.Errorf("second off = %v; want not found", err)
 	}
 	// Marking again draws a new token.
-	m, err := s.SetPlaceholder(testKey, "GH_TOKEN", []string{"api.github.com"}, time.Time{})
+	m, err := s.SetPlaceholder(testKey, "GH_TOKEN", []string{"api.github.com"}, time.Time{}, false)
 	if err != nil || !IsPlaceholderToken(m.Token) {
 		t.Fatalf("re-mark = %+v, %v", m, err)
 	}
@@ -137,7 +137,7 @@ func TestStore_RemoveVarRemovesMark(t *testing.T) {
 		t.Errorf("GH_TOKEN after rm and set = %q, want the value", got["GH_TOKEN"])
 	}
 	// Removing another variable leaves a mark alone.
-	if _, err := s.SetPlaceholder(testKey, "GH_TOKEN", []string{"api.github.com"}, time.Time{}); err != nil {
+	if _, err := s.SetPlaceholder(testKey, "GH_TOKEN", []string{"api.github.com"}, time.Time{}, false); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Remove(testKey, "PLAIN"); err != nil {
@@ -181,7 +181,7 @@ func TestStore_SetPlaceholderErrors(t *testing.T) {
 	before := readTestFile(t, filepath.Join(s.Dir(testKey), ".hutch-placeholders"))
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := s.SetPlaceholder(tc.key, tc.varNm, tc.hosts, time.Time{})
+			_, err := s.SetPlaceholder(tc.key, tc.varNm, tc.hosts, time.Time{}, false)
 			if err == nil || !tc.isErr(err) || err.Error() != tc.wantTx {
 				t.Errorf("SetPlaceholder = %v; want %q of the right class", err, tc.wantTx)
 			}
@@ -372,7 +372,7 @@ func TestStore_ProjectWithPlaceholders(t *testing.T) {
 	if err := s.SetEnv(testKey, map[string]string{"SHORT": "abc"}); err != nil {
 		t.Fatal(err)
 	}
-	short, err := s.SetPlaceholder(testKey, "SHORT", []string{"x.example"}, time.Time{})
+	short, err := s.SetPlaceholder(testKey, "SHORT", []string{"x.example"}, time.Time{}, false)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -54,11 +54,11 @@ func TestSecretsNeverInErrors(t *testing.T) {
 		"PutFile_symlink":    func() error { return s.PutFile(fileKey, "dir", filepath.Join(src, "withlink")) },
 		"Remove_missing":     func() error { return s.Remove(envKey, "NOPE") },
 		"SetPlaceholder_file": func() error {
-			_, err := s.SetPlaceholder(fileKey, "TOKEN", []string{"api.github.com"}, time.Time{})
+			_, err := s.SetPlaceholder(fileKey, "TOKEN", []string{"api.github.com"}, time.Time{}, false)
 			return err
 		},
 		"SetPlaceholder_bad_host": func() error {
-			_, err := s.SetPlaceholder(envKey, "TOKEN", []string{secret + " x"}, time.Time{})
+			_, err := s.SetPlaceholder(envKey, "TOKEN", []string{secret + " x"}, time.Time{}, false)
 			return err
 		},
 		"ProjectWithPlaceholders_symlink": func() error {

@@ -148,12 +148,12 @@ func TestEgress_Allowlist(t *testing.T) {
 	hostIP, hostPort := hostListener(t)
 	bypasses := map[string]string{
 		"raw TCP to the host": "nc -z -w 3 " + hostIP + " " + hostPort,
-		"no proxy":   "curl -sS --max-time 5 --noproxy '*' --cacert /hutch/egress-ca.pem --resolve api.test:443:" + ip + " https://api.test/bypass",
-		"raw TCP":    "nc -z -w 3 " + ip + " 443",
-		"UDP":        "echo x | nc -u -w 1 " + ip + " 53 && ip route get " + ip,
-		"DNS":        "dig +time=2 +tries=1 @1.1.1.1 example.com",
-		"IPv6":       "curl -sS --max-time 5 -6 --noproxy '*' 'http://[2606:4700:4700::1111]/'",
-		"host route": "ip route | grep -q default || ip -6 route | grep -q default || exit 7; exit 0",
+		"no proxy":            "curl -sS --max-time 5 --noproxy '*' --cacert /hutch/egress-ca.pem --resolve api.test:443:" + ip + " https://api.test/bypass",
+		"raw TCP":             "nc -z -w 3 " + ip + " 443",
+		"UDP":                 "echo x | nc -u -w 1 " + ip + " 53 && ip route get " + ip,
+		"DNS":                 "dig +time=2 +tries=1 @1.1.1.1 example.com",
+		"IPv6":                "curl -sS --max-time 5 -6 --noproxy '*' 'http://[2606:4700:4700::1111]/'",
+		"host route":          "ip route | grep -q default || ip -6 route | grep -q default || exit 7; exit 0",
 	}
 	for name, cmd := range bypasses {
 		if out, code := f.sh(t, spec, cmd); code == 0 {
