@@ -33,8 +33,9 @@
 // Limits are the VM's: whole vCPUs (a fractional CPU value is rounded up),
 // its memory, and a pids ceiling on the guest cgroup commands run in. A
 // change of what a VM was built from (assets, agent, mounts, vault file
-// contents, limits, boost) re-creates it on the next command, once no
-// command runs in it.
+// contents, limits, boost, a network card or not, the egress CA it
+// trusts) re-creates it on the next command, once no command runs in it.
+// The network and placeholder secrets are egress.go's.
 //
 // One hutch process owns a VM: it holds an exclusive lock on the VM's run
 // directory for the VM's life, so a second process serving the same state

@@ -64,10 +64,11 @@ func newFixture(t *testing.T) *fixture {
 	return f
 }
 
-// runtime makes a Runtime on the fixture's dirs and closes it at the end.
-func (f *fixture) runtime(t *testing.T) *microvm.Runtime {
+// runtime makes a Runtime on the fixture's dirs and closes it at the end;
+// each of with changes its config first.
+func (f *fixture) runtime(t *testing.T, with ...func(*microvm.Config)) *microvm.Runtime {
 	t.Helper()
-	rt, err := microvm.New(microvm.Config{
+	cfg := microvm.Config{
 		StateDir:     f.state,
 		Workspace:    f.ws,
 		RunDir:       f.run,
@@ -75,7 +76,11 @@ func (f *fixture) runtime(t *testing.T) *microvm.Runtime {
 		Agent:        f.agent,
 		SyncInterval: 500 * time.Millisecond,
 		Log:          slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug})),
-	})
+	}
+	for _, w := range with {
+		w(&cfg)
+	}
+	rt, err := microvm.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

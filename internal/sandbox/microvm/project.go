@@ -15,9 +15,9 @@ import (
 	"strings"
 
 	"github.com/hutchsandbox/hutch/internal/atomicfile"
+	"github.com/hutchsandbox/hutch/internal/egress"
 	"github.com/hutchsandbox/hutch/internal/errdefs"
 	"github.com/hutchsandbox/hutch/internal/microvm/assets"
-	"github.com/hutchsandbox/hutch/internal/netpolicy"
 	"github.com/hutchsandbox/hutch/internal/projection"
 	"github.com/hutchsandbox/hutch/internal/sandbox"
 	"github.com/hutchsandbox/hutch/internal/sandbox/managed"
@@ -36,9 +36,13 @@ type desired struct {
 	Vault   []vaultDigest     `json:"vault"`
 	Limits  sandbox.Limits    `json:"limits"`
 	Accel   string            `json:"accel"`
-	Network string            `json:"network"` // the egress allowlist; "" none
+	Network string            `json:"network"` // see Runtime.network; "" no card
 	TZ      string            `json:"tz"`
 	Version int               `json:"version"`
+
+	// ca is the egress CA the guest trusts (nil: none); its digest is
+	// in Network.
+	ca *egress.CA
 }
 
 type vaultDigest struct {
@@ -59,12 +63,9 @@ func (r *Runtime) desired(s *session, spec sandbox.Spec, m assets.Manifest) (des
 	for _, a := range m.Assets {
 		d.Assets[a.Name] = a.SHA256
 	}
-	if len(spec.NetworkAllow) > 0 {
-		allow, err := netpolicy.ParseAllowlist(spec.NetworkAllow)
-		if err != nil {
-			return desired{}, err
-		}
-		d.Network = allow.String()
+	var err error
+	if d.Network, d.ca, err = r.network(spec); err != nil {
+		return desired{}, err
 	}
 	slices.SortFunc(d.Mounts, func(a, b sandbox.Mount) int { return strings.Compare(a.RuntimePath, b.RuntimePath) })
 	for _, v := range spec.VaultFiles {

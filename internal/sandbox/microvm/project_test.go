@@ -9,7 +9,10 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/hutchsandbox/hutch/internal/egress"
+	"github.com/hutchsandbox/hutch/internal/errdefs"
 	"github.com/hutchsandbox/hutch/internal/microvm/assets"
+	"github.com/hutchsandbox/hutch/internal/netpolicy"
 	"github.com/hutchsandbox/hutch/internal/sandbox"
 	"github.com/hutchsandbox/hutch/internal/sandbox/activity"
 )
@@ -153,6 +156,96 @@ func TestFingerprint(t *testing.T) {
 	half.Limits.CPUs = 0.5
 	if fp(half, newSession(), m) != rotated {
 		t.Error("0.5 CPUs and 1 CPU gave different VMs")
+	}
+}
+
+// TestFingerprint_Network: none and allowlist are different VMs (a card
+// or none); a new allowlist is one only when the proxy cannot read it
+// live; the CA the guest trusts is part of the VM; placeholders are
+// refused by a runtime whose proxy could not substitute them.
+func TestFingerprint_Network(t *testing.T) {
+	m := assets.Manifest{Assets: []assets.Asset{{Name: "kernel", SHA256: "aa"}}}
+	fp := func(r *Runtime, spec sandbox.Spec) string {
+		t.Helper()
+		d, err := r.desired(newSession(), spec, m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d.fingerprint()
+	}
+	fixed := &Runtime{cfg: Config{Accel: "tcg"}, log: discard()}
+	one := sandbox.Spec{OfficeKey: "k", Network: netpolicy.ModeAllowlist, NetworkAllow: []string{"a.example"}}
+	two := one
+	two.NetworkAllow = []string{"a.example", "b.example"}
+	none := sandbox.Spec{OfficeKey: "k", Network: netpolicy.ModeNone}
+	if fp(fixed, one) == fp(fixed, none) {
+		t.Error("allowlist and none gave the same VM")
+	}
+	if fp(fixed, one) == fp(fixed, two) {
+		t.Error("an allowlist fixed at boot changed and kept the VM")
+	}
+
+	dir := t.TempDir()
+	ca, err := egress.LoadOrCreateCA(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	live := &Runtime{cfg: Config{
+		Accel:         "tcg",
+		EgressPolicy:  func(string) netpolicy.Policy { return netpolicy.Policy{} },
+		EgressSecrets: func(string) []egress.Secret { return nil },
+		EgressCA:      func(string) (*egress.CA, error) { return ca, nil },
+	}, log: discard()}
+	if fp(live, one) != fp(live, two) {
+		t.Error("an allowlist read per connection changed and re-created the VM")
+	}
+	if fp(live, one) == fp(live, none) {
+		t.Error("allowlist and none gave the same VM, with a live allowlist")
+	}
+	withCA := fp(live, one)
+	if err := os.RemoveAll(dir); err != nil {
+		t.Fatal(err)
+	}
+	if ca, err = egress.LoadOrCreateCA(t.TempDir()); err != nil {
+		t.Fatal(err)
+	}
+	if fp(live, one) == withCA {
+		t.Error("a new CA kept the VM that trusts the old one")
+	}
+
+	placeholders := one
+	placeholders.Placeholders = true
+	if _, err := fixed.desired(newSession(), placeholders, m); !errdefs.IsFailedPrecondition(err) {
+		t.Errorf("placeholders without the proxy's secrets and CA: %v, want a refusal", err)
+	}
+	if _, err := live.desired(newSession(), placeholders, m); err != nil {
+		t.Errorf("placeholders with the proxy's secrets and CA: %v", err)
+	}
+	placeholders.Network, placeholders.NetworkAllow = netpolicy.ModeNone, nil
+	if _, err := fixed.desired(newSession(), placeholders, m); err != nil {
+		t.Errorf("placeholders under none (no card, nothing to refuse): %v", err)
+	}
+}
+
+// TestTrustEnv: commands of a VM that trusts the CA are pointed at its
+// files, unless their env names others.
+func TestTrustEnv(t *testing.T) {
+	r := &Runtime{cfg: Config{EgressCA: func(string) (*egress.CA, error) { return nil, nil }}}
+	spec := sandbox.Spec{Network: netpolicy.ModeAllowlist}
+	got := r.trustEnv(spec, map[string]string{"GIT_SSL_CAINFO": "/mine.pem", "TOKEN": "x"})
+	want := map[string]string{
+		"TOKEN":               "x",
+		"GIT_SSL_CAINFO":      "/mine.pem",
+		"SSL_CERT_FILE":       guestEgressBundle,
+		"REQUESTS_CA_BUNDLE":  guestEgressBundle,
+		"CURL_CA_BUNDLE":      guestEgressBundle,
+		"NODE_EXTRA_CA_CERTS": guestEgressCA,
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("trust env (-want +got):\n%s", diff)
+	}
+	if got := r.trustEnv(sandbox.Spec{Network: netpolicy.ModeNone}, nil); len(got) != 0 {
+		t.Errorf("a VM without a card got %v", got)
 	}
 }
 

@@ -2,10 +2,12 @@ package microvm
 
 import (
 	"context"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"log/slog"
 	"math"
+	"net"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -14,8 +16,10 @@ import (
 
 	"github.com/hutchsandbox/hutch/internal/agent"
 	"github.com/hutchsandbox/hutch/internal/agentbin"
+	"github.com/hutchsandbox/hutch/internal/egress"
 	"github.com/hutchsandbox/hutch/internal/errdefs"
 	"github.com/hutchsandbox/hutch/internal/microvm/qemu"
+	"github.com/hutchsandbox/hutch/internal/netpolicy"
 	"github.com/hutchsandbox/hutch/internal/sandbox"
 	"github.com/hutchsandbox/hutch/internal/sandbox/activity"
 	"github.com/hutchsandbox/hutch/internal/sandbox/managed"
@@ -64,6 +68,28 @@ type Config struct {
 	// Event, when set, is told of lifecycle events: "created", "started",
 	// "recreated", "stopped".
 	Event func(event string)
+
+	// The egress proxy of a VM with a network card (see egress.go). Each
+	// hook takes the office key; all are optional.
+	//
+	// EgressPolicy is read for every connection, so a new
+	// sandbox.network.allow applies without a new VM. Nil: the spec's
+	// allowlist, fixed at boot (a new one re-creates the VM).
+	EgressPolicy func(officeKey string) netpolicy.Policy
+	// EgressSecrets are the office's placeholder secrets, read for every
+	// request (Proxy.Secrets).
+	EgressSecrets func(officeKey string) []egress.Secret
+	// EgressCA is the office's CA: the proxy signs intercepted TLS with
+	// it and the guest trusts it. A spec with placeholders and a network
+	// is refused without it and EgressSecrets.
+	EgressCA func(officeKey string) (*egress.CA, error)
+	// EgressRecord, asked once per boot, receives the office's
+	// placeholder events (Proxy.Record).
+	EgressRecord func(officeKey string) func(egress.Event)
+	// EgressDial and EgressUpstreamRoots replace the proxy's dialer and
+	// the roots it verifies intercepted upstreams with (tests).
+	EgressDial          func(ctx context.Context, network, addr string) (net.Conn, error)
+	EgressUpstreamRoots *x509.CertPool
 }
 
 // DefaultAssetDir is where `hutch microvm image build` puts the assets of
@@ -183,6 +209,7 @@ func (r *Runtime) Exec(ctx context.Context, spec sandbox.Spec, req sandbox.ExecR
 	if spec.OfficeKey == "" || spec.OfficeRuntimePath == "" {
 		return sandbox.ExecResult{}, errdefs.New(errdefs.ErrInvalid, "microVM mode: spec has no office")
 	}
+	req.Env = r.trustEnv(spec, req.Env)
 	s := r.sessions.Get(spec.OfficeKey)
 	return activity.Exec(ctx, s.Office, func() (*agent.Client, error) { return r.ensureLocked(ctx, s, spec) }, spec.OfficeRuntimePath, req)
 }

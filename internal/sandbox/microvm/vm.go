@@ -24,11 +24,9 @@ import (
 	"github.com/hutchsandbox/hutch/internal/agent"
 	"github.com/hutchsandbox/hutch/internal/atomicfile"
 	"github.com/hutchsandbox/hutch/internal/beneath"
-	"github.com/hutchsandbox/hutch/internal/egress"
 	"github.com/hutchsandbox/hutch/internal/errdefs"
 	"github.com/hutchsandbox/hutch/internal/microvm/assets"
 	"github.com/hutchsandbox/hutch/internal/microvm/qemu"
-	"github.com/hutchsandbox/hutch/internal/netpolicy"
 	"github.com/hutchsandbox/hutch/internal/projection"
 	"github.com/hutchsandbox/hutch/internal/sandbox"
 )
@@ -167,6 +165,10 @@ func (r *Runtime) boot(ctx context.Context, s *session, spec sandbox.Spec, m ass
 	// Until the guest has applied this plan, its disk may hold what the
 	// last one projected and what this one does.
 	prev, cur := r.projected(s.Key), p.filePaths()
+	if d.ca != nil {
+		cur = append(cur, trustPaths...)
+		slices.Sort(cur)
+	}
 	withdraw := withdrawn(prev, cur)
 	if err := r.recordProjected(s.Key, append(slices.Clone(withdraw), cur...)); err != nil {
 		return nil, err
@@ -207,8 +209,8 @@ func (r *Runtime) boot(ctx context.Context, s *session, spec sandbox.Spec, m ass
 		rec.Processes = append(rec.Processes, procRef{PID: cmd.Process.Pid, StartTime: procStart(cmd.Process.Pid), Marker: sock})
 		mach.Shares = append(mach.Shares, qemu.Share{Tag: sh.Tag, Socket: sock})
 	}
-	if len(spec.NetworkAllow) > 0 {
-		cmd, stop, err := r.startEgress(dir, s.Key, spec.NetworkAllow)
+	if networked(spec) {
+		cmd, stop, err := r.startEgress(dir, spec, d.ca)
 		if err != nil {
 			return nil, err
 		}
@@ -248,7 +250,11 @@ func (r *Runtime) boot(ctx context.Context, s *session, spec sandbox.Spec, m ass
 	if err := r.waitAgent(ctx, v); err != nil {
 		return nil, err
 	}
-	if err := r.setup(ctx, v, p, withdraw, d.Limits); err != nil {
+	var trust []agent.GuestFile
+	if d.ca != nil {
+		trust = r.guestTrust(ctx, v, d.ca)
+	}
+	if err := r.setup(ctx, v, p, trust, withdraw, d.Limits); err != nil {
 		return nil, err
 	}
 	if err := r.recordProjected(s.Key, cur); err != nil {
@@ -347,9 +353,10 @@ func qemuError(dir string) string {
 
 // setup hands the guest its projection: the files an earlier plan
 // projected onto the disk and this one withdraws, /workspace as a tmpfs,
-// virtiofs mounts, copied files (held in the guest's memory), the
-// commands' pids and memory ceilings and the time zone.
-func (r *Runtime) setup(ctx context.Context, v *vm, p plan, withdraw []string, l sandbox.Limits) error {
+// virtiofs mounts, copied files (held in the guest's memory) and the
+// egress CA's trust files, the commands' pids and memory ceilings, the
+// time zone and the network card.
+func (r *Runtime) setup(ctx context.Context, v *vm, p plan, trust []agent.GuestFile, withdraw []string, l sandbox.Limits) error {
 	gs := agent.GuestSetup{
 		Withdraw: withdraw,
 		// What the projection puts under /workspace besides shares (the
@@ -373,6 +380,7 @@ func (r *Runtime) setup(ctx context.Context, v *vm, p plan, withdraw []string, l
 		}
 		gs.Files = append(gs.Files, agent.GuestFile{Path: f.RuntimePath, Mode: uint32(f.Mode), Data: data, ReadOnly: f.ReadOnly})
 	}
+	gs.Files = append(gs.Files, trust...)
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
 	if err := v.client.GuestSetup(ctx, gs); err != nil {
@@ -384,42 +392,6 @@ func (r *Runtime) setup(ctx context.Context, v *vm, p plan, withdraw []string, l
 // guestAddress is the guest's address in QEMU's user-mode network, where
 // qemu.ProxyAddr is the only other host it can reach.
 const guestAddress = "10.0.2.15/24"
-
-// startEgress starts the VM's egress proxy on a unix socket in its run
-// dir and returns the command QEMU runs for each guest connection (this
-// hutch binary, piping the connection to the socket) and the proxy's stop.
-func (r *Runtime) startEgress(dir, key string, allowEntries []string) (string, func(), error) {
-	allow, err := netpolicy.ParseAllowlist(allowEntries)
-	if err != nil {
-		return "", nil, err
-	}
-	sock := filepath.Join(dir, "egress.sock")
-	// QEMU splits the command into words and the -netdev option on
-	// commas: neither path may hold a separator or a quote.
-	if strings.ContainsAny(r.cfg.Agent.Path+sock, " \t\n'\"\\,") {
-		return "", nil, errdefs.New(errdefs.ErrInvalid, "The hutch binary's path or the run dir contains a space, quote or comma, which QEMU's per-connection command cannot hold")
-	}
-	l, err := net.Listen("unix", sock)
-	if err != nil {
-		return "", nil, fmt.Errorf("egress proxy: %w", err)
-	}
-	if err := os.Chmod(sock, 0o600); err != nil {
-		_ = l.Close()
-		return "", nil, fmt.Errorf("egress proxy: %w", err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	pol := netpolicy.Policy{Mode: netpolicy.ModeAllowlist, Allow: allow}
-	p := &egress.Proxy{Policy: func() netpolicy.Policy { return pol }, Log: r.log, Office: key}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		if err := p.Serve(ctx, l); err != nil {
-			r.log.Warn("egress proxy ended", "office_key", key, "error", err)
-		}
-	}()
-	r.log.Info("microVM network: egress through hutch's proxy only", "office_key", key, "allow", allow.String())
-	return r.cfg.Agent.Path + " microvm egress-pipe " + sock, func() { cancel(); <-done }, nil
-}
 
 // commandMemory is the memory commands may use in a VM of total bytes:
 // the rest is kept for the guest kernel and the agent, so that a command
