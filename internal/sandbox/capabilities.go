@@ -91,12 +91,12 @@ func managed(recommendation string) Capabilities {
 }
 
 // microVM is managed, with no route of its own: its network is the proxy
-// or nothing. Placeholders need the proxy to terminate TLS, which its
-// guest does not trust yet.
+// (allowlist) or nothing (none). Placeholders are substituted by the VM's
+// proxy, which terminates TLS with the office's CA that the guest trusts;
+// under none nothing leaves, placeholders included.
 func microVM(recommendation string) Capabilities {
 	c := managed(recommendation)
 	c.Egress = []netpolicy.Mode{netpolicy.ModeAllowlist, netpolicy.ModeNone}
-	c.PlaceholderSecrets = false
 	return c
 }
 
