@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"math/big"
 	"net"
 	"net/http"
@@ -23,6 +24,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -758,5 +760,27 @@ func TestEgress_StalledStreamStallsNothingElse(t *testing.T) {
 	res, err := f.client.Exec(ctx, sandbox.ExecRequest{Argv: []string{"wc -c"}, Stdin: bytes.NewReader(make([]byte, 4<<20)), Stdout: &out})
 	if err != nil || res.ExitCode != 0 || strings.TrimSpace(out.String()) != "4194304" {
 		t.Errorf("exec with 4 MiB of stdin beside a stalled stream: %+v, %v, output %q", res, err, out.String())
+	}
+}
+
+// TestFirstWritable: a bundle that /etc cannot take (an image user that
+// is not root, a read-only root) goes to the next place; other errors
+// stop.
+func TestFirstWritable(t *testing.T) {
+	denied := map[string]error{
+		"/etc/b":  &fs.PathError{Op: "open", Path: "/etc/b", Err: fs.ErrPermission},
+		"/run/b":  &fs.PathError{Op: "open", Path: "/run/b", Err: syscall.EROFS},
+		"/weird":  errors.New("disk on fire"),
+		"/tmp/ok": nil,
+	}
+	write := func(p string) error { return denied[p] }
+	if got, err := firstWritable([]string{"/etc/b", "/run/b", "/tmp/ok"}, write); err != nil || got != "/tmp/ok" {
+		t.Errorf("firstWritable = %q, %v; want /tmp/ok", got, err)
+	}
+	if _, err := firstWritable([]string{"/etc/b", "/weird", "/tmp/ok"}, write); err == nil || err.Error() != "disk on fire" {
+		t.Errorf("another error did not stop it: %v", err)
+	}
+	if _, err := firstWritable([]string{"/etc/b", "/run/b"}, write); !errors.Is(err, fs.ErrPermission) {
+		t.Errorf("none writable: %v, want the first error", err)
 	}
 }

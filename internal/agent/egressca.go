@@ -10,6 +10,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"syscall"
 
 	"github.com/hutchsandbox/hutch/internal/atomicfile"
 	"github.com/hutchsandbox/hutch/internal/errdefs"
@@ -43,14 +44,48 @@ func prepareEgressCA(opts Options) (string, error) {
 			return "", err
 		}
 	}
-	bundle := opts.EgressCABundle
-	if bundle == "" {
-		bundle = defaultEgressCABundle
+	if opts.EgressCABundle != "" {
+		if err := writeEgressCABundle(opts.EgressCABundle, opts.EgressCA, systemCABundles); err != nil {
+			return "", err
+		}
+		return opts.EgressCABundle, nil
 	}
-	if err := writeEgressCABundle(bundle, opts.EgressCA, systemCABundles); err != nil {
-		return "", err
+	// An image whose user is not root, or whose root file system is
+	// read-only, cannot take /etc: the bundle then goes where the agent
+	// writes anyway (beside its socket, or the CA it wrote), then to the
+	// temporary directory. Only the sandbox's own clients read it.
+	candidates := []string{defaultEgressCABundle}
+	if opts.Listen != "" {
+		candidates = append(candidates, filepath.Join(filepath.Dir(opts.Listen), "egress-ca-bundle.pem"))
 	}
-	return bundle, nil
+	if opts.EgressCAPEM != "" {
+		candidates = append(candidates, filepath.Join(filepath.Dir(opts.EgressCA), "egress-ca-bundle.pem"))
+	}
+	candidates = append(candidates, filepath.Join(os.TempDir(), "hutch-egress-ca-bundle.pem"))
+	return firstWritable(candidates, func(bundle string) error {
+		return writeEgressCABundle(bundle, opts.EgressCA, systemCABundles)
+	})
+}
+
+// firstWritable writes the first of candidates that write takes, going on
+// to the next only when one cannot be written for want of permission or
+// of a writable file system; any other error, or the first one when none
+// could be written, is returned.
+func firstWritable(candidates []string, write func(string) error) (string, error) {
+	var first error
+	for _, c := range candidates {
+		err := write(c)
+		if err == nil {
+			return c, nil
+		}
+		if first == nil {
+			first = err
+		}
+		if !errors.Is(err, fs.ErrPermission) && !errors.Is(err, syscall.EROFS) {
+			return "", err
+		}
+	}
+	return "", first
 }
 
 // checkEgressCAOptions checks the egress CA options before anything is

@@ -46,7 +46,7 @@ func Admit(kind Kind, caps Capabilities, req Requirements) error {
 	}
 	if req.Placeholders && !caps.PlaceholderSecrets {
 		return errdefs.New(errdefs.ErrFailedPrecondition, fmt.Sprintf(
-			"Sandbox '%s' cannot deliver placeholder secrets (they need hutch's egress proxy in front of the runtime); use image:* or kube:*, or turn the marks off with hutch vault placeholder <vault> NAME off", kind))
+			"Sandbox '%s' cannot deliver placeholder secrets (they need hutch's egress proxy in front of the runtime); use image:*, kube:* or gondolin:default, or turn the marks off with hutch vault placeholder <vault> NAME off", kind))
 	}
 	return nil
 }
