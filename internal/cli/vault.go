@@ -249,8 +249,8 @@ Only requests through hutch's egress proxy are substituted, in headers
 bodies too. In files the value is found as it is and inside standard
 base64 (the "auth" of ~/.docker/config.json); other encodings are not
 found and reach the runtime as they are. Placeholders need a mode with
-hutch's egress proxy in front of the runtime (image:, kube:, gondolin:); the other
-modes refuse to run rather than hand over the value.`,
+hutch's egress proxy in front of the runtime (image:, kube:, gondolin:);
+the other modes refuse to run rather than hand over the value.`,
 		Example: "  hutch vault placeholder slack/C0123ABC GH_TOKEN api.github.com,*.githubusercontent.com\n" +
 			"  hutch vault placeholder slack/C0123ABC NPM_TOKEN registry.npmjs.org --expires 720h\n" +
 			"  hutch vault placeholder slack/C0123ABC GH_TOKEN off",
