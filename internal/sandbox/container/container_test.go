@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -50,7 +51,7 @@ func TestNew_Mode(t *testing.T) {
 	if got := rt.Mode().String(); got != "container:some-box" {
 		t.Errorf("Mode() = %q, want %q", got, "container:some-box")
 	}
-	if got, want := rt.Capabilities(), sandbox.CapabilitiesOf(sandbox.KindContainer); got != want {
+	if got, want := rt.Capabilities(), sandbox.CapabilitiesOf(sandbox.KindContainer); !reflect.DeepEqual(got, want) {
 		t.Errorf("Capabilities() = %+v, want %+v", got, want)
 	}
 }
