@@ -23,6 +23,7 @@ type Set struct {
 	commands  *prometheus.CounterVec
 	latency   *prometheus.HistogramVec
 	lifecycle *prometheus.CounterVec
+	egress    *prometheus.CounterVec
 }
 
 // Outcomes of a command, the values of the outcome label.
@@ -56,8 +57,11 @@ func New() *Set {
 		lifecycle: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "hutch_runtime_events_total", Help: "Runtime lifecycle events: created, started, recreated, idle_stop, reconciled.",
 		}, []string{"mode", "event"}),
+		egress: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "hutch_egress_placeholders_total", Help: "Placeholder secrets the egress proxies substituted or refused, by what happened and why (a refusal toward an unlisted host is an attempted exfiltration).",
+		}, []string{"kind", "reason"}),
 	}
-	s.reg.MustRegister(s.commands, s.latency, s.lifecycle, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	s.reg.MustRegister(s.commands, s.latency, s.lifecycle, s.egress, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return s
 }
 
@@ -93,6 +97,16 @@ func (s *Set) Event(mode sandbox.Kind, event string, n int) {
 		return
 	}
 	s.lifecycle.WithLabelValues(string(mode), event).Add(float64(n))
+}
+
+// Placeholder records one use of a placeholder secret: kind is
+// "substituted" or "refused", reason why a refusal was made ("" for a
+// substitution). Names, hosts and values never become labels.
+func (s *Set) Placeholder(kind, reason string) {
+	if s == nil {
+		return
+	}
+	s.egress.WithLabelValues(kind, reason).Inc()
 }
 
 // WatchRuntimes adds a gauge of runtimes by state, read at each scrape

@@ -22,6 +22,8 @@ func TestSet_ExposesCommandsEventsAndRuntimes(t *testing.T) {
 	s.Command(sandbox.KindHost, sandbox.ExecResult{}, errors.New("x"), false, 0)
 	s.Event(sandbox.KindImage, metrics.EventCreated, 1)
 	s.Event(sandbox.KindImage, metrics.EventIdleStop, 2)
+	s.Placeholder("substituted", "")
+	s.Placeholder("refused", "host not listed for this secret")
 	s.WatchRuntimes(sandbox.KindImage, func(context.Context) ([]sandbox.Status, error) {
 		return []sandbox.Status{{State: sandbox.StateRunning}, {State: sandbox.StateRunning}, {State: sandbox.StateStopped}}, nil
 	})
@@ -39,6 +41,8 @@ func TestSet_ExposesCommandsEventsAndRuntimes(t *testing.T) {
 		`hutch_runtime_events_total{event="idle_stop",mode="image"} 2`,
 		`hutch_runtimes{mode="image",state="running"} 2`,
 		`hutch_runtimes{mode="image",state="stopped"} 1`,
+		`hutch_egress_placeholders_total{kind="substituted",reason=""} 1`,
+		`hutch_egress_placeholders_total{kind="refused",reason="host not listed for this secret"} 1`,
 		`go_goroutines`,
 	} {
 		if !strings.Contains(string(body), want) {
@@ -47,4 +51,5 @@ func TestSet_ExposesCommandsEventsAndRuntimes(t *testing.T) {
 	}
 	var nilSet *metrics.Set
 	nilSet.Command(sandbox.KindHost, sandbox.ExecResult{}, nil, false, 0) // must not panic
+	nilSet.Placeholder("refused", "expired")
 }

@@ -74,7 +74,6 @@ func (s *Service) newEgressProxy(officeKey string) (*egress.Proxy, error) {
 	if err != nil {
 		return nil, err
 	}
-	journal := egress.OpenJournal(s.EgressJournal(officeKey))
 	return &egress.Proxy{
 		Office: officeKey,
 		Log:    s.log,
@@ -84,11 +83,19 @@ func (s *Service) newEgressProxy(officeKey string) (*egress.Proxy, error) {
 		Secrets:       func() []egress.Secret { return s.EgressSecrets(officeKey) },
 		CA:            ca,
 		UpstreamRoots: s.egressRoots,
-		Record: func(ev egress.Event) {
-			if ev.Time.IsZero() {
-				ev.Time = time.Now()
-			}
-			journal.Record(ev)
-		},
+		Record:        s.egressRecorder(officeKey),
 	}, nil
+}
+
+// egressRecorder is what an office's proxy tells of each placeholder use:
+// its journal (for the portal) and the metrics.
+func (s *Service) egressRecorder(officeKey string) func(egress.Event) {
+	journal := egress.OpenJournal(s.EgressJournal(officeKey))
+	return func(ev egress.Event) {
+		if ev.Time.IsZero() {
+			ev.Time = time.Now()
+		}
+		journal.Record(ev)
+		s.metrics.Placeholder(ev.Kind, ev.Reason)
+	}
 }

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/hutchsandbox/hutch/internal/agentbin"
-	"github.com/hutchsandbox/hutch/internal/egress"
 	"github.com/hutchsandbox/hutch/internal/engine"
 	"github.com/hutchsandbox/hutch/internal/errdefs"
 	"github.com/hutchsandbox/hutch/internal/kubeagent"
@@ -154,18 +153,10 @@ func (s *Service) microvmLocked() (*microvm.Runtime, error) {
 		Event:     func(e string) { s.metrics.Event(sandbox.KindGondolin, e, 1) },
 		// Each VM has a proxy of its own; it reads the office's policy
 		// per connection and its secrets per request.
-		EgressPolicy:  func(key string) netpolicy.Policy { return s.EgressPolicy(key, sandbox.KindGondolin) },
-		EgressSecrets: s.EgressSecrets,
-		EgressCA:      s.EgressCA,
-		EgressRecord: func(key string) func(egress.Event) {
-			journal := egress.OpenJournal(s.EgressJournal(key))
-			return func(ev egress.Event) {
-				if ev.Time.IsZero() {
-					ev.Time = time.Now()
-				}
-				journal.Record(ev)
-			}
-		},
+		EgressPolicy:        func(key string) netpolicy.Policy { return s.EgressPolicy(key, sandbox.KindGondolin) },
+		EgressSecrets:       s.EgressSecrets,
+		EgressCA:            s.EgressCA,
+		EgressRecord:        s.egressRecorder,
 		EgressUpstreamRoots: s.egressRoots,
 	})
 	if err != nil {
