@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"log/slog"
 	"math/big"
 	"net"
 	"net/http"
@@ -782,5 +783,49 @@ func TestFirstWritable(t *testing.T) {
 	}
 	if _, err := firstWritable([]string{"/etc/b", "/run/b"}, write); !errors.Is(err, fs.ErrPermission) {
 		t.Errorf("none writable: %v, want the first error", err)
+	}
+}
+
+// TestEgressPump: a pump on an agent that relays nothing stops rather
+// than retry forever, and runs again when asked; on an agent that relays,
+// it carries connections until stopped.
+func TestEgressPump(t *testing.T) {
+	log := slog.New(slog.DiscardHandler)
+	bare := newFixture(t, nil)
+	var p EgressPump
+	p.Run(bare.client, func(c net.Conn) { _ = c.Close() }, log)
+	done := p.done
+	select {
+	case <-done:
+	case <-time.After(waitFor):
+		t.Fatal("the pump kept going on an agent without --egress")
+	}
+	p.Run(bare.client, func(c net.Conn) { _ = c.Close() }, log)
+	if p.done == done {
+		t.Error("Run did not start a stopped pump again")
+	}
+	p.Stop()
+
+	f, addr := newEgressFixture(t, nil)
+	p.Run(f.client, echo, log)
+	running := p.done
+	p.Run(f.client, echo, log)
+	if p.done != running {
+		t.Error("Run started a second pump on the same client")
+	}
+	c := dialEgress(t, addr)
+	if _, err := c.Write([]byte("ping")); err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 4)
+	if _, err := io.ReadFull(c, buf); err != nil || string(buf) != "ping" {
+		t.Errorf("through the pump: %q, %v", buf, err)
+	}
+	_ = c.Close()
+	p.Stop()
+	select {
+	case <-running:
+	case <-time.After(waitFor):
+		t.Error("Stop did not end the pump")
 	}
 }

@@ -1,10 +1,8 @@
 package image
 
 import (
-	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"time"
 
 	"github.com/moby/moby/api/types/mount"
 
@@ -93,35 +91,5 @@ func (r *Runtime) egressMount(spec sandbox.Spec) (mount.Mount, []string, error) 
 // channel (a daemon always; a CLI process while its command runs).
 // s.mu is held.
 func (r *Runtime) relay(s *session, cl *agent.Client) {
-	if s.relaying == cl {
-		return
-	}
-	s.stopRelay()
-	ctx, cancel := context.WithCancel(context.Background())
-	s.relaying, s.relayStop = cl, cancel
-	handler := r.cfg.Egress.Handler(s.Key)
-	log := r.log.With("office_key", s.Key)
-	go func() {
-		for {
-			err := cl.RelayEgress(ctx, handler)
-			if ctx.Err() != nil {
-				return
-			}
-			// The container stopped or restarts: try again, calmly.
-			log.Debug("egress relay ended; retrying", "error", err)
-			select {
-			case <-ctx.Done():
-				return
-			case <-time.After(time.Second):
-			}
-		}
-	}()
-}
-
-// stopRelay ends the session's relay pump, if one runs.
-func (s *session) stopRelay() {
-	if s.relayStop != nil {
-		s.relayStop()
-	}
-	s.relaying, s.relayStop = nil, nil
+	s.egress.Run(cl, r.cfg.Egress.Handler(s.Key), r.log.With("office_key", s.Key))
 }

@@ -117,10 +117,9 @@ type session struct {
 	// member's channel, see pool.go); "" for a container made for the
 	// office.
 	member string
-	// relaying is the client whose egress relay pump runs (see relay),
-	// relayStop ends it.
-	relaying  *agent.Client
-	relayStop context.CancelFunc
+	// egress pumps the relayed connections of a relaying runtime (see
+	// relay).
+	egress agent.EgressPump
 }
 
 // useChannel points the session's client at the agent channel of the
@@ -130,7 +129,7 @@ func (s *session) useChannel(member string) {
 		return
 	}
 	if s.client != nil {
-		s.stopRelay()
+		s.egress.Stop()
 		_ = s.client.Close()
 		s.client = nil
 	}
@@ -206,8 +205,12 @@ func (r *Runtime) Agent(ctx context.Context, spec sandbox.Spec) (*agent.Client, 
 // carries its connections out. s.mu is held.
 func (r *Runtime) ensure(ctx context.Context, s *session, spec sandbox.Spec) (*agent.Client, error) {
 	cl, err := r.ensureLocked(ctx, s, spec)
-	if err == nil && relays(spec) {
-		r.relay(s, cl)
+	if err == nil {
+		if relays(spec) {
+			r.relay(s, cl)
+		} else {
+			s.egress.Stop()
+		}
 	}
 	return cl, err
 }

@@ -11,7 +11,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 
 	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -226,36 +225,5 @@ func (r *Runtime) ensureEgressPolicy(ctx context.Context) error {
 // pod's commands make reach the office's proxy while this process holds
 // its exec stream. The office's lock is held.
 func (r *Runtime) relay(s *session, cl *agent.Client) {
-	if s.relaying == cl {
-		return
-	}
-	s.stopRelay()
-	ctx, cancel := context.WithCancel(context.Background())
-	s.relaying, s.relayStop = cl, cancel
-	handler := r.cfg.Egress.Handler(s.Key)
-	log := r.log.With("office_key", s.Key)
-	go func() {
-		for {
-			err := cl.RelayEgress(ctx, handler)
-			if ctx.Err() != nil {
-				return
-			}
-			// The stream broke or the pod is being replaced: try again,
-			// calmly.
-			log.Debug("egress relay ended; retrying", "error", err)
-			select {
-			case <-ctx.Done():
-				return
-			case <-time.After(time.Second):
-			}
-		}
-	}()
-}
-
-// stopRelay ends the session's relay pump, if one runs.
-func (s *session) stopRelay() {
-	if s.relayStop != nil {
-		s.relayStop()
-	}
-	s.relaying, s.relayStop = nil, nil
+	s.egress.Run(cl, r.cfg.Egress.Handler(s.Key), r.log.With("office_key", s.Key))
 }

@@ -312,7 +312,7 @@ func (r *Runtime) stopIdleLocked(ctx context.Context, s *session, pod *corev1.Po
 // stopped forgets a deleted pod and removes its Secret.
 func (r *Runtime) stopped(ctx context.Context, s *session, pod *corev1.Pod) {
 	r.deleteSecret(ctx, s.Key)
-	s.stopRelay()
+	s.egress.Stop()
 	if s.client != nil {
 		_ = s.client.Close()
 		s.client = nil

@@ -116,10 +116,9 @@ type session struct {
 	// touched is when this process last wrote the pod's last-used
 	// annotation (unix nanoseconds); read and written without the lock.
 	touched atomic.Int64
-	// relaying is the client whose egress relay pump runs (see relay),
-	// relayStop ends it.
-	relaying  *agent.Client
-	relayStop context.CancelFunc
+	// egress pumps the relayed connections of a relaying pod (see
+	// relay).
+	egress agent.EgressPump
 }
 
 // New returns the kube mode.
@@ -230,8 +229,12 @@ func (r *Runtime) Agent(ctx context.Context, spec sandbox.Spec) (*agent.Client, 
 // carries its connections out. The office's lock is held.
 func (r *Runtime) ensure(ctx context.Context, s *session, spec sandbox.Spec) (*agent.Client, error) {
 	cl, err := r.ensureLocked(ctx, s, spec)
-	if err == nil && relays(spec) {
-		r.relay(s, cl)
+	if err == nil {
+		if relays(spec) {
+			r.relay(s, cl)
+		} else {
+			s.egress.Stop()
+		}
 	}
 	return cl, err
 }
@@ -242,7 +245,7 @@ func (r *Runtime) ensure(ctx context.Context, s *session, spec sandbox.Spec) (*a
 func (r *Runtime) clientLocked(s *session, pod *corev1.Pod) *agent.Client {
 	uid := string(pod.UID)
 	if s.client != nil && s.clientUID != uid {
-		s.stopRelay()
+		s.egress.Stop()
 		_ = s.client.Close()
 		s.client = nil
 	}
@@ -263,7 +266,7 @@ func (r *Runtime) clientLocked(s *session, pod *corev1.Pod) *agent.Client {
 func (r *Runtime) Close() {
 	for _, s := range r.sessions.All() {
 		s.Lock()
-		s.stopRelay()
+		s.egress.Stop()
 		if s.client != nil {
 			_ = s.client.Close()
 			s.client = nil
