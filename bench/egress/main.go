@@ -337,7 +337,9 @@ func startAgent(ctx context.Context, offer func(net.Conn)) (string, func(), erro
 	go func() { relayed <- cl.RelayEgress(ctx, offer) }()
 	stop := func() {
 		cancel()
-		<-relayed
+		if err := <-relayed; err != nil {
+			fmt.Fprintln(os.Stderr, "egress relay:", err)
+		}
 		_ = cl.Close()
 		_ = l.Close()
 		served.Wait()
