@@ -42,7 +42,7 @@ func TestSandboxLsRm_EveryMode(t *testing.T) {
 	if !rowStarts(out, imgConv, "image", "running") {
 		t.Errorf("sandbox ls lacks the image: runtime of %s:\n%s", imgConv, out)
 	}
-	if !rowStarts(out, vmConv, "gondolin", "stopped", "-", "1", "256MiB", "256", "gondolin:default", "hutch-vm-"+vmKey) {
+	if !rowStarts(out, vmConv, "gondolin", "stopped", "none", "-", "1", "256MiB", "256", "gondolin:default", "hutch-vm-"+vmKey) {
 		t.Errorf("sandbox ls lacks the stopped microVM of %s:\n%s", vmConv, out)
 	}
 	if !strings.HasPrefix(errOut, "hutch: kube: not listed: ") || strings.Count(errOut, "\n") != 1 {
