@@ -1,15 +1,18 @@
 package testenv
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	cerrdefs "github.com/containerd/errdefs"
+	"github.com/moby/moby/api/types/image"
 	"github.com/moby/moby/client"
 )
 
@@ -96,10 +99,25 @@ func sweep(t testing.TB, cli *client.Client, label string) {
 	if err != nil {
 		t.Errorf("cleanup of label %s: listing images: %v", label, err)
 	}
-	for _, im := range imgs.Items {
-		if _, err := cli.ImageRemove(ctx, im.ID, client.ImageRemoveOptions{Force: true, PruneChildren: true}); err != nil && !cerrdefs.IsNotFound(err) {
-			t.Errorf("cleanup of label %s: removing image %s: %v", label, im.ID, err)
+	// A snapshot committed from a container that ran from an earlier
+	// snapshot is that one's child, and a parent with children cannot be
+	// removed: the newest go first, and what still has a child is tried
+	// again once the others are gone.
+	pending := imgs.Items
+	slices.SortFunc(pending, func(a, b image.Summary) int { return cmp.Compare(b.Created, a.Created) })
+	for pass := 0; len(pending) > 0; pass++ {
+		var again []image.Summary
+		for _, im := range pending {
+			_, err := cli.ImageRemove(ctx, im.ID, client.ImageRemoveOptions{Force: true, PruneChildren: true})
+			switch {
+			case err == nil || cerrdefs.IsNotFound(err):
+			case cerrdefs.IsConflict(err) && pass < 3:
+				again = append(again, im)
+			default:
+				t.Errorf("cleanup of label %s: removing image %s: %v", label, im.ID, err)
+			}
 		}
+		pending = again
 	}
 	nets, err := cli.NetworkList(ctx, client.NetworkListOptions{Filters: filters})
 	if err != nil {
