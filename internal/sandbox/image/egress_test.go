@@ -289,6 +289,23 @@ func TestEgress_OpenWithPlaceholders(t *testing.T) {
 	if nets := f.inspect(t, spec).Container.NetworkSettings.Networks; nets[image.NetworkName(spec.OfficeKey)] == nil {
 		t.Errorf("an open runtime is not on its own network: %v", nets)
 	}
+	// Closed to an allowlist, it is made anew on no network, and its old
+	// network goes.
+	allow, _ := netpolicy.ParseAllowlist([]string{"api.test"})
+	f.policy.Store(&netpolicy.Policy{Mode: netpolicy.ModeAllowlist, Allow: allow})
+	spec.Network = netpolicy.ModeAllowlist
+	if out, code := f.sh(t, spec, "ip route | grep -q default && echo routed; exit 0"); code != 0 || out != "" {
+		t.Errorf("after the switch to allowlist: exit %d, %q", code, out)
+	}
+	nets, err := f.cli.NetworkList(context.Background(), client.NetworkListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range nets.Items {
+		if n.Name == image.NetworkName(spec.OfficeKey) {
+			t.Errorf("the office network %s outlived the switch to allowlist", n.Name)
+		}
+	}
 }
 
 // hostListener listens on every address of the host and returns one of

@@ -481,6 +481,7 @@ func (r *Runtime) createAndStartOffline(ctx context.Context, s *session, spec sa
 			return err
 		}
 		r.recordChecked(ctx, s, id)
+		r.dropOfficeNetwork(ctx, spec.OfficeKey)
 		return nil
 	}
 	pins, err := r.pinMounts(spec)
@@ -503,7 +504,16 @@ func (r *Runtime) createAndStartOffline(ctx context.Context, s *session, spec sa
 		return err
 	}
 	r.recordChecked(ctx, s, id)
+	r.dropOfficeNetwork(ctx, spec.OfficeKey)
 	return nil
+}
+
+// dropOfficeNetwork removes the network a container of the office had
+// before it went on none (its office ran open before): nothing uses it.
+func (r *Runtime) dropOfficeNetwork(ctx context.Context, key string) {
+	if err := r.removeNetwork(ctx, key); err != nil {
+		r.log.Warn("the office network of a runtime now on none was not removed", "office_key", key, "error", err)
+	}
 }
 
 // recordChecked records the run of container id, just made, started and
