@@ -66,14 +66,15 @@ substituted by the same proxy under every policy, only toward their hosts.`,
 				return err
 			}
 			defer func() { _ = svc.Close() }()
-			allowSet := cmd.Flags().Changed("allow")
-			if len(args) == 0 && !allowSet {
+			// show prints the effective policy after head: globally, or
+			// in the mode the conversation's commands would run in.
+			show := func(global, conv string) error {
 				if addr == nil {
 					n, err := svc.GlobalNetwork()
 					if err != nil {
 						return err
 					}
-					return printf(g.stdout, "Global network: %s\n", n.Describe())
+					return printf(g.stdout, global, n.Describe())
 				}
 				mode, err := g.sandboxMode(modeFlag)
 				if err != nil {
@@ -83,7 +84,11 @@ substituted by the same proxy under every policy, only toward their hosts.`,
 				if err != nil {
 					return err
 				}
-				return printf(g.stdout, "Network of %s in %s: %s\n%s", addr, mode, n.Describe(), enforceNote(mode, n))
+				return printf(g.stdout, conv+"%s", addr, mode, n.Describe(), enforceNote(mode, n))
+			}
+			allowSet := cmd.Flags().Changed("allow")
+			if len(args) == 0 && !allowSet {
+				return show("Global network: %s\n", "Network of %s in %s: %s\n")
 			}
 			word := ""
 			if len(args) == 1 {
@@ -112,22 +117,7 @@ substituted by the same proxy under every policy, only toward their hosts.`,
 			if err := svc.SetNetwork(addr, word, allowP); err != nil {
 				return err
 			}
-			if addr == nil {
-				n, err := svc.GlobalNetwork()
-				if err != nil {
-					return err
-				}
-				return printf(g.stdout, "Global network set.\nEffective:     %s\n", n.Describe())
-			}
-			mode, err := g.sandboxMode(modeFlag)
-			if err != nil {
-				return err
-			}
-			n, err := svc.Network(*addr, mode)
-			if err != nil {
-				return err
-			}
-			return printf(g.stdout, "Network of %s set.\nEffective in %s: %s\n%s", addr, mode, n.Describe(), enforceNote(mode, n))
+			return show("Global network set.\nEffective:     %s\n", "Network of %s set.\nEffective in %s: %s\n")
 		},
 	}
 	cmd.Flags().BoolVar(&global, "global", false, "set the global default instead of one conversation's")
