@@ -10,15 +10,22 @@ import (
 // network resolves a conversation's egress policy in a mode from the
 // global settings and the conversation's own.
 func (s *Service) network(key office.Key, kind sandbox.Kind) (settings.Network, error) {
+	n, _, err := s.networkAndSettings(key, kind)
+	return n, err
+}
+
+// networkAndSettings is network, and the global runtime settings it read
+// (what a command's limits and time zone come from too).
+func (s *Service) networkAndSettings(key office.Key, kind sandbox.Kind) (settings.Network, settings.Runtime, error) {
 	global, err := settings.LoadRuntime(settings.GlobalPath(s.layout.StateDir))
 	if err != nil {
-		return settings.Network{}, err
+		return settings.Network{}, settings.Runtime{}, err
 	}
 	conv, err := settings.LoadRuntime(settings.ConversationPath(s.layout.StateDir, string(key)))
 	if err != nil {
-		return settings.Network{}, err
+		return settings.Network{}, settings.Runtime{}, err
 	}
-	return settings.ResolveNetwork(global, conv, kind == sandbox.KindGondolin), nil
+	return settings.ResolveNetwork(global, conv, kind == sandbox.KindGondolin), global, nil
 }
 
 // Network is a conversation's effective egress policy in mode.

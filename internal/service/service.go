@@ -119,6 +119,9 @@ type Policy struct {
 	// Placeholders are the vault's entries marked to reach commands as
 	// placeholders, by name.
 	Placeholders map[string]vault.Placeholder
+	// settings are the global runtime settings Resolve read, which a
+	// command's limits and time zone come from.
+	settings settings.Runtime
 }
 
 // Resolve computes a conversation's effective policy under mode without
@@ -151,7 +154,7 @@ func (s *Service) Resolve(addr office.Address, mode sandbox.Mode, user string) (
 	case sandbox.WorkspaceNone:
 		p.Projection = "none: the remote runtime does not see the host workspace"
 	}
-	if p.Network, err = s.network(key, mode.Kind); err != nil {
+	if p.Network, p.settings, err = s.networkAndSettings(key, mode.Kind); err != nil {
 		return Policy{}, err
 	}
 	p.VaultKey = s.vaultKey(mode, key, user)
@@ -608,12 +611,9 @@ func (s *Service) prepare(ctx context.Context, addr office.Address, mode sandbox
 			spec.VaultFiles = append(spec.VaultFiles, sandbox.Mount{HostPath: f.HostPath, RuntimePath: f.RuntimePath, ReadOnly: true})
 		}
 	}
-	// One read of the runtime settings per command: limits, time zone
-	// and the network allowlist come from it.
-	rs, err := settings.LoadRuntime(settings.GlobalPath(s.layout.StateDir))
-	if err != nil {
-		return nil, err
-	}
+	// The runtime settings Resolve read: limits and the time zone come
+	// from them, as the network did.
+	rs := pol.settings
 	if caps.Limits {
 		spec.Limits = sandbox.Limits{CPUs: rs.CPUs, MemoryBytes: rs.MemoryBytes, Pids: rs.Pids}
 		spec.DiskCeiling = diskCeiling(rs)
