@@ -4,6 +4,7 @@ import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
+	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
@@ -135,4 +136,42 @@ func randomSerial() *big.Int {
 	var b [16]byte
 	_, _ = rand.Read(b[:]) // never fails (crypto/rand panics instead)
 	return new(big.Int).SetBytes(b[:])
+}
+
+// CA is a certificate authority of a test's own, for TLS servers the
+// test starts: trusted by Pool and nothing else.
+type CA struct{ ca *testCA }
+
+// NewCA makes a CA named name; the test fails when it cannot.
+func NewCA(t testing.TB, name string) *CA {
+	t.Helper()
+	ca, err := newTestCA(name)
+	if err != nil {
+		t.Fatalf("test CA: %v", err)
+	}
+	return &CA{ca: ca}
+}
+
+// PEM is the CA's certificate.
+func (c *CA) PEM() []byte { return c.ca.pem }
+
+// Pool trusts the CA and nothing else.
+func (c *CA) Pool() *x509.CertPool {
+	p := x509.NewCertPool()
+	p.AddCert(c.ca.cert)
+	return p
+}
+
+// Server is a server certificate for names, signed by the CA.
+func (c *CA) Server(t testing.TB, names ...string) tls.Certificate {
+	t.Helper()
+	certPEM, keyPEM, err := c.ca.issue(names, nil)
+	if err != nil {
+		t.Fatalf("test certificate: %v", err)
+	}
+	cert, err := tls.X509KeyPair(certPEM, keyPEM)
+	if err != nil {
+		t.Fatalf("test certificate: %v", err)
+	}
+	return cert
 }

@@ -2,17 +2,13 @@ package microvm_test
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/hex"
 	"fmt"
 	"io"
 	"log"
-	"math/big"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -29,6 +25,7 @@ import (
 	"github.com/hutchsandbox/hutch/internal/netpolicy"
 	"github.com/hutchsandbox/hutch/internal/sandbox"
 	"github.com/hutchsandbox/hutch/internal/sandbox/microvm"
+	"github.com/hutchsandbox/hutch/internal/testenv"
 )
 
 // upstreamNames are the HTTPS hosts the placeholder test's server
@@ -50,31 +47,8 @@ type upstream struct {
 
 func newUpstream(t *testing.T) *upstream {
 	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber:          big.NewInt(1),
-		Subject:               pkix.Name{CommonName: "hutch test upstream"},
-		DNSNames:              []string{secretHost, otherHost},
-		NotBefore:             time.Now().Add(-time.Hour),
-		NotAfter:              time.Now().Add(time.Hour),
-		IsCA:                  true,
-		BasicConstraintsValid: true,
-		KeyUsage:              x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
-		ExtKeyUsage:           []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	leaf, err := x509.ParseCertificate(der)
-	if err != nil {
-		t.Fatal(err)
-	}
-	u := &upstream{roots: x509.NewCertPool()}
-	u.roots.AddCert(leaf)
+	ca := testenv.NewCA(t, "hutch test upstream CA")
+	u := &upstream{roots: ca.Pool()}
 	u.srv = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		u.mu.Lock()
 		u.seen = append(u.seen, r.Host+": "+r.Header.Get("Authorization"))
@@ -84,7 +58,7 @@ func newUpstream(t *testing.T) *upstream {
 	// The proxy dials an upstream before it decides on the requests in
 	// the tunnel, and drops it unused on a refusal.
 	u.srv.Config.ErrorLog = log.New(io.Discard, "", 0)
-	u.srv.TLS = &tls.Config{Certificates: []tls.Certificate{{Certificate: [][]byte{der}, PrivateKey: key, Leaf: leaf}}}
+	u.srv.TLS = &tls.Config{Certificates: []tls.Certificate{ca.Server(t, secretHost, otherHost)}}
 	u.srv.StartTLS()
 	t.Cleanup(u.srv.Close)
 	return u
