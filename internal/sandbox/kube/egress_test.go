@@ -3,17 +3,12 @@ package kube_test
 import (
 	"bytes"
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/json"
 	"fmt"
 	"io"
 	"log"
-	"math/big"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -121,29 +116,7 @@ func newEgressFixture(t *testing.T) *egressFixture {
 // returns its address and a pool of that CA.
 func (f *egressFixture) upstream(t *testing.T) (string, *x509.CertPool) {
 	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	caTmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "hutch kube egress test CA"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
-		KeyUsage: x509.KeyUsageCertSign, BasicConstraintsValid: true, IsCA: true,
-	}
-	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ca, _ := x509.ParseCertificate(caDER)
-	leafTmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: "api.test"}, DNSNames: []string{"api.test", "other.test"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
-		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-	}
-	leafDER, err := x509.CreateCertificate(rand.Reader, leafTmpl, ca, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ca := testenv.NewCA(t, "hutch kube egress test CA")
 	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		f.mu.Lock()
 		f.requests = append(f.requests, r.Host+" "+r.URL.Path+" "+r.Header.Get("Authorization")+" "+r.URL.RawQuery)
@@ -151,12 +124,10 @@ func (f *egressFixture) upstream(t *testing.T) (string, *x509.CertPool) {
 		_, _ = io.WriteString(w, "upstream answered\n")
 	}))
 	srv.Config.ErrorLog = log.New(io.Discard, "", 0) // the proxy's probes and hang-ups
-	srv.TLS = &tls.Config{Certificates: []tls.Certificate{{Certificate: [][]byte{leafDER}, PrivateKey: key}}}
+	srv.TLS = &tls.Config{Certificates: []tls.Certificate{ca.Server(t, "api.test", "other.test")}}
 	srv.StartTLS()
 	t.Cleanup(srv.Close)
-	roots := x509.NewCertPool()
-	roots.AddCert(ca)
-	return srv.Listener.Addr().String(), roots
+	return srv.Listener.Addr().String(), ca.Pool()
 }
 
 // targetScript answers TCP on 8080 with an HTTP reply and DNS queries on
