@@ -359,6 +359,10 @@ func TestExec_OutputCap(t *testing.T) {
 		Stdout:      &out,
 		OutputLimit: limit,
 	})
+	// Collected first, so HeapAlloc is what is still held, not garbage a
+	// loaded machine's collector has not reached yet; TotalAlloc below
+	// bounds the garbage.
+	runtime.GC()
 	runtime.ReadMemStats(&after)
 	want := sandbox.ExecResult{StdoutTruncated: true, StdoutBytes: total, StderrBytes: 5}
 	if diff := cmp.Diff(want, res, ignoreDuration); diff != "" {
