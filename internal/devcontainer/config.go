@@ -33,16 +33,91 @@ type Mount struct {
 	ReadOnly bool
 }
 
+// Build is the file's build property: the image is built from a
+// Dockerfile. Paths are as the file writes them, relative to the folder
+// holding devcontainer.json (Config.Dir).
+type Build struct {
+	// Dockerfile is build.dockerfile (or the older top-level dockerFile).
+	Dockerfile string
+	// Context is build.context (or the older top-level context); "" is
+	// the spec's default, ".".
+	Context string
+	// Args are build.args, substituted.
+	Args map[string]string
+	// Target is build.target: the stage to build ("" for the last).
+	Target string
+}
+
+// Feature is one entry of the file's features object, in the file's
+// order.
+type Feature struct {
+	// ID is the key as written: an OCI reference
+	// (ghcr.io/devcontainers/features/node:1), a folder relative to
+	// Config.Dir (./rust), or a tarball URL.
+	ID string
+	// Options are the entry's option values as the install script gets
+	// them: strings, with booleans as "true"/"false" and numbers as
+	// written. A string value in place of the object is the spec's short
+	// form for {"version": value}.
+	Options map[string]string
+}
+
+// Hooks are the lifecycle commands' keys, in the order the spec runs
+// them. initializeCommand runs on the host and is never run by hutch.
+var Hooks = []string{"initializeCommand", "onCreateCommand", "updateContentCommand", "postCreateCommand", "postStartCommand", "postAttachCommand"}
+
+// Command is one command of a lifecycle hook. Exactly one of Shell and
+// Argv is set: the string form runs in /bin/sh -c, the array form runs
+// without a shell.
+type Command struct {
+	// Name is the key in the object form, whose commands run in
+	// parallel; "" in the string and array forms.
+	Name  string
+	Shell string
+	Argv  []string
+}
+
+// Lifecycle is one source's entry for a hook: a string or array (one
+// Command) or an object (several, run in parallel).
+type Lifecycle struct {
+	// Origin says where the entry came from: "devcontainer.json", "the
+	// image's metadata" or "feature <id>".
+	Origin   string
+	Commands []Command
+}
+
 // Config is what hutch reads from a devcontainer.json, with variables
 // substituted. Fields hold the file's values; what hutch applies of them
 // is the project spec's decision.
 type Config struct {
-	// Path is the file the config came from.
+	// Path is the file the config came from, and Dir the folder holding
+	// it, which relative paths in the file (build.dockerfile, local
+	// features) start from.
 	Path  string
+	Dir   string
 	Name  string
 	Image string
-	// Dockerfile is build.dockerfile; hutch does not build it.
+	// Dockerfile is build.dockerfile, kept for callers that only name it;
+	// Build holds the whole build property (nil when the file has none).
 	Dockerfile string
+	Build      *Build
+	// Features are the file's features, in its order, and
+	// OverrideFeatureInstallOrder the IDs the file wants installed first.
+	Features                    []Feature
+	OverrideFeatureInstallOrder []string
+	// Lifecycle maps a hook (one of Hooks) to its entries, image
+	// metadata first and devcontainer.json last, as the spec merges
+	// them.
+	Lifecycle map[string][]Lifecycle
+	// CapAdd, SecurityOpt, Privileged and Init are what the file and the
+	// image's metadata ask of the engine; hutch applies none of them and
+	// says so.
+	CapAdd      []string
+	SecurityOpt []string
+	Privileged  bool
+	Init        bool
+	// UpdateRemoteUserUID is the file's updateRemoteUserUID ("" unset).
+	UpdateRemoteUserUID string
 	// WorkspaceFolder and WorkspaceMount are read to tell whether the
 	// project is identity-mounted, never applied.
 	WorkspaceFolder string

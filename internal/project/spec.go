@@ -69,6 +69,20 @@ type Input struct {
 	RelayDir string
 }
 
+// ImageBuild is a Dockerfile build a devcontainer.json asks for, with
+// paths resolved on the host. The executor builds it through the engine
+// and tags the result BuiltBase's value, which the Recipe names as its
+// base.
+type ImageBuild struct {
+	// Dockerfile and Context are absolute paths inside the project.
+	Dockerfile, Context string
+	Args               map[string]string
+	Target             string
+	// Tag is what the result is tagged: hutch-devcontainer:<hash of the
+	// project and the build's inputs as written>.
+	Tag string
+}
+
 // Spec is what a project sandbox is made of: everything the executor
 // needs to build its image and create it, and nothing it must decide.
 type Spec struct {
@@ -76,6 +90,9 @@ type Spec struct {
 	Name string
 	// Image is sandbox-image as given, or the Recipe's tag.
 	Image string
+	// Build, when set, is the devcontainer's Dockerfile build: its
+	// result is the Recipe's base (Recipe.Base is then BuiltBase).
+	Build *ImageBuild
 	// Recipe is the image to build when Image is not present; nil when
 	// sandbox-image is used (the executor then makes /sandbox/home
 	// writable itself, since the image may lack it).
