@@ -94,30 +94,34 @@ type Config struct {
 	// it, which relative paths in the file (build.dockerfile, local
 	// features) start from.
 	Path  string
-	Dir   string
+	Dir   string `json:",omitempty"`
 	Name  string
 	Image string
 	// Dockerfile is build.dockerfile, kept for callers that only name it;
 	// Build holds the whole build property (nil when the file has none).
 	Dockerfile string
-	Build      *Build
+	Build      *Build `json:",omitempty"`
 	// Features are the file's features, in its order, and
 	// OverrideFeatureInstallOrder the IDs the file wants installed first.
-	Features                    []Feature
-	OverrideFeatureInstallOrder []string
+	Features                    []Feature `json:",omitempty"`
+	OverrideFeatureInstallOrder []string  `json:",omitempty"`
 	// Lifecycle maps a hook (one of Hooks) to its entries, image
 	// metadata first and devcontainer.json last, as the spec merges
 	// them.
-	Lifecycle map[string][]Lifecycle
+	Lifecycle map[string][]Lifecycle `json:",omitempty"`
 	// CapAdd, SecurityOpt, Privileged and Init are what the file and the
 	// image's metadata ask of the engine; hutch applies none of them and
 	// says so.
-	CapAdd      []string
-	SecurityOpt []string
-	Privileged  bool
-	Init        bool
+	CapAdd      []string `json:",omitempty"`
+	SecurityOpt []string `json:",omitempty"`
+	Privileged  bool     `json:",omitempty"`
+	Init        bool     `json:",omitempty"`
 	// UpdateRemoteUserUID is the file's updateRemoteUserUID ("" unset).
-	UpdateRemoteUserUID string
+	UpdateRemoteUserUID string `json:",omitempty"`
+	// ComposeFiles and Service are dockerComposeFile and service: the
+	// file describes a Docker Compose project, which hutch does not run.
+	ComposeFiles []string `json:",omitempty"`
+	Service      string   `json:",omitempty"`
 	// WorkspaceFolder and WorkspaceMount are read to tell whether the
 	// project is identity-mounted, never applied.
 	WorkspaceFolder string
@@ -131,8 +135,7 @@ type Config struct {
 	// default is stopContainer).
 	ShutdownAction string
 	// Ignored lists the keys present that hutch does not apply
-	// (features, customizations, forwardPorts, postCreateCommand,
-	// runArgs, ...), sorted.
+	// (customizations, forwardPorts, runArgs, ...), sorted.
 	Ignored []string
 	// Notes are advisories about entries that could not be used (a mount
 	// that does not parse, a non-string env value); they never fail

@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/tailscale/hujson"
@@ -13,33 +15,19 @@ import (
 	"github.com/hutchsandbox/hutch/internal/errdefs"
 )
 
-// ignored are the keys hutch reads past: it never builds, runs lifecycle
-// commands, forwards ports, passes engine flags or drives compose. When
-// present they are listed in Config.Ignored so the caller can say so.
+// ignored are the keys hutch reads past: it never forwards ports, passes
+// engine flags or applies an editor's customizations. When present they
+// are listed in Config.Ignored so the caller can say so.
 var ignored = map[string]bool{
 	"appPort":              true,
-	"capAdd":               true,
 	"customizations":       true,
-	"dockerComposeFile":    true,
-	"features":             true,
 	"forwardPorts":         true,
 	"hostRequirements":     true,
-	"init":                 true,
-	"initializeCommand":    true,
-	"onCreateCommand":      true,
 	"otherPortsAttributes": true,
 	"overrideCommand":      true,
 	"portsAttributes":      true,
-	"postAttachCommand":    true,
-	"postCreateCommand":    true,
-	"postStartCommand":     true,
-	"privileged":           true,
 	"runArgs":              true,
 	"runServices":          true,
-	"securityOpt":          true,
-	"service":              true,
-	"updateContentCommand": true,
-	"updateRemoteUserUID":  true,
 	"userEnvProbe":         true,
 	"waitFor":              true,
 }
@@ -93,7 +81,10 @@ func Parse(path string, data []byte, vars Vars) (*Config, error) {
 		return nil, errdefs.New(errdefs.ErrInvalid, path+": expected a { ... } object")
 	}
 
-	p := &parser{c: &Config{Path: path}, sub: newSubstituter(vars)}
+	p := &parser{c: &Config{Path: path}, sub: newSubstituter(vars), origin: "devcontainer.json"}
+	if filepath.IsAbs(path) {
+		p.c.Dir = filepath.Dir(path)
+	}
 	mems := members(top)
 	for _, m := range mems {
 		if m.name == "workspaceFolder" {
@@ -104,14 +95,43 @@ func Parse(path string, data []byte, vars Vars) (*Config, error) {
 	for _, m := range mems {
 		p.member(m)
 	}
-	slices.Sort(p.c.Ignored)
+	p.finish()
 	return p.c, nil
 }
 
-// parser fills a Config from the members of the top-level object.
+// finish tidies what the members left: the legacy build keys folded into
+// Build, Ignored sorted.
+func (p *parser) finish() {
+	c := p.c
+	if c.Build == nil && (c.Dockerfile != "" || p.legacyContext != "") {
+		c.Build = &Build{}
+	}
+	if c.Build != nil {
+		if c.Build.Dockerfile == "" {
+			c.Build.Dockerfile = c.Dockerfile
+		}
+		c.Dockerfile = c.Build.Dockerfile
+		if c.Build.Context == "" {
+			c.Build.Context = p.legacyContext
+		}
+		if c.Build.Dockerfile == "" {
+			// A build with no Dockerfile builds nothing.
+			c.Build = nil
+		}
+	}
+	slices.Sort(c.Ignored)
+}
+
+// parser fills a Config from the members of one object: the file's top
+// level, or one entry of an image's devcontainer.metadata label.
 type parser struct {
 	c   *Config
 	sub *substituter
+	// origin names the source in notes and in Lifecycle entries.
+	origin string
+	// legacyContext is the top-level context key, the older spelling of
+	// build.context.
+	legacyContext string
 }
 
 func (p *parser) member(m member) {
@@ -128,6 +148,8 @@ func (p *parser) member(m member) {
 		if c.Dockerfile == "" {
 			p.str(m, &c.Dockerfile)
 		}
+	case "context":
+		p.str(m, &p.legacyContext)
 	case "workspaceFolder":
 		// Taken before the others, to derive ${containerWorkspaceFolder}.
 	case "workspaceMount":
@@ -144,8 +166,32 @@ func (p *parser) member(m member) {
 		c.Mounts = p.mounts(m)
 	case "shutdownAction":
 		p.str(m, &c.ShutdownAction)
+	case "features":
+		c.Features = p.features(m)
+	case "overrideFeatureInstallOrder":
+		c.OverrideFeatureInstallOrder = p.strings(m)
+	case "capAdd":
+		c.CapAdd = p.strings(m)
+	case "securityOpt":
+		c.SecurityOpt = p.strings(m)
+	case "privileged":
+		p.boolean(m, &c.Privileged)
+	case "init":
+		p.boolean(m, &c.Init)
+	case "updateRemoteUserUID":
+		var b bool
+		if kindOf(m.raw) == kindBool {
+			p.boolean(m, &b)
+			c.UpdateRemoteUserUID = strconv.FormatBool(b)
+		}
+	case "dockerComposeFile":
+		c.ComposeFiles = p.stringOrStrings(m)
+	case "service":
+		p.str(m, &c.Service)
 	default:
-		if ignored[m.name] {
+		if slices.Contains(Hooks, m.name) {
+			p.lifecycle(m)
+		} else if ignored[m.name] {
 			c.Ignored = append(c.Ignored, m.name)
 		}
 	}
@@ -153,7 +199,7 @@ func (p *parser) member(m member) {
 
 // note adds an advisory about the entry at key.
 func (p *parser) note(key, format string, args ...any) {
-	p.c.Notes = append(p.c.Notes, "devcontainer.json "+key+": "+fmt.Sprintf(format, args...))
+	p.c.Notes = append(p.c.Notes, p.origin+" "+key+": "+fmt.Sprintf(format, args...))
 }
 
 // str sets *dst to m's substituted string value. null leaves *dst alone;
@@ -177,11 +223,168 @@ func (p *parser) build(m member) {
 		}
 		return
 	}
-	for _, b := range members(m.raw) {
-		if b.name == "dockerfile" {
-			p.strAt("build.dockerfile", b.raw, &p.c.Dockerfile)
+	b := &Build{}
+	for _, f := range members(m.raw) {
+		switch f.name {
+		case "dockerfile":
+			p.strAt("build.dockerfile", f.raw, &b.Dockerfile)
+		case "context":
+			p.strAt("build.context", f.raw, &b.Context)
+		case "target":
+			p.strAt("build.target", f.raw, &b.Target)
+		case "args":
+			b.Args = p.env(member{name: "build.args", raw: f.raw}, false)
 		}
 	}
+	p.c.Build = b
+}
+
+// strings reads an array of strings; an item that is not a string is
+// noted and skipped.
+func (p *parser) strings(m member) []string {
+	if k := kindOf(m.raw); k != kindArray {
+		if k != kindNull {
+			p.note(m.name, "expected an array, got %s", kindName(k))
+		}
+		return nil
+	}
+	var items []json.RawMessage
+	if err := json.Unmarshal(m.raw, &items); err != nil {
+		p.note(m.name, "%v", err)
+		return nil
+	}
+	var out []string
+	for _, item := range items {
+		s, ok := stringValue(item)
+		if !ok {
+			p.note(m.name, "expected strings, got %s", kindName(kindOf(item)))
+			continue
+		}
+		out = append(out, p.sub.expand(s))
+	}
+	return out
+}
+
+// stringOrStrings reads a string or an array of strings.
+func (p *parser) stringOrStrings(m member) []string {
+	if s, ok := stringValue(m.raw); ok {
+		return []string{p.sub.expand(s)}
+	}
+	return p.strings(m)
+}
+
+// boolean sets *dst to m's value when it is a boolean; null leaves it
+// alone; another kind is noted.
+func (p *parser) boolean(m member, dst *bool) {
+	switch k := kindOf(m.raw); k {
+	case kindBool:
+		*dst = bytes.HasPrefix(bytes.TrimSpace(m.raw), []byte("true"))
+	case kindNull:
+	default:
+		p.note(m.name, "expected a boolean, got %s", kindName(k))
+	}
+}
+
+// features reads the features object in file order. An entry's value is
+// an object of options (strings, booleans and numbers, passed as text)
+// or a string, the short form of {"version": value}.
+func (p *parser) features(m member) []Feature {
+	if k := kindOf(m.raw); k != kindObject {
+		if k != kindNull {
+			p.note(m.name, "expected an object, got %s", kindName(k))
+		}
+		return nil
+	}
+	var out []Feature
+	for _, f := range members(m.raw) {
+		id := strings.TrimSpace(f.name)
+		if id == "" {
+			p.note(m.name, "a feature with an empty name is skipped")
+			continue
+		}
+		feat := Feature{ID: id, Options: map[string]string{}}
+		switch kindOf(f.raw) {
+		case kindString:
+			s, _ := stringValue(f.raw)
+			feat.Options["version"] = p.sub.expand(s)
+		case kindObject:
+			for _, o := range members(f.raw) {
+				switch k := kindOf(o.raw); k {
+				case kindString:
+					s, _ := stringValue(o.raw)
+					feat.Options[o.name] = p.sub.expand(s)
+				case kindBool, kindNumber:
+					feat.Options[o.name] = string(bytes.TrimSpace(o.raw))
+				case kindNull:
+				default:
+					p.note("features `"+id+"` option `"+o.name+"`", "expected a string, a boolean or a number, got %s", kindName(k))
+				}
+			}
+		case kindBool:
+			// "feature": true is an old form the reference CLI accepts.
+		case kindNull:
+		default:
+			p.note("features `"+id+"`", "expected an object of options, got %s", kindName(kindOf(f.raw)))
+			continue
+		}
+		out = append(out, feat)
+	}
+	return out
+}
+
+// lifecycle reads one lifecycle hook: a string (run by a shell), an
+// array (a command and its arguments, no shell) or an object of named
+// commands of either form, run in parallel. Variables are substituted in
+// every string.
+func (p *parser) lifecycle(m member) {
+	var cmds []Command
+	one := func(name string, raw json.RawMessage) bool {
+		switch k := kindOf(raw); k {
+		case kindString:
+			s, _ := stringValue(raw)
+			if strings.TrimSpace(s) != "" {
+				cmds = append(cmds, Command{Name: name, Shell: p.sub.expand(s)})
+			}
+		case kindArray:
+			var argv []string
+			var items []json.RawMessage
+			_ = json.Unmarshal(raw, &items)
+			for _, it := range items {
+				s, ok := stringValue(it)
+				if !ok {
+					p.note(m.name, "expected an array of strings, got %s in it", kindName(kindOf(it)))
+					return false
+				}
+				argv = append(argv, p.sub.expand(s))
+			}
+			if len(argv) > 0 {
+				cmds = append(cmds, Command{Name: name, Argv: argv})
+			}
+		case kindNull:
+		default:
+			what := m.name
+			if name != "" {
+				what += " `" + name + "`"
+			}
+			p.note(what, "expected a string or an array, got %s", kindName(k))
+			return false
+		}
+		return true
+	}
+	if kindOf(m.raw) == kindObject {
+		for _, c := range members(m.raw) {
+			one(c.name, c.raw)
+		}
+	} else if !one("", m.raw) {
+		return
+	}
+	if len(cmds) == 0 {
+		return
+	}
+	if p.c.Lifecycle == nil {
+		p.c.Lifecycle = map[string][]Lifecycle{}
+	}
+	p.c.Lifecycle[m.name] = append(p.c.Lifecycle[m.name], Lifecycle{Origin: p.origin, Commands: cmds})
 }
 
 // env reads an object of string values. In remoteEnv (nullMeansUnset) a

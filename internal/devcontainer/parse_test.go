@@ -51,6 +51,7 @@ func TestParse(t *testing.T) {
 				"containerUser": "root", "remoteUser": "dev", "shutdownAction": "none"}`,
 			want: devcontainer.Config{
 				Name: "api", Image: "golang:1.26", Dockerfile: "Dockerfile",
+				Build:           &devcontainer.Build{Dockerfile: "Dockerfile", Context: ".."},
 				WorkspaceFolder: "/src", WorkspaceMount: "type=bind,source=/a,target=/src",
 				ContainerUser: "root", RemoteUser: "dev", ShutdownAction: "none",
 			},
@@ -58,12 +59,12 @@ func TestParse(t *testing.T) {
 		{
 			name: "legacy_dockerFile",
 			in:   `{"dockerFile": "old.Dockerfile"}`,
-			want: devcontainer.Config{Dockerfile: "old.Dockerfile"},
+			want: devcontainer.Config{Dockerfile: "old.Dockerfile", Build: &devcontainer.Build{Dockerfile: "old.Dockerfile"}},
 		},
 		{
 			name: "build_dockerfile_wins_over_legacy_either_order",
 			in:   `{"build": {"dockerfile": "new"}, "dockerFile": "old"}`,
-			want: devcontainer.Config{Dockerfile: "new"},
+			want: devcontainer.Config{Dockerfile: "new", Build: &devcontainer.Build{Dockerfile: "new"}},
 		},
 		{
 			name: "line_and_block_comments",
@@ -122,6 +123,81 @@ func TestParse(t *testing.T) {
 			want: devcontainer.Config{Notes: []string{"devcontainer.json build.dockerfile: expected a string, got an array"}},
 		},
 		{
+			name: "build_all_fields_and_legacy_context",
+			in: `{"build": {"dockerfile": "Dockerfile", "args": {"V": "${localEnv:HOME}", "N": 3}, "target": "dev", "cacheFrom": "x"},
+				"context": ".."}`,
+			want: devcontainer.Config{
+				Dockerfile: "Dockerfile",
+				Build:      &devcontainer.Build{Dockerfile: "Dockerfile", Context: "..", Args: map[string]string{"V": "/home/ada"}, Target: "dev"},
+				Notes:      []string{"devcontainer.json build.args `N`: expected a string, got a number"},
+			},
+		},
+		{
+			name: "build_without_dockerfile_builds_nothing",
+			in:   `{"build": {"context": ".."}, "image": "i"}`,
+			want: devcontainer.Config{Image: "i"},
+		},
+		{
+			name: "features_in_file_order",
+			in: `{"features": {
+				"ghcr.io/devcontainers/features/node:1": {"version": "lts", "nodeGypDependencies": false, "n": 3},
+				"./local": {},
+				"ghcr.io/devcontainers/features/go:1": "1.22",
+				"old": true,
+				"bad": ["x"],
+				"ghcr.io/x/opts:1": {"nested": {"a": 1}, "gone": null},
+			}, "overrideFeatureInstallOrder": ["./local", 7]}`,
+			want: devcontainer.Config{
+				Features: []devcontainer.Feature{
+					{ID: "ghcr.io/devcontainers/features/node:1", Options: map[string]string{"version": "lts", "nodeGypDependencies": "false", "n": "3"}},
+					{ID: "./local", Options: map[string]string{}},
+					{ID: "ghcr.io/devcontainers/features/go:1", Options: map[string]string{"version": "1.22"}},
+					{ID: "old", Options: map[string]string{}},
+					{ID: "ghcr.io/x/opts:1", Options: map[string]string{}},
+				},
+				OverrideFeatureInstallOrder: []string{"./local"},
+				Notes: []string{
+					"devcontainer.json features `bad`: expected an object of options, got an array",
+					"devcontainer.json features `ghcr.io/x/opts:1` option `nested`: expected a string, a boolean or a number, got an object",
+					"devcontainer.json overrideFeatureInstallOrder: expected strings, got a number",
+				},
+			},
+		},
+		{
+			name: "lifecycle_three_forms",
+			in: `{"postCreateCommand": "npm ci && ${containerWorkspaceFolder}/setup",
+				"postStartCommand": ["git", "config", "--global", "safe.directory", "${containerWorkspaceFolder}"],
+				"onCreateCommand": {"deps": "make deps", "tools": ["go", "install", "./..."], "none": null, "bad": 1},
+				"updateContentCommand": "",
+				"postAttachCommand": ["x", 1],
+				"initializeCommand": "echo on the host"}`,
+			want: devcontainer.Config{Lifecycle: map[string][]devcontainer.Lifecycle{
+				"postCreateCommand": {{Origin: "devcontainer.json", Commands: []devcontainer.Command{{Shell: "npm ci && /workspaces/api/setup"}}}},
+				"postStartCommand":  {{Origin: "devcontainer.json", Commands: []devcontainer.Command{{Argv: []string{"git", "config", "--global", "safe.directory", "/workspaces/api"}}}}},
+				"onCreateCommand": {{Origin: "devcontainer.json", Commands: []devcontainer.Command{
+					{Name: "deps", Shell: "make deps"}, {Name: "tools", Argv: []string{"go", "install", "./..."}},
+				}}},
+				"initializeCommand": {{Origin: "devcontainer.json", Commands: []devcontainer.Command{{Shell: "echo on the host"}}}},
+			}, Notes: []string{
+				"devcontainer.json onCreateCommand `bad`: expected a string or an array, got a number",
+				"devcontainer.json postAttachCommand: expected an array of strings, got a number in it",
+			}},
+		},
+		{
+			name: "engine_asks_and_compose",
+			in: `{"capAdd": ["SYS_PTRACE"], "securityOpt": ["seccomp=unconfined"], "privileged": true, "init": true,
+				"updateRemoteUserUID": false, "dockerComposeFile": ["../docker-compose.yml", "compose.dev.yml"], "service": "app"}`,
+			want: devcontainer.Config{
+				CapAdd: []string{"SYS_PTRACE"}, SecurityOpt: []string{"seccomp=unconfined"}, Privileged: true, Init: true,
+				UpdateRemoteUserUID: "false", ComposeFiles: []string{"../docker-compose.yml", "compose.dev.yml"}, Service: "app",
+			},
+		},
+		{
+			name: "compose_file_as_a_string",
+			in:   `{"dockerComposeFile": "docker-compose.yml", "privileged": "yes"}`,
+			want: devcontainer.Config{ComposeFiles: []string{"docker-compose.yml"}, Notes: []string{"devcontainer.json privileged: expected a boolean, got a string"}},
+		},
+		{
 			name: "env",
 			in:   `{"containerEnv": {"B": "2", "A": "1"}, "remoteEnv": {"PATH": "/x:${localEnv:PATH:/usr/bin}", "GONE": null}}`,
 			want: devcontainer.Config{
@@ -144,9 +220,9 @@ func TestParse(t *testing.T) {
 		},
 		{
 			name: "ignored_sorted",
-			in: `{"runArgs": ["--privileged"], "features": {}, "postCreateCommand": "make", "customizations": {"vscode": {}},
-				"forwardPorts": [8080], "capAdd": ["SYS_PTRACE"], "unknownKey": 1, "$schema": "x", "service": "app"}`,
-			want: devcontainer.Config{Ignored: []string{"capAdd", "customizations", "features", "forwardPorts", "postCreateCommand", "runArgs", "service"}},
+			in: `{"runArgs": ["--privileged"], "waitFor": "postCreateCommand", "customizations": {"vscode": {}},
+				"forwardPorts": [8080], "userEnvProbe": "none", "unknownKey": 1, "$schema": "x", "appPort": 3000}`,
+			want: devcontainer.Config{Ignored: []string{"appPort", "customizations", "forwardPorts", "runArgs", "userEnvProbe", "waitFor"}},
 		},
 		{
 			name: "mount_string_forms",
@@ -324,7 +400,7 @@ func TestParse(t *testing.T) {
 				t.Fatalf("Parse: %v", err)
 			}
 			want := tt.want
-			want.Path = path
+			want.Path, want.Dir = path, filepath.Dir(path)
 			if diff := cmp.Diff(&want, got); diff != "" {
 				t.Errorf("Parse(%s) mismatch (-want +got):\n%s", tt.in, diff)
 			}

@@ -92,7 +92,7 @@ type Spec struct {
 	Image string
 	// Build, when set, is the devcontainer's Dockerfile build: its
 	// result is the Recipe's base (Recipe.Base is then BuiltBase).
-	Build *ImageBuild
+	Build *ImageBuild `json:",omitempty"`
 	// Recipe is the image to build when Image is not present; nil when
 	// sandbox-image is used (the executor then makes /sandbox/home
 	// writable itself, since the image may lack it).
@@ -205,6 +205,7 @@ func Resolve(in Input) (Spec, error) {
 		if len(dc.Ignored) > 0 {
 			note("These keys of %s are not applied in the sandbox: %s. Put what they set up into sandbox-packages, sandbox-setup or sandbox-image.", dcFile, strings.Join(dc.Ignored, ", "))
 		}
+		notes = append(notes, engineAsks(dc, dcFile)...)
 		switch action := strings.TrimSpace(dc.ShutdownAction); {
 		case strings.EqualFold(action, "none"):
 		case action == "":
@@ -303,6 +304,45 @@ func Resolve(in Input) (Spec, error) {
 	}
 	sp.Labels = Labels(project, configFile, sp.Hash)
 	return sp, nil
+}
+
+// engineAsks notes what a devcontainer.json asks of the engine that the
+// sandbox never grants, and the parts hutch does not run.
+func engineAsks(dc *devcontainer.Config, dcFile string) []string {
+	var notes []string
+	var asks []string
+	if len(dc.CapAdd) > 0 {
+		asks = append(asks, "capAdd "+strings.Join(dc.CapAdd, ", "))
+	}
+	if len(dc.SecurityOpt) > 0 {
+		asks = append(asks, "securityOpt "+strings.Join(dc.SecurityOpt, ", "))
+	}
+	if dc.Privileged {
+		asks = append(asks, "privileged")
+	}
+	if len(asks) > 0 {
+		notes = append(notes, fmt.Sprintf("%s asks for %s; the sandbox grants no capabilities beyond the engine's defaults, keeps its seccomp and AppArmor profiles and is never privileged, so agents cannot use them to leave it.", dcFile, strings.Join(asks, "; ")))
+	}
+	if len(dc.ComposeFiles) > 0 {
+		notes = append(notes, fmt.Sprintf("%s describes a Docker Compose project (%s); hutch runs one container per project and does not start compose services. Set sandbox-image to the image of the service the agents work in.", dcFile, strings.Join(dc.ComposeFiles, ", ")))
+	}
+	if len(dc.Features) > 0 {
+		ids := make([]string, len(dc.Features))
+		for i, f := range dc.Features {
+			ids[i] = f.ID
+		}
+		notes = append(notes, fmt.Sprintf("The features of %s (%s) are not installed in the sandbox yet. Put what they set up into sandbox-packages, sandbox-setup or sandbox-image.", dcFile, strings.Join(ids, ", ")))
+	}
+	var hooks []string
+	for _, h := range devcontainer.Hooks {
+		if len(dc.Lifecycle[h]) > 0 {
+			hooks = append(hooks, h)
+		}
+	}
+	if len(hooks) > 0 {
+		notes = append(notes, fmt.Sprintf("The lifecycle commands of %s (%s) are not run in the sandbox yet.", dcFile, strings.Join(hooks, ", ")))
+	}
+	return notes
 }
 
 // placed is a mount and where it came from, for notes and refusals.

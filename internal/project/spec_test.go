@@ -43,8 +43,13 @@ func apiDevcontainer() *devcontainer.Config {
 			{Type: "bind", Source: "/home/me/.cache/api//", Target: "/cache/"},
 			{Type: "volume", Target: "/home/me/code/api/node_modules"},
 		},
-		Ignored: []string{"customizations", "features", "forwardPorts"},
-		Notes:   []string{proj + "/.devcontainer/devcontainer.json: mounts entry 4: no target; it is not applied."},
+		Ignored:  []string{"customizations", "forwardPorts"},
+		Features: []devcontainer.Feature{{ID: "ghcr.io/devcontainers/features/go:1", Options: map[string]string{}}},
+		CapAdd:   []string{"SYS_PTRACE"},
+		Lifecycle: map[string][]devcontainer.Lifecycle{
+			"postCreateCommand": {{Origin: "devcontainer.json", Commands: []devcontainer.Command{{Shell: "go mod download"}}}},
+		},
+		Notes: []string{proj + "/.devcontainer/devcontainer.json: mounts entry 4: no target; it is not applied."},
 	}
 }
 
@@ -91,7 +96,7 @@ func TestResolve(t *testing.T) {
 			dc.Image = ""
 			dc.Dockerfile = "Dockerfile"
 			dc.ShutdownAction = "stopContainer"
-			dc.Mounts, dc.Ignored, dc.Notes = nil, nil, nil
+			dc.Mounts, dc.Ignored, dc.Notes, dc.Features, dc.CapAdd, dc.Lifecycle = nil, nil, nil, nil, nil, nil
 			in.Devcontainer = dc
 			return in
 		}, nil},
