@@ -181,7 +181,10 @@ func (p *projectCmd) devcontainer(l *loaded) (*devcontainer.Config, error) {
 }
 
 func (p *projectCmd) parseDevcontainer(l *loaded) (*devcontainer.Config, error) {
-	return devcontainer.Parse(l.dcPath, l.dcData, devcontainer.Vars{LocalWorkspaceFolder: l.dir, Getenv: func(k string) (string, bool) {
+	// The id labels are the ones the sandbox is stamped with
+	// (project.Labels), as an editor stamps its container.
+	id := devcontainer.ID(map[string]string{project.LabelLocalFolder: l.dir, project.LabelConfigFile: l.dcPath})
+	return devcontainer.Parse(l.dcPath, l.dcData, devcontainer.Vars{LocalWorkspaceFolder: l.dir, DevcontainerID: id, Getenv: func(k string) (string, bool) {
 		v := p.g.env(k)
 		return v, v != ""
 	}})

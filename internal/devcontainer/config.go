@@ -149,6 +149,9 @@ type Vars struct {
 	LocalWorkspaceFolder string
 	// Getenv looks up ${localEnv:VAR}; nil finds nothing.
 	Getenv func(string) (string, bool)
+	// DevcontainerID is ${devcontainerId} (see ID); "" keeps the
+	// variable as written.
+	DevcontainerID string
 }
 
 // IdentityMapped reports whether the container sees the project at the
