@@ -29,7 +29,7 @@ import (
 )
 
 func newProjectCmd(g *globals) *cobra.Command {
-	var dir string
+	var dir, config string
 	cmd := &cobra.Command{
 		Use:   "project",
 		Short: "One shared sandbox container per checkout, for you and your agents",
@@ -54,7 +54,8 @@ Settings live in <config-dir>/hutch/settings.json ($HUTCH_CONFIG_DIR), never
 in the project: see hutch project settings.`,
 	}
 	cmd.PersistentFlags().StringVarP(&dir, "dir", "C", "", "act on the project holding this directory (default: the current directory)")
-	p := &projectCmd{g: g, dir: &dir}
+	cmd.PersistentFlags().StringVar(&config, "config", "", "the devcontainer.json to use, e.g. .devcontainer/cuda/devcontainer.json (default: .devcontainer/devcontainer.json, .devcontainer.json)")
+	p := &projectCmd{g: g, dir: &dir, config: &config}
 	cmd.AddCommand(p.upCmd(), p.shellCmd(), p.execCmd(), p.statusCmd(), p.stopCmd(), p.rebuildCmd(), p.downCmd(),
 		p.settingsCmd(), p.trustCmd(), p.worktreeCmd(), p.mcpCmd(), p.enableCmd(true), p.enableCmd(false))
 	return cmd
@@ -63,6 +64,8 @@ in the project: see hutch project settings.`,
 type projectCmd struct {
 	g   *globals
 	dir *string
+	// config is --config: a devcontainer.json chosen by path.
+	config *string
 }
 
 // loaded is one project with everything its commands need.
@@ -135,7 +138,14 @@ func (p *projectCmd) settings() (*loaded, error) {
 		l.notes = append(l.notes, notes...)
 	}
 	l.settings = project.Effective(s, dir)
-	if rel, ok := devcontainer.Find(func(rel string) bool {
+	if *p.config != "" {
+		if l.dcPath, err = p.chosenConfig(); err != nil {
+			return nil, err
+		}
+		if l.dcData, err = os.ReadFile(l.dcPath); err != nil {
+			return nil, err
+		}
+	} else if rel, ok := devcontainer.Find(func(rel string) bool {
 		fi, err := os.Stat(filepath.Join(dir, rel))
 		return err == nil && fi.Mode().IsRegular()
 	}); ok {
@@ -145,6 +155,29 @@ func (p *projectCmd) settings() (*loaded, error) {
 		}
 	}
 	return l, nil
+}
+
+// chosenConfig is --config as an absolute path, symlinks resolved (the
+// labels and the trust store name the file itself), after checking it
+// is a regular file.
+func (p *projectCmd) chosenConfig() (string, error) {
+	path, err := filepath.Abs(*p.config)
+	if err != nil {
+		return "", err
+	}
+	if real, err := filepath.EvalSymlinks(path); err == nil {
+		path = real
+	}
+	fi, err := os.Stat(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return "", errdefs.New(errdefs.ErrNotFound, fmt.Sprintf("--config %s: no such file.", *p.config))
+	case err != nil:
+		return "", fmt.Errorf("--config %s: %w", *p.config, err)
+	case !fi.Mode().IsRegular():
+		return "", errdefs.New(errdefs.ErrInvalid, fmt.Sprintf("--config %s is not a file; name a devcontainer.json.", *p.config))
+	}
+	return path, nil
 }
 
 // devcontainer returns the parsed devcontainer.json when it applies.
@@ -184,7 +217,9 @@ func (p *projectCmd) parseDevcontainer(l *loaded) (*devcontainer.Config, error) 
 	// The id labels are the ones the sandbox is stamped with
 	// (project.Labels), as an editor stamps its container.
 	id := devcontainer.ID(map[string]string{project.LabelLocalFolder: l.dir, project.LabelConfigFile: l.dcPath})
-	return devcontainer.Parse(l.dcPath, l.dcData, devcontainer.Vars{LocalWorkspaceFolder: l.dir, DevcontainerID: id, Getenv: func(k string) (string, bool) {
+	// The project is mounted at its own path, so that is where
+	// ${containerWorkspaceFolder} is.
+	return devcontainer.Parse(l.dcPath, l.dcData, devcontainer.Vars{LocalWorkspaceFolder: l.dir, ContainerWorkspaceFolder: l.dir, DevcontainerID: id, Getenv: func(k string) (string, bool) {
 		v := p.g.env(k)
 		return v, v != ""
 	}})
@@ -201,8 +236,11 @@ func bindSources(dc *devcontainer.Config) []string {
 	return out
 }
 
-// load resolves the project fully and connects to the engine.
-func (p *projectCmd) load(ctx context.Context) (*loaded, error) {
+// load resolves the project fully and connects to the engine. When
+// lenient is set (status, stop, down) a devcontainer.json the sandbox
+// would refuse does not stop the command: it acts on the sandbox as
+// named by the project alone, and the refusal becomes a note.
+func (p *projectCmd) load(ctx context.Context, lenient bool) (*loaded, error) {
 	l, err := p.settings()
 	if err != nil {
 		return nil, err
@@ -222,11 +260,17 @@ func (p *projectCmd) load(ctx context.Context) (*loaded, error) {
 	l.eng = eng
 	name := project.ContainerName(l.dir)
 	layout := svc.Layout()
-	spec, err := project.Resolve(project.Input{
+	in := project.Input{
 		Project: l.dir, Home: p.home(), HostUID: os.Getuid(), HostGID: os.Getgid(),
 		Settings: l.settings, Devcontainer: dc, Flavor: string(eng.Flavor), Rootless: eng.Flavor == engine.FlavorPodman && rootless(ctx, eng),
 		RelayDir: box.RelayDir(layout.StateDir, name),
-	})
+	}
+	spec, err := project.Resolve(in)
+	if err != nil && dc != nil && lenient {
+		l.notes = append(l.notes, fmt.Sprintf("%s is not applied: %v", l.dcPath, err))
+		in.Devcontainer = nil
+		spec, err = project.Resolve(in)
+	}
 	if err != nil {
 		_ = eng.Close()
 		return nil, err
@@ -289,7 +333,7 @@ func (p *projectCmd) onProject(enabled bool, fn func(ctx context.Context, l *loa
 // open loads the project for a command and, when enabled is set, refuses
 // a project whose sandbox is off. The caller closes l.eng.
 func (p *projectCmd) open(ctx context.Context, enabled bool) (*loaded, error) {
-	l, err := p.load(ctx)
+	l, err := p.load(ctx, !enabled)
 	if err != nil {
 		return nil, err
 	}
@@ -604,7 +648,7 @@ func (p *projectCmd) runAgent(ctx context.Context, argv []string, dir string, sh
 	}
 	if t == nil {
 		var full *loaded
-		if full, err = p.load(ctx); err == nil {
+		if full, err = p.load(ctx, false); err == nil {
 			l = full
 			defer func() { _ = full.eng.Close() }()
 			t, err = p.up(ctx, l, false)
@@ -942,7 +986,7 @@ it act on the project's sandbox.`,
 		Args:    cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			l, err := p.load(ctx)
+			l, err := p.load(ctx, false)
 			if err != nil {
 				return err
 			}

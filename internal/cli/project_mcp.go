@@ -96,7 +96,7 @@ func (p *projectCmd) serveMCP(ctx context.Context, port int, printConfig bool) e
 	if err != nil {
 		return err
 	}
-	l, err := p.load(ctx)
+	l, err := p.load(ctx, false)
 	if err != nil {
 		return err
 	}

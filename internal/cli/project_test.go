@@ -258,3 +258,36 @@ func TestProject_SettingsSetUnset(t *testing.T) {
 		t.Error("settings set wrote inside the project")
 	}
 }
+
+// TestProject_Config: --config picks a devcontainer.json in a subfolder,
+// as the reference CLI's flag does; it is trusted on its own, and a
+// missing one is named.
+func TestProject_Config(t *testing.T) {
+	e, proj, _ := projectEnv(t)
+	cuda := filepath.Join(proj, ".devcontainer", "cuda", "devcontainer.json")
+	if err := os.MkdirAll(filepath.Dir(cuda), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(cuda, []byte(`{"image": "nvidia/cuda:12.4.0-devel-ubuntu22.04"}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out := e.ok("project", "-C", proj, "settings"); strings.Contains(out, cuda) {
+		t.Errorf("without --config a file in a subfolder was used:\n%s", out)
+	}
+	if out := e.ok("project", "-C", proj, "--config", cuda, "settings"); !strings.Contains(out, cuda+" is new or changed since you last approved it") {
+		t.Errorf("--config file not read:\n%s", out)
+	}
+	if out := e.ok("project", "-C", proj, "--config", cuda, "trust"); !strings.HasPrefix(out, "Approved "+cuda+" (sha256 ") {
+		t.Errorf("trust --config printed %q", out)
+	}
+	if out := e.ok("project", "-C", proj, "--config", cuda, "settings"); strings.Contains(out, "not applied") {
+		t.Errorf("trusted --config file still noted:\n%s", out)
+	}
+	missing := filepath.Join(proj, ".devcontainer", "gpu", "devcontainer.json")
+	if _, errOut, code := e.run("", "project", "-C", proj, "--config", missing, "settings"); code == 0 || !strings.Contains(errOut, "--config "+missing+": no such file.") {
+		t.Errorf("missing --config: exit %d %s", code, errOut)
+	}
+	if _, errOut, code := e.run("", "project", "-C", proj, "--config", filepath.Dir(cuda), "settings"); code == 0 || !strings.Contains(errOut, "is not a file; name a devcontainer.json.") {
+		t.Errorf("--config of a folder: exit %d %s", code, errOut)
+	}
+}

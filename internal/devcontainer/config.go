@@ -152,6 +152,11 @@ type Vars struct {
 	// DevcontainerID is ${devcontainerId} (see ID); "" keeps the
 	// variable as written.
 	DevcontainerID string
+	// ContainerWorkspaceFolder, when set, is ${containerWorkspaceFolder}
+	// whatever the file's workspaceFolder says: where the caller really
+	// mounts the project. Unset, it is the file's workspaceFolder or the
+	// spec's default, /workspaces/<basename>.
+	ContainerWorkspaceFolder string
 }
 
 // IdentityMapped reports whether the container sees the project at the

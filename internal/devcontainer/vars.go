@@ -52,10 +52,12 @@ type substituter struct {
 	// kept verbatim.
 	container                      bool
 	containerFolder, containerBase string
+	// mounted is Vars.ContainerWorkspaceFolder.
+	mounted string
 }
 
 func newSubstituter(vars Vars) *substituter {
-	s := &substituter{local: vars.LocalWorkspaceFolder, getenv: vars.Getenv, id: vars.DevcontainerID}
+	s := &substituter{local: vars.LocalWorkspaceFolder, getenv: vars.Getenv, id: vars.DevcontainerID, mounted: vars.ContainerWorkspaceFolder}
 	if s.local != "" {
 		s.localBase = filepath.Base(s.local)
 	}
@@ -68,6 +70,9 @@ func newSubstituter(vars Vars) *substituter {
 func (s *substituter) setContainerFolder(workspaceFolder string) {
 	s.container = true
 	s.containerFolder = workspaceFolder
+	if s.mounted != "" {
+		s.containerFolder = s.mounted
+	}
 	if s.containerFolder == "" {
 		s.containerFolder = path.Join(defaultWorkspaces, s.localBase)
 	}

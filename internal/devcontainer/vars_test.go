@@ -73,3 +73,21 @@ func TestExpandContainerEnv(t *testing.T) {
 		}
 	}
 }
+
+// TestParse_MountedWorkspaceFolder: where the caller mounts the project
+// is what ${containerWorkspaceFolder} means, whatever the file's
+// workspaceFolder says; the file's own value is kept for the caller to
+// compare.
+func TestParse_MountedWorkspaceFolder(t *testing.T) {
+	v := vars()
+	v.ContainerWorkspaceFolder = project
+	c, err := devcontainer.Parse(path, []byte(`{"workspaceFolder": "/workspace",
+		"mounts": ["source=nm,target=${containerWorkspaceFolder}/node_modules,type=volume"],
+		"containerEnv": {"B": "${containerWorkspaceFolderBasename}"}}`), v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.WorkspaceFolder != "/workspace" || c.Mounts[0].Target != project+"/node_modules" || c.ContainerEnv["B"] != "api" {
+		t.Errorf("got workspaceFolder %q, mount target %q, basename %q", c.WorkspaceFolder, c.Mounts[0].Target, c.ContainerEnv["B"])
+	}
+}

@@ -33,6 +33,10 @@ type Mount struct {
 	// Target is the absolute path inside the container.
 	Target   string
 	ReadOnly bool
+	// Origin says where the mount was asked for (the devcontainer.json,
+	// "sandbox-mount in <settings file>"), for messages; "" for hutch's
+	// own. It does not shape the container.
+	Origin string `json:"-"`
 }
 
 // String is the mount in the engine's -v form (source:target[:ro]),

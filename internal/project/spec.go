@@ -206,6 +206,9 @@ func Resolve(in Input) (Spec, error) {
 			note("These keys of %s are not applied in the sandbox: %s. Put what they set up into sandbox-packages, sandbox-setup or sandbox-image.", dcFile, strings.Join(dc.Ignored, ", "))
 		}
 		notes = append(notes, engineAsks(dc, dcFile)...)
+		if n := workspaceNote(dc, dcFile, project); n != "" {
+			notes = append(notes, n)
+		}
 		switch action := strings.TrimSpace(dc.ShutdownAction); {
 		case strings.EqualFold(action, "none"):
 		case action == "":
@@ -345,6 +348,24 @@ func engineAsks(dc *devcontainer.Config, dcFile string) []string {
 	return notes
 }
 
+// workspaceNote says where the project is when the file puts it
+// elsewhere than its own path, and the two lines that make an editor
+// mount it as hutch does; "" when the file already does.
+func workspaceNote(dc *devcontainer.Config, dcFile, project string) string {
+	if dc.IdentityMapped(project) {
+		return ""
+	}
+	where := dc.WorkspaceFolder
+	how := "its workspaceFolder"
+	if where == "" {
+		where = path.Join("/workspaces", path.Base(project))
+		how = "the spec's default workspace folder"
+	}
+	return fmt.Sprintf("%s puts the project at %s (%s); the sandbox mounts it at its own path, %s, so that paths and git worktrees agree inside and out, and commands start there (${containerWorkspaceFolder} is that path too). To have editors do the same, set in %s:\n"+
+		"  \"workspaceMount\": \"source=${localWorkspaceFolder},target=${localWorkspaceFolder},type=bind\",\n"+
+		"  \"workspaceFolder\": \"${localWorkspaceFolder}\"", dcFile, where, how, project, dcFile)
+}
+
 // placed is a mount and where it came from, for notes and refusals.
 type placed struct {
 	Mount
@@ -384,7 +405,7 @@ func resolveMounts(in Input, project, dcFile string) ([]Mount, []string, error) 
 	if dc := in.Devcontainer; dc != nil {
 		advice := fmt.Sprintf("Remove it from the mounts in %s, or set sandbox-devcontainer to false to ignore that file.", dcFile)
 		for _, d := range dc.Mounts {
-			m := Mount{Type: d.Type, Source: d.Source, Target: d.Target, ReadOnly: d.ReadOnly}
+			m := Mount{Type: d.Type, Source: d.Source, Target: d.Target, ReadOnly: d.ReadOnly, Origin: dcFile}
 			if m.Type == MountBind && path.IsAbs(m.Source) {
 				m.Source = path.Clean(m.Source)
 			}
@@ -405,6 +426,7 @@ func resolveMounts(in Input, project, dcFile string) ([]Mount, []string, error) 
 		if err != nil {
 			return nil, nil, errdefs.New(errdefs.ErrInvalid, fmt.Sprintf("%s Fix it in sandbox-mount in %s.", err.Error(), source))
 		}
+		m.Origin = "sandbox-mount in " + source
 		if err := check(m, "sandbox-mount", fmt.Sprintf("Remove it from sandbox-mount in %s.", source)); err != nil {
 			return nil, nil, err
 		}

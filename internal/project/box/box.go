@@ -432,7 +432,11 @@ func (b *Box) create(ctx context.Context) error {
 		} else if _, err := os.Stat(m.Source); err != nil {
 			// An engine would create a missing bind source as an empty
 			// root-owned directory; say what is missing instead.
-			return errdefs.New(errdefs.ErrInvalid, fmt.Sprintf("Mount source %s does not exist (mount at %s); create it or remove the mount from the settings.", m.Source, m.Target))
+			origin := m.Origin
+			if origin == "" {
+				origin = "the settings"
+			}
+			return errdefs.New(errdefs.ErrInvalid, fmt.Sprintf("Mount source %s does not exist (mount at %s, from %s); create it or remove the mount from %s.", m.Source, m.Target, origin, origin))
 		}
 		mounts = append(mounts, mt)
 	}
