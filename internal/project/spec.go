@@ -76,8 +76,8 @@ type Input struct {
 type ImageBuild struct {
 	// Dockerfile and Context are absolute paths inside the project.
 	Dockerfile, Context string
-	Args               map[string]string
-	Target             string
+	Args                map[string]string
+	Target              string
 	// Tag is what the result is tagged: hutch-devcontainer:<hash of the
 	// project and the build's inputs as written>.
 	Tag string
