@@ -1,0 +1,4 @@
+#!/bin/bash
+set -euxo pipefail
+
+corepack enable pnpm
