@@ -106,6 +106,15 @@ type Spec struct {
 	// Env is the container's environment, in order; HOME is always set,
 	// and is also what every exec gets.
 	Env []EnvVar
+	// RemoteEnv is what every command gets on top of Env: the
+	// devcontainer's remoteEnv, never part of the container's
+	// configuration (a value from ${localEnv:...} may be a secret). A
+	// value may still hold ${containerEnv:...}, filled from the
+	// container's environment when a command runs.
+	RemoteEnv []EnvVar `json:",omitempty"`
+	// Lifecycle are the devcontainer's lifecycle commands the sandbox
+	// runs, by hook (initializeCommand never: it is the host's).
+	Lifecycle map[string][]devcontainer.Lifecycle `json:",omitempty"`
 	// User is the user the container runs as, as the engine's --user.
 	User string
 	// UsernsKeepID maps the caller's ids into the container unchanged
@@ -254,8 +263,11 @@ func Resolve(in Input) (Spec, error) {
 	notes = append(notes, mn...)
 
 	// Env.
-	env, en := resolveEnv(st, dc, dcFile)
-	sp.Env = env
+	env, remote, en := resolveEnv(st, dc, dcFile)
+	sp.Env, sp.RemoteEnv = env, remote
+	if dc != nil {
+		sp.Lifecycle = lifecycle(dc, dcFile, note)
+	}
 	notes = append(notes, en...)
 
 	// User.
@@ -335,15 +347,6 @@ func engineAsks(dc *devcontainer.Config, dcFile string) []string {
 			ids[i] = f.ID
 		}
 		notes = append(notes, fmt.Sprintf("The features of %s (%s) are not installed in the sandbox yet. Put what they set up into sandbox-packages, sandbox-setup or sandbox-image.", dcFile, strings.Join(ids, ", ")))
-	}
-	var hooks []string
-	for _, h := range devcontainer.Hooks {
-		if len(dc.Lifecycle[h]) > 0 {
-			hooks = append(hooks, h)
-		}
-	}
-	if len(hooks) > 0 {
-		notes = append(notes, fmt.Sprintf("The lifecycle commands of %s (%s) are not run in the sandbox yet.", dcFile, strings.Join(hooks, ", ")))
 	}
 	return notes
 }
@@ -490,28 +493,34 @@ func (e *env) unset(name string) (string, bool) {
 	return "", false
 }
 
-func resolveEnv(st Resolved, dc *devcontainer.Config, dcFile string) ([]EnvVar, []string) {
-	var e env
-	var notes []string
+// resolveEnv is the container's environment (containerEnv, then
+// sandbox-env, then HOME) and the environment each command gets on top
+// of it (remoteEnv, less what sandbox-env or HOME decide).
+func resolveEnv(st Resolved, dc *devcontainer.Config, dcFile string) (container, remote []EnvVar, notes []string) {
+	var e, r env
 	if dc != nil {
 		for _, part := range []struct {
 			key  string
 			vars map[string]string
-		}{{"containerEnv", dc.ContainerEnv}, {"remoteEnv", dc.RemoteEnv}} {
+			to   *env
+		}{{"containerEnv", dc.ContainerEnv, &e}, {"remoteEnv", dc.RemoteEnv, &r}} {
 			for _, name := range sortedKeys(part.vars) {
 				value := part.vars[name]
 				switch {
 				case !envName.MatchString(name):
 					notes = append(notes, fmt.Sprintf("%s in %s sets %q, which is not a variable name (letters, digits and '_', not starting with a digit); it is not applied.", part.key, dcFile, name))
-				case strings.Contains(value, "${containerEnv:"):
-					notes = append(notes, fmt.Sprintf("%s in %s sets %s from ${containerEnv:...}, which hutch cannot know before the container exists; it is not applied. Set it in sandbox-env if the agents need it.", part.key, dcFile, name))
+				case part.key == "containerEnv" && strings.Contains(value, "${containerEnv:"):
+					notes = append(notes, fmt.Sprintf("containerEnv in %s sets %s from ${containerEnv:...}, which only remoteEnv may use; it is not applied. Move it to remoteEnv.", dcFile, name))
 				default:
-					e.set(name, value)
+					part.to.set(name, value)
 				}
 			}
 		}
 	}
 	dcHome, dcSetHome := e.unset("HOME")
+	if h, ok := r.unset("HOME"); ok && !dcSetHome {
+		dcHome, dcSetHome = h, true
+	}
 	userHome := false
 	for i, raw := range st.Env {
 		if strings.TrimSpace(raw) == "" {
@@ -529,6 +538,8 @@ func resolveEnv(st Resolved, dc *devcontainer.Config, dcFile string) ([]EnvVar, 
 		}
 		userHome = userHome || name == "HOME"
 		e.set(name, value)
+		// The settings win over the file, for every command too.
+		r.unset(name)
 	}
 	if !userHome {
 		if dcSetHome && dcHome != HomeTarget {
@@ -536,7 +547,38 @@ func resolveEnv(st Resolved, dc *devcontainer.Config, dcFile string) ([]EnvVar, 
 		}
 		e.set("HOME", HomeTarget)
 	}
-	return e, notes
+	return e, r, notes
+}
+
+// lifecycle is what the sandbox runs of the file's lifecycle commands:
+// every hook but initializeCommand, which runs on the host and is
+// refused with a note.
+func lifecycle(dc *devcontainer.Config, dcFile string, note func(string, ...any)) map[string][]devcontainer.Lifecycle {
+	var out map[string][]devcontainer.Lifecycle
+	for _, h := range devcontainer.Hooks {
+		entries := dc.Lifecycle[h]
+		if len(entries) == 0 {
+			continue
+		}
+		if h == "initializeCommand" {
+			note("%s has an initializeCommand, which runs on the host; hutch never runs a project's commands on the host (agents can edit the project), so it is not run. Run it yourself if the project needs it.", dcFile)
+			continue
+		}
+		if out == nil {
+			out = map[string][]devcontainer.Lifecycle{}
+		}
+		out[h] = entries
+	}
+	if len(out) > 0 {
+		var hooks []string
+		for _, h := range devcontainer.Hooks {
+			if len(out[h]) > 0 {
+				hooks = append(hooks, h)
+			}
+		}
+		note("The lifecycle commands of %s (%s) are not run in the sandbox yet.", dcFile, strings.Join(hooks, ", "))
+	}
+	return out
 }
 
 func resolveUser(st Resolved, dc *devcontainer.Config, dcFile, host string) (string, []string) {

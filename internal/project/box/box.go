@@ -22,6 +22,7 @@ import (
 	"github.com/hutchsandbox/hutch/internal/agent"
 	"github.com/hutchsandbox/hutch/internal/agentbin"
 	"github.com/hutchsandbox/hutch/internal/beneath"
+	"github.com/hutchsandbox/hutch/internal/devcontainer"
 	"github.com/hutchsandbox/hutch/internal/egress"
 	"github.com/hutchsandbox/hutch/internal/engine"
 	"github.com/hutchsandbox/hutch/internal/errdefs"
@@ -154,6 +155,8 @@ type containerState struct {
 	// entrypoint is what the container runs (the agent's flags).
 	networkMode string
 	entrypoint  []string
+	// env is the container's environment (the image's and its own).
+	env []string
 }
 
 func (b *Box) inspect(ctx context.Context, nameOrID string) (containerState, error) {
@@ -173,6 +176,7 @@ func (b *Box) inspect(ctx context.Context, nameOrID string) (containerState, err
 		st.labels = c.Config.Labels
 		st.image = c.Config.Image
 		st.entrypoint = c.Config.Entrypoint
+		st.env = c.Config.Env
 	}
 	if c.HostConfig != nil {
 		st.networkMode = string(c.HostConfig.NetworkMode)
@@ -254,7 +258,7 @@ func (b *Box) Up(ctx context.Context) (*Target, error) {
 	if err != nil {
 		return nil, err
 	}
-	t := &Target{Name: b.spec.Name, ID: st.id, Workdir: b.spec.Workdir, Env: b.env(), User: b.spec.User, Notes: notes, agent: cl}
+	t := &Target{Name: b.spec.Name, ID: st.id, Workdir: b.spec.Workdir, Env: b.execEnv(st.env), User: b.spec.User, Notes: notes, agent: cl}
 	if err := b.waitAgent(ctx, t); err != nil {
 		return nil, err
 	}
@@ -317,7 +321,45 @@ func (b *Box) created(ctx context.Context) (containerState, error) {
 // does not fail because its progress could not be shown.
 func (b *Box) stage(s string) { _, _ = fmt.Fprintln(b.opts.Progress, s) }
 
-// env is the environment of every command: the spec's, with HOME.
+// execEnv is the environment of every command: the container's (env,
+// as the engine reports it) and on top of it the spec's, HOME included,
+// then the devcontainer's remoteEnv, whose ${containerEnv:VAR} are
+// filled from the container's environment.
+func (b *Box) execEnv(containerEnv []string) []string {
+	out := b.env()
+	lookup := func(name string) (string, bool) {
+		for i := len(out) - 1; i >= 0; i-- {
+			if k, v, _ := strings.Cut(out[i], "="); k == name {
+				return v, true
+			}
+		}
+		for i := len(containerEnv) - 1; i >= 0; i-- {
+			if k, v, _ := strings.Cut(containerEnv[i], "="); k == name {
+				return v, true
+			}
+		}
+		return "", false
+	}
+	var remote []string
+	for _, kv := range b.spec.RemoteEnv {
+		remote = append(remote, kv.Name+"="+devcontainer.ExpandContainerEnv(kv.Value, lookup))
+	}
+	return append(out, remote...)
+}
+
+// needsContainerEnv reports whether a remoteEnv value can only be known
+// from the container's environment, which the warm path does not ask
+// the engine for.
+func (b *Box) needsContainerEnv() bool {
+	for _, kv := range b.spec.RemoteEnv {
+		if strings.Contains(kv.Value, "${containerEnv:") {
+			return true
+		}
+	}
+	return false
+}
+
+// env is the container's configured environment: the spec's, with HOME.
 func (b *Box) env() []string {
 	out := make([]string, 0, len(b.spec.Env)+1)
 	for _, kv := range b.spec.Env {
@@ -669,14 +711,14 @@ func (b *Box) agentClient() (*agent.Client, error) {
 // the container relaying: only Up asks the engine what the container is.
 func (b *Box) Attach(ctx context.Context) *Target {
 	relays := b.relaysRecorded()
-	if b.spec.Egress.Proxied() && !relays {
+	if (b.spec.Egress.Proxied() && !relays) || b.needsContainerEnv() {
 		return nil
 	}
 	cl, err := b.agentClient()
 	if err != nil {
 		return nil
 	}
-	t := &Target{Name: b.spec.Name, Workdir: b.spec.Workdir, Env: b.env(), User: b.spec.User, agent: cl}
+	t := &Target{Name: b.spec.Name, Workdir: b.spec.Workdir, Env: b.execEnv(nil), User: b.spec.User, agent: cl}
 	pctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
 	if _, err := t.agent.Ping(pctx); err != nil {

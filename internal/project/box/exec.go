@@ -18,15 +18,32 @@ import (
 	"github.com/hutchsandbox/hutch/internal/sandbox"
 )
 
-// LoginShell is what `hutch project shell` runs: bash as a login shell
-// when the image has it, else sh.
-var LoginShell = []string{"/bin/sh", "-c", "command -v bash >/dev/null 2>&1 && exec bash -l || exec sh -l"}
+// keepPath is the part of a command's wrapper that runs inside the login
+// shell, after its profile: a profile such as Debian's sets PATH from
+// scratch, which drops what the image put there (/usr/local/go/bin in a
+// golang image), so every entry of the PATH the container had
+// (HUTCH_IMAGE_PATH) that the profile left out is appended. Globbing is
+// off while the entries are split on ':'.
+const keepPath = `set -f; IFS=:; for d in $HUTCH_IMAGE_PATH; do [ -n "$d" ] || continue; case ":$PATH:" in *":$d:"*) ;; *) PATH="$PATH:$d" ;; esac; done; unset IFS HUTCH_IMAGE_PATH; set +f; export PATH; `
 
-// loginExec runs argv in a login shell, so the image's profile (PATH)
-// applies, passing every argument as it is: argv never goes through a
-// shell's parser, whatever bytes it holds.
+// withImagePath wraps a login shell's script: the outer shell, which
+// still has the container's environment, hands its PATH on to the login
+// shell, which restores it after the profile (keepPath).
+func withImagePath(script string) []string {
+	return []string{"/bin/sh", "-c", `HUTCH_IMAGE_PATH="$PATH" exec /bin/sh -lc '` + keepPath + script + `' sh "$@"`, "sh"}
+}
+
+// LoginShell is what `hutch project shell` runs: the profile read by a
+// login sh, the image's PATH kept (withImagePath), then bash when the
+// image has it, else sh.
+var LoginShell = withImagePath(`command -v bash >/dev/null 2>&1 && exec bash; exec sh`)
+
+// loginExec runs argv after a login shell's profile, so what the image's
+// profile sets applies, with the image's PATH kept (withImagePath),
+// passing every argument as it is: argv never goes through a shell's
+// parser, whatever bytes it holds.
 func loginExec(argv []string) []string {
-	return append([]string{"/bin/sh", "-lc", `exec "$@"`, "sh"}, argv...)
+	return append(withImagePath(`exec "$@"`), argv...)
 }
 
 // IO is a command's standard streams.

@@ -43,6 +43,9 @@ type fixture struct {
 	project, name string
 
 	progress syncBuffer
+	// extraEnv is added to the environment of the hutch processes the
+	// fixture runs.
+	extraEnv []string
 }
 
 // newFixture makes a project dir named after the test (with an empty .git
@@ -185,13 +188,13 @@ func mustRun(t *testing.T, tg *box.Target, dir string, argv ...string) string {
 
 // env is the environment of a hutch process of this fixture's user.
 func (f *fixture) env() []string {
-	return append(os.Environ(),
+	return append(append(os.Environ(),
 		"HOME="+f.home,
 		"HUTCH_CONFIG_DIR="+f.config,
 		"HUTCH_STATE_DIR="+f.state,
 		"HUTCH_RUN_DIR="+f.run,
 		"HUTCH_AGENT_BINARY="+f.bin,
-	)
+	), f.extraEnv...)
 }
 
 // command is `hutch project -C <project> args...` as this fixture's user,
