@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"regexp"
 	"strings"
 
 	"github.com/moby/moby/api/types/build"
@@ -46,9 +45,12 @@ func BuildDockerfile(ctx context.Context, cli *client.Client, dockerfile []byte,
 }
 
 // streamBuild copies a build's JSON message stream to out as lines and
-// returns an error naming the failed step and the engine's message.
+// returns an error naming the failed step and the engine's message. It
+// reads both builders' streams: the classic builder's (and Podman's)
+// "Step N/M" lines, and BuildKit's trace messages (buildkit.go).
 func streamBuild(r io.Reader, out io.Writer) error {
 	p := NewProgress(out)
+	bk := newBuildkitPrinter(out)
 	step := ""
 	dec := json.NewDecoder(r)
 	for {
@@ -59,6 +61,13 @@ func streamBuild(r io.Reader, out io.Writer) error {
 		}
 		if err != nil {
 			return fmt.Errorf("reading the build's progress: %w", err)
+		}
+		if msg.ID == buildkitTraceID && msg.Aux != nil {
+			bk.aux(*msg.Aux)
+			if bk.failed != "" {
+				step = bk.failed
+			}
+			continue
 		}
 		if s := stepOf(msg.Stream); s != "" {
 			step = s
@@ -74,7 +83,11 @@ func streamBuild(r io.Reader, out io.Writer) error {
 	}
 }
 
-var stepRE = lazyregexp.New(`(?m)^(Step \d+/\d+ : .*)$`)
+var (
+	stepRE = lazyregexp.New(`(?m)^(Step \d+/\d+ : .*)$`)
+	// Podman's, "[2/3] STEP 1/4: RUN make" in a multi-stage build.
+	podmanStepRE = lazyregexp.New(`(?m)^(?:\[\d+/\d+\] )?(STEP \d+/\d+: .*)$`)
+)
 
 // stepOf returns the "Step N/M : INSTRUCTION" line in a build message, if
 // any (the legacy builder's; Podman prints "STEP N/M: ...").
@@ -82,7 +95,7 @@ func stepOf(s string) string {
 	if m := stepRE.FindStringSubmatch(s); m != nil {
 		return strings.TrimSpace(m[1])
 	}
-	if m := regexp.MustCompile(`(?m)^(STEP \d+/\d+: .*)$`).FindStringSubmatch(s); m != nil {
+	if m := podmanStepRE.FindStringSubmatch(s); m != nil {
 		return strings.TrimSpace(m[1])
 	}
 	return ""
