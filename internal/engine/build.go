@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/moby/moby/api/types/build"
 	"github.com/moby/moby/api/types/jsonstream"
@@ -74,13 +75,43 @@ func streamBuild(r io.Reader, out io.Writer) error {
 		}
 		if msg.Error != nil {
 			p.Flush()
+			text := shortenCommands(strings.TrimSpace(msg.Error.Message))
 			if step == "" {
-				return fmt.Errorf("image build failed: %s", msg.Error.Message)
+				return fmt.Errorf("image build failed: %s", text)
 			}
-			return fmt.Errorf("image build failed at %s: %s", step, msg.Error.Message)
+			return fmt.Errorf("image build failed at %s: %s", shorten(step, maxStepText), text)
 		}
 		p.Print(msg)
 	}
+}
+
+// maxStepText is how much of a failed step an error quotes: a RUN step
+// can be a script, which the progress above the error shows whole.
+const maxStepText = 120
+
+// shorten cuts s to n bytes (at a rune boundary) with an ellipsis.
+func shorten(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
+}
+
+// commandRE finds the command the classic builder quotes in its error
+// ("The command '/bin/sh -c ...' returned a non-zero code: 1") and the
+// one BuildKit does ("executor failed running [/bin/sh -c ...]").
+var commandRE = lazyregexp.New(`('/bin/sh -c |\[/bin/sh -c )(.*?)(' returned|\]: )`)
+
+// shortenCommands cuts the commands an engine's error quotes to
+// maxStepText.
+func shortenCommands(msg string) string {
+	return commandRE.ReplaceAllStringFunc(msg, func(m string) string {
+		sub := commandRE.FindStringSubmatch(m)
+		return sub[1] + shorten(sub[2], maxStepText) + sub[3]
+	})
 }
 
 var (

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"bytes"
+	"io"
 	"strings"
 	"testing"
 )
@@ -20,5 +21,24 @@ func TestStreamBuildNamesFailedStep(t *testing.T) {
 	}
 	if !strings.Contains(out.String(), "Step 1/2 : FROM x\n") {
 		t.Errorf("progress = %q", out.String())
+	}
+}
+
+// TestStreamBuild_LongStep: an error quotes a long step and the command
+// in the engine's message cut short; the progress has them whole.
+func TestStreamBuild_LongStep(t *testing.T) {
+	script := "set -e; " + strings.Repeat("echo step; ", 40)
+	stream := `{"stream":"Step 4/6 : RUN ` + script + `\n"}
+{"errorDetail":{"message":"The command '/bin/sh -c ` + script + `' returned a non-zero code: 100"}}
+`
+	err := streamBuild(strings.NewReader(stream), io.Discard)
+	if err == nil {
+		t.Fatal("no error")
+	}
+	if len(err.Error()) > 400 || !strings.HasPrefix(err.Error(), "image build failed at Step 4/6 : RUN set -e; echo step;") || !strings.HasSuffix(err.Error(), "…' returned a non-zero code: 100") {
+		t.Errorf("err = %q", err)
+	}
+	if got := shortenCommands("executor failed running [/bin/sh -c " + script + "]: exit code: 2"); len(got) > 200 || !strings.HasSuffix(got, "…]: exit code: 2") {
+		t.Errorf("BuildKit's message: %q", got)
 	}
 }
