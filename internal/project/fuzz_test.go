@@ -2,6 +2,7 @@ package project_test
 
 import (
 	"path"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -77,6 +78,9 @@ func FuzzParseSettings(f *testing.F) {
 	})
 }
 
+// safePkgLine is the rest of a "    pkg " line of the install step.
+var safePkgLine = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9+.:=/~-]*; \\$`)
+
 // FuzzRecipe: nothing in a recipe adds a Dockerfile instruction of its
 // own; every line is one hutch writes or a RUN of one setup entry.
 func FuzzRecipe(f *testing.F) {
@@ -92,11 +96,16 @@ func FuzzRecipe(f *testing.F) {
 		}
 		for _, l := range lines {
 			ok := false
-			for _, prefix := range []string{"FROM ", "USER root", "ENV ", "RUN ", " && ", "      "} {
+			for _, prefix := range []string{"FROM ", "USER root", "ENV ", "RUN ", "    "} {
 				ok = ok || strings.HasPrefix(l, prefix)
 			}
 			if !ok {
 				t.Fatalf("line %q is not one hutch writes:\n%s", l, d)
+			}
+			// The one line of the install step a setting reaches: one
+			// package name, nothing a shell would read as more.
+			if p, found := strings.CutPrefix(l, "    pkg "); found && !safePkgLine.MatchString(p) {
+				t.Fatalf("package line %q is not one shell word:\n%s", l, d)
 			}
 		}
 	})

@@ -11,12 +11,48 @@ import (
 // hash of the Dockerfile.
 const ImageRepo = "hutch-sandbox"
 
-// BaseTools are the packages every generated image gets: what agents and
-// their tools reach for first.
+// BaseTools are the packages every generated image gets, by their Debian
+// names: what agents and their tools reach for first.
 var BaseTools = []string{"ca-certificates", "curl", "git", "openssh-client", "less", "procps", "bash"}
 
 // NodeTools run the agent CLIs; an image gets them when it installs one.
 var NodeTools = []string{"nodejs", "npm"}
+
+// toolPackage is one of BaseTools or NodeTools on every package manager
+// the recipe knows: what shows it is there already (a command on PATH or
+// a file), and its package's name on each.
+type toolPackage struct {
+	// Probes are commands, or absolute paths of files; any one found
+	// means the tool is there, whatever installed it.
+	Probes string
+	// Apt is the name in BaseTools and NodeTools; Apk (Alpine), RPM
+	// (dnf, microdnf, yum) and Zypper (openSUSE) the others.
+	Apt, Apk, RPM, Zypper string
+}
+
+// toolPackages maps BaseTools and NodeTools to their packages. Only
+// names without quotes or spaces, since they are written into the RUN
+// step as they stand.
+var toolPackages = map[string]toolPackage{
+	"ca-certificates": {"/etc/ssl/certs/ca-certificates.crt /etc/pki/tls/certs/ca-bundle.crt /etc/ssl/ca-bundle.pem", "ca-certificates", "ca-certificates", "ca-certificates", "ca-certificates"},
+	"curl":            {"curl", "curl", "curl", "curl", "curl"},
+	"git":             {"git", "git", "git", "git", "git"},
+	"openssh-client":  {"ssh", "openssh-client", "openssh-client", "openssh-clients", "openssh-clients"},
+	"less":            {"less", "less", "less", "less", "less"},
+	"procps":          {"ps", "procps", "procps", "procps-ng", "procps"},
+	"bash":            {"bash", "bash", "bash", "bash", "bash"},
+	"nodejs":          {"node", "nodejs", "nodejs", "nodejs", "nodejs"},
+	"npm":             {"npm", "npm", "npm", "npm", "npm"},
+}
+
+// PackageManagers are the package managers the recipe's install step
+// finds, in the order it looks for them.
+var PackageManagers = []string{"apt-get", "apk", "dnf", "microdnf", "yum", "zypper"}
+
+// MissingToolsMarker starts the line the install step prints before it
+// fails on a base with none of PackageManagers and tools missing;
+// MissingTools reads it back from the build's output.
+const MissingToolsMarker = "hutch-recipe-missing:"
 
 // AgentPackages maps the agents hutch can install to their npm packages.
 var AgentPackages = map[string]string{
@@ -26,13 +62,18 @@ var AgentPackages = map[string]string{
 }
 
 // Recipe is the generated image of a project sandbox: the agent CLIs on
-// top of a base. The generated layers assume apt-get (a Debian or Ubuntu
-// base); for any other base, set sandbox-image instead.
+// top of a base. The install step finds the base's package manager
+// (apt-get, apk, dnf, microdnf, yum or zypper) and installs only the
+// tools that are missing, so a base that has them all needs no network
+// and no package manager; a base that lacks some and has no package
+// manager hutch knows fails the build with MissingToolsMarker.
 type Recipe struct {
 	// Base is the image the layers go on ("" = DefaultBase).
 	Base string
-	// Packages are extra apt packages, Agents the agent CLIs to install
-	// (claude, codex, gemini), Setup extra commands, one RUN layer each.
+	// Packages are extra packages, by their apt names (on another
+	// package manager they are passed to it as given), Agents the agent
+	// CLIs to install (claude, codex, gemini), Setup extra commands, one
+	// RUN layer each.
 	Packages, Agents, Setup []string
 }
 
@@ -86,10 +127,13 @@ func (r Recipe) Compile() (dockerfile string, notes []string) {
 		npm = appendNew(npm, pkg)
 	}
 
+	tools := append([]string(nil), BaseTools...)
 	if len(npm) > 0 {
-		for _, p := range NodeTools {
-			pkgs = appendNew(pkgs, p)
-		}
+		tools = append(tools, NodeTools...)
+	}
+	extra := pkgs[len(BaseTools):]
+	if len(extra) > 0 && looksNonApt(base) {
+		notes = append(notes, fmt.Sprintf("sandbox-packages are apt package names, and the base image %s looks like it has another package manager; hutch passes the packages to it as given, so name them as that package manager does.", base))
 	}
 
 	var b strings.Builder
@@ -99,10 +143,7 @@ func (r Recipe) Compile() (dockerfile string, notes []string) {
 	// root, and the container's user is always set when it is created.
 	line("USER root")
 	line("ENV DEBIAN_FRONTEND=noninteractive")
-	line("RUN apt-get update \\")
-	line(" && apt-get install -y --no-install-recommends \\")
-	line("      " + strings.Join(pkgs, " ") + " \\")
-	line(" && rm -rf /var/lib/apt/lists/*")
+	installStep(line, tools, extra)
 	if len(npm) > 0 {
 		line("RUN npm install -g " + strings.Join(npm, " "))
 	}
@@ -146,3 +187,86 @@ func (r Recipe) Dockerfile() string {
 // Dockerfile>: an unchanged recipe finds the image it built before, a
 // changed one builds anew.
 func (r Recipe) Tag() string { return ImageRepo + ":" + Hash(r.Dockerfile()) }
+
+// installStep writes the RUN step that installs tools (of toolPackages)
+// and extra packages. It finds the base's package manager, takes a tool
+// that answers to one of its probes, or whose package the manager lists
+// as installed, as there, and installs the rest in one go; with nothing
+// to install it needs neither a network nor a package manager. Without a
+// package manager it knows and with something missing, it prints
+// MissingToolsMarker and the missing names and fails. Every name written
+// is a constant of toolPackages or passed aptName: no quote, space or
+// shell syntax reaches the step from the settings.
+func installStep(line func(string), tools, extra []string) {
+	const c = " \\"
+	line("RUN set -e;" + c)
+	line("    pm=; for m in " + strings.Join(PackageManagers, " ") + "; do if command -v $m >/dev/null 2>&1; then pm=$m; break; fi; done;" + c)
+	line(`    has() { case "$pm" in apt-get) dpkg -s "$1" >/dev/null 2>&1;; apk) apk info -e "$1" >/dev/null 2>&1;; dnf|microdnf|yum|zypper) rpm -q --whatprovides "$1" >/dev/null 2>&1;; *) return 1;; esac; };` + c)
+	line("    need=; missing=;" + c)
+	line(`    tool() { for x in $1; do case "$x" in /*) [ -e "$x" ] && return 0;; *) command -v "$x" >/dev/null 2>&1 && return 0;; esac; done;` + c)
+	line(`      case "$pm" in apt-get) p=$2;; apk) p=$3;; dnf|microdnf|yum) p=$4;; zypper) p=$5;; *) missing="$missing $2"; return 0;; esac;` + c)
+	line(`      has "$p" || need="$need $p"; };` + c)
+	line(`    pkg() { if [ -z "$pm" ]; then missing="$missing $1"; elif ! has "$1"; then need="$need $1"; fi; };` + c)
+	for _, t := range tools {
+		tp := toolPackages[t]
+		line(fmt.Sprintf("    tool '%s' %s %s %s %s;", tp.Probes, tp.Apt, tp.Apk, tp.RPM, tp.Zypper) + c)
+	}
+	for _, p := range extra {
+		line("    pkg " + p + ";" + c)
+	}
+	line(`    if [ -n "$missing" ]; then echo "` + MissingToolsMarker + `$missing" >&2; exit 1; fi;` + c)
+	line(`    if [ -z "$need" ]; then echo "hutch: every package is there already"; exit 0; fi;` + c)
+	line(`    echo "hutch: installing with $pm:$need";` + c)
+	line(`    case "$pm" in` + c)
+	line(`      apt-get) apt-get update; apt-get install -y --no-install-recommends $need; rm -rf /var/lib/apt/lists/*;;` + c)
+	line(`      apk) apk add --no-cache $need;;` + c)
+	line(`      dnf|yum) $pm install -y $need; $pm clean all;;` + c)
+	line(`      microdnf) microdnf install -y $need; microdnf clean all;;` + c)
+	line(`      zypper) zypper --non-interactive install --no-recommends $need; zypper clean --all;;` + c)
+	line("    esac")
+}
+
+// nonApt are names in an image reference that say its package manager is
+// not apt-get.
+var nonApt = []string{"alpine", "fedora", "centos", "rockylinux", "almalinux", "amazonlinux", "opensuse", "oraclelinux", "/ubi", "ubi8", "ubi9", "ubi10"}
+
+// looksNonApt reports whether base names a distribution without apt-get,
+// by its name alone (node:22-alpine, fedora:41); a base whose name does
+// not say is taken for one with apt-get.
+func looksNonApt(base string) bool {
+	b := strings.ToLower(base)
+	for _, n := range nonApt {
+		if strings.Contains(b, n) {
+			return true
+		}
+	}
+	return false
+}
+
+// MissingTools reads the tools the install step found missing, on a base
+// with no package manager it knows, from the build's output: nil when
+// the output does not say so.
+func MissingTools(output string) []string {
+	i := strings.LastIndex(output, MissingToolsMarker)
+	if i < 0 {
+		return nil
+	}
+	rest := output[i+len(MissingToolsMarker):]
+	if j := strings.IndexAny(rest, "\r\n"); j >= 0 {
+		rest = rest[:j]
+	}
+	return strings.Fields(rest)
+}
+
+// MissingToolsError is what to tell the user when the recipe's base has
+// no package manager hutch knows and lacks tools: which, and what to do.
+// devcontainerBuild says the base is the image devcontainer.json builds,
+// whose Dockerfile could then install them.
+func MissingToolsError(base string, missing []string, devcontainerBuild bool) string {
+	fix := "Set sandbox-image to an image that has them, or sandbox-base to a Debian, Ubuntu, Alpine or Fedora image."
+	if devcontainerBuild {
+		fix = "Install them in the Dockerfile devcontainer.json builds, or set sandbox-image to an image that has them."
+	}
+	return fmt.Sprintf("The base image %s has no package manager hutch knows (%s) to install what the sandbox needs, and lacks %s. %s",
+		base, strings.Join(PackageManagers, ", "), strings.Join(missing, ", "), fix)
+}

@@ -12,15 +12,15 @@ var recipes = []struct {
 	r    project.Recipe
 	tag  string
 }{
-	{"default", project.Recipe{Agents: []string{"claude"}}, "hutch-sandbox:678b3d1a"},
-	{"no_agents", project.Recipe{}, "hutch-sandbox:d11d5138"},
+	{"default", project.Recipe{Agents: []string{"claude"}}, "hutch-sandbox:b5e479fd"},
+	{"no_agents", project.Recipe{}, "hutch-sandbox:1701404b"},
 	{"full", project.Recipe{
 		Base:     "ubuntu:24.04",
 		Packages: []string{"jq", " ripgrep ", "git", "jq", "", "python3=3.12.3-0ubuntu1", "libssl3:amd64"},
 		Agents:   []string{"Claude", "codex", "gemini", "claude"},
 		Setup:    []string{"pip install --break-system-packages uv", "  ", "curl -fsSL https://example.com/x.sh | sh"},
-	}, "hutch-sandbox:6e6bea46"},
-	{"devcontainer_base", project.Recipe{Base: "mcr.microsoft.com/devcontainers/typescript-node:1-22-bookworm", Agents: []string{"claude"}}, "hutch-sandbox:8e9ce28f"},
+	}, "hutch-sandbox:1f7e5552"},
+	{"devcontainer_base", project.Recipe{Base: "mcr.microsoft.com/devcontainers/typescript-node:1-22-bookworm", Agents: []string{"claude"}}, "hutch-sandbox:2cab83b7"},
 }
 
 // TestRecipe_Dockerfile pins the generated Dockerfiles and their tags (the
@@ -84,7 +84,7 @@ func TestRecipe_Notes(t *testing.T) {
 			t.Errorf("the Dockerfile holds %q:\n%s", bad, d)
 		}
 	}
-	for _, good := range []string{"FROM debian:bookworm-slim\n", " jq ", "RUN cat <<< 'here-string is fine'\n", "RUN echo ok\n"} {
+	for _, good := range []string{"FROM debian:bookworm-slim\n", "    pkg jq; \\\n", "RUN cat <<< 'here-string is fine'\n", "RUN echo ok\n"} {
 		if !strings.Contains(d, good) {
 			t.Errorf("the Dockerfile lacks %q:\n%s", good, d)
 		}
