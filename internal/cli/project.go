@@ -214,15 +214,37 @@ func (p *projectCmd) devcontainer(l *loaded) (*devcontainer.Config, error) {
 }
 
 func (p *projectCmd) parseDevcontainer(l *loaded) (*devcontainer.Config, error) {
+	return devcontainer.Parse(l.dcPath, l.dcData, p.devcontainerVars(l))
+}
+
+// devcontainerVars are what the variables of l's devcontainer.json (and
+// of an image's metadata) stand for.
+func (p *projectCmd) devcontainerVars(l *loaded) devcontainer.Vars {
 	// The id labels are the ones the sandbox is stamped with
 	// (project.Labels), as an editor stamps its container.
 	id := devcontainer.ID(map[string]string{project.LabelLocalFolder: l.dir, project.LabelConfigFile: l.dcPath})
 	// The project is mounted at its own path, so that is where
 	// ${containerWorkspaceFolder} is.
-	return devcontainer.Parse(l.dcPath, l.dcData, devcontainer.Vars{LocalWorkspaceFolder: l.dir, ContainerWorkspaceFolder: l.dir, DevcontainerID: id, Getenv: func(k string) (string, bool) {
+	return devcontainer.Vars{LocalWorkspaceFolder: l.dir, ContainerWorkspaceFolder: l.dir, DevcontainerID: id, Getenv: func(k string) (string, bool) {
 		v := p.g.env(k)
 		return v, v != ""
-	}})
+	}}
+}
+
+// refine is the box's Refine: in resolved again with an image's
+// devcontainer.metadata merged under the file.
+func (p *projectCmd) refine(l *loaded, in project.Input) func(label string) (project.Spec, error) {
+	file := in.Devcontainer
+	return func(label string) (project.Spec, error) {
+		entries, notes := devcontainer.ParseMetadata(label, p.devcontainerVars(l))
+		in.Devcontainer = devcontainer.Merge(append(entries, file)...)
+		sp, err := project.Resolve(in)
+		if err != nil {
+			return sp, err
+		}
+		sp.Notes = append(append(slices.Clone(l.notes), notes...), sp.Notes...)
+		return sp, nil
+	}
 }
 
 // bindSources lists the bind mount sources of a devcontainer.json.
@@ -275,8 +297,12 @@ func (p *projectCmd) load(ctx context.Context, lenient bool) (*loaded, error) {
 		_ = eng.Close()
 		return nil, err
 	}
-	spec.Notes = append(l.notes, spec.Notes...)
-	l.box = box.New(p.boxOptions(eng, layout.StateDir, layout.RunDir), l.dir, spec)
+	spec.Notes = append(slices.Clone(l.notes), spec.Notes...)
+	opts := p.boxOptions(eng, layout.StateDir, layout.RunDir)
+	if in.Devcontainer != nil {
+		opts.Refine = p.refine(l, in)
+	}
+	l.box = box.New(opts, l.dir, spec)
 	return l, nil
 }
 
@@ -305,14 +331,19 @@ func (p *projectCmd) attach(ctx context.Context, l *loaded) *box.Target {
 	}
 	layout := svc.Layout()
 	name := project.ContainerName(l.dir)
-	spec, err := project.Resolve(project.Input{
+	in := project.Input{
 		Project: l.dir, Home: p.home(), HostUID: os.Getuid(), HostGID: os.Getgid(),
 		Settings: l.settings, Devcontainer: dc, Flavor: project.FlavorDocker, RelayDir: box.RelayDir(layout.StateDir, name),
-	})
+	}
+	spec, err := project.Resolve(in)
 	if err != nil {
 		return nil
 	}
-	l.box = box.New(p.boxOptions(nil, layout.StateDir, layout.RunDir), l.dir, spec)
+	opts := p.boxOptions(nil, layout.StateDir, layout.RunDir)
+	if dc != nil {
+		opts.Refine = p.refine(l, in)
+	}
+	l.box = box.New(opts, l.dir, spec)
 	return l.box.Attach(ctx)
 }
 

@@ -569,15 +569,6 @@ func lifecycle(dc *devcontainer.Config, dcFile string, note func(string, ...any)
 		}
 		out[h] = entries
 	}
-	if len(out) > 0 {
-		var hooks []string
-		for _, h := range devcontainer.Hooks {
-			if len(out[h]) > 0 {
-				hooks = append(hooks, h)
-			}
-		}
-		note("The lifecycle commands of %s (%s) are not run in the sandbox yet.", dcFile, strings.Join(hooks, ", "))
-	}
 	return out
 }
 

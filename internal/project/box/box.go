@@ -63,9 +63,17 @@ type Options struct {
 	// the project's policy from it at every connection (see egress.go);
 	// "" keeps the spec's.
 	SettingsFile string
-	// Progress receives stage lines and build progress; nil discards.
+	// Progress receives stage lines, build progress and the output of
+	// lifecycle commands; nil discards.
 	Progress io.Writer
 	Log      *slog.Logger
+	// Refine, set when a devcontainer.json applies, resolves the spec
+	// again with an image's devcontainer.metadata label (its value; ""
+	// for none) merged under the file, as the spec merges them: users,
+	// environment, mounts and lifecycle commands an image or its
+	// features declare. The box keeps its first spec's name, hash and
+	// labels: the image follows from them.
+	Refine func(label string) (project.Spec, error)
 }
 
 // Box is one project's sandbox.
@@ -230,7 +238,11 @@ func (b *Box) Up(ctx context.Context) (*Target, error) {
 		created = true
 	}
 	// The one it found or made (another hutch may have made it a moment
-	// before, from other settings).
+	// before, from other settings). Its labels hold its image's.
+	if err := b.refine(metadataLabel(st.labels)); err != nil {
+		return nil, err
+	}
+	notes = append(notes, b.refinedNotes(notes)...)
 	if note, err := b.checkEgress(st); err != nil {
 		return nil, err
 	} else if note != "" {
@@ -262,6 +274,9 @@ func (b *Box) Up(ctx context.Context) (*Target, error) {
 	if err := b.waitAgent(ctx, t); err != nil {
 		return nil, err
 	}
+	if b.opts.Refine != nil {
+		b.writeExecCache(execCache{Hash: b.spec.Hash, Label: metadataLabel(st.labels), Env: st.env})
+	}
 	relays := containerRelays(st)
 	b.recordRelays(relays)
 	if relays {
@@ -283,6 +298,10 @@ func (b *Box) Up(ctx context.Context) (*Target, error) {
 		if err := b.openHome(ctx, st.id); err != nil {
 			return nil, err
 		}
+	}
+	if err := b.runLifecycle(ctx, t, st.id, started); err != nil {
+		_ = t.agent.Close()
+		return nil, err
 	}
 	b.stage("Sandbox ready")
 	return t, nil
@@ -439,6 +458,18 @@ func (b *Box) create(ctx context.Context) error {
 	if b.spec.Recipe != nil {
 		var err error
 		if img, err = b.ensureImage(ctx, *b.spec.Recipe); err != nil {
+			return err
+		}
+	}
+	if b.opts.Refine != nil {
+		// What the image declares shapes the container too (its
+		// user, environment, mounts). An image the engine cannot
+		// inspect has none; creating the container says what is wrong.
+		label := ""
+		if res, err := b.opts.Engine.Client.ImageInspect(ctx, img); err == nil && res.Config != nil {
+			label = metadataLabel(res.Config.Labels)
+		}
+		if err := b.refine(label); err != nil {
 			return err
 		}
 	}
@@ -711,14 +742,26 @@ func (b *Box) agentClient() (*agent.Client, error) {
 // the container relaying: only Up asks the engine what the container is.
 func (b *Box) Attach(ctx context.Context) *Target {
 	relays := b.relaysRecorded()
-	if (b.spec.Egress.Proxied() && !relays) || b.needsContainerEnv() {
+	if b.spec.Egress.Proxied() && !relays {
+		return nil
+	}
+	var containerEnv []string
+	if b.opts.Refine != nil {
+		// What the last Up learnt of the image and the container; a
+		// spec that changed since needs the engine.
+		c, ok := b.readExecCache()
+		if !ok || b.refine(c.Label) != nil {
+			return nil
+		}
+		containerEnv = c.Env
+	} else if b.needsContainerEnv() {
 		return nil
 	}
 	cl, err := b.agentClient()
 	if err != nil {
 		return nil
 	}
-	t := &Target{Name: b.spec.Name, Workdir: b.spec.Workdir, Env: b.execEnv(nil), User: b.spec.User, agent: cl}
+	t := &Target{Name: b.spec.Name, Workdir: b.spec.Workdir, Env: b.execEnv(containerEnv), User: b.spec.User, agent: cl}
 	pctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
 	if _, err := t.agent.Ping(pctx); err != nil {

@@ -1,11 +1,16 @@
 package box_test
 
 import (
+	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/moby/moby/client"
+
+	"github.com/hutchsandbox/hutch/internal/engine"
 	"github.com/hutchsandbox/hutch/internal/project"
 	"github.com/hutchsandbox/hutch/internal/testenv"
 )
@@ -93,5 +98,110 @@ func TestCLI_RefusedDevcontainerStatusDown(t *testing.T) {
 	}
 	if out, _ := f.mustHutch(t, "down"); !strings.Contains(out, "Removed "+f.name) {
 		t.Errorf("down with a refused file: %q", out)
+	}
+}
+
+// TestCLI_DevcontainerLifecycle: the lifecycle commands of the file and
+// of the image's devcontainer.metadata run in the sandbox at the spec's
+// moments, once the file is trusted: the create hooks once per
+// container (image entries before the file's, an object's commands side
+// by side), postStartCommand at every start, initializeCommand never
+// (it is the host's). What the image's metadata sets reaches commands.
+// A failing command is an error that says what failed, and does not
+// hold up the commands that follow.
+func TestCLI_DevcontainerLifecycle(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, nil)
+	img := "hutch-test-" + strings.ToLower(testenv.Name(t)) + ":1"
+	label := `[{"remoteEnv": {"FROM_IMAGE_REMOTE": "yes"}, "containerEnv": {"FROM_IMAGE_ENV": "yes"},` +
+		` "postCreateCommand": "echo image-post-create >> \"${LOG:-/dev/null}\""}]`
+	dockerfile := "FROM " + f.busybox + "\nLABEL devcontainer.metadata='" + label + "'\n"
+	if err := engine.BuildDockerfile(context.Background(), f.cli, []byte(dockerfile), img, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_, _ = f.cli.ImageRemove(context.Background(), img, client.ImageRemoveOptions{Force: true})
+	})
+	f.writeSettings(t, map[string]any{project.KeyImage: img, project.KeyUser: "root"})
+	hostMarker := filepath.Join(t.TempDir(), "initialize-ran")
+	logFile := filepath.Join(f.project, "lifecycle.log")
+	dc := filepath.Join(f.project, ".devcontainer", "devcontainer.json")
+	if err := os.MkdirAll(filepath.Dir(dc), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	write := func(body string) {
+		t.Helper()
+		if err := os.WriteFile(dc, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		f.mustHutch(t, "trust")
+	}
+	write(`{
+  "containerEnv": {"LOG": "${containerWorkspaceFolder}/lifecycle.log"},
+  "initializeCommand": "touch ` + hostMarker + `",
+  "onCreateCommand": "echo on-create >> \"$LOG\"",
+  "postCreateCommand": {"one": "echo file-post-create-one >> \"$LOG\"", "two": ["sh", "-c", "echo file-post-create-two >> \"$LOG\"; echo shown"]},
+  "postStartCommand": ["sh", "-c", "echo post-start >> \"$LOG\""],
+  "shutdownAction": "none"
+}`)
+	_, errOut := f.mustHutch(t, "up")
+	for _, want := range []string{
+		"has an initializeCommand, which runs on the host",
+		"Running postCreateCommand from the image's devcontainer.metadata…",
+		"Running postCreateCommand from devcontainer.json…",
+		"[two] shown",
+	} {
+		if !strings.Contains(errOut, want) {
+			t.Errorf("up does not show %q:\n%s", want, errOut)
+		}
+	}
+	readLog := func() []string {
+		t.Helper()
+		data, err := os.ReadFile(logFile)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lines := strings.Fields(string(data))
+		// The two commands of one entry run at once: their order is
+		// the scheduler's.
+		for i := 0; i+1 < len(lines); i++ {
+			if lines[i] == "file-post-create-two" && lines[i+1] == "file-post-create-one" {
+				lines[i], lines[i+1] = lines[i+1], lines[i]
+			}
+		}
+		return lines
+	}
+	want := []string{"on-create", "image-post-create", "file-post-create-one", "file-post-create-two", "post-start"}
+	if got := readLog(); !slices.Equal(got, want) {
+		t.Errorf("lifecycle order:\n got %v\nwant %v", got, want)
+	}
+	if _, err := os.Stat(hostMarker); err == nil {
+		t.Errorf("initializeCommand ran on the host")
+	}
+	if out, _ := f.mustHutch(t, "exec", "--", "sh", "-c", `echo "[$FROM_IMAGE_REMOTE][$FROM_IMAGE_ENV]"`); out != "[yes][yes]\n" {
+		t.Errorf("the image's remoteEnv and containerEnv in a command: %q", out)
+	}
+	if in := f.inspect(t, f.name); slices.Contains(in.Container.Config.Env, "FROM_IMAGE_REMOTE=yes") {
+		t.Errorf("the image's remoteEnv is in the container's configuration")
+	}
+
+	// A warm command runs nothing again; a start runs postStartCommand
+	// only.
+	f.mustHutch(t, "exec", "--", "true")
+	f.mustHutch(t, "stop")
+	f.mustHutch(t, "up")
+	if got := readLog(); !slices.Equal(got, append(want, "post-start")) {
+		t.Errorf("after a restart: %v", got)
+	}
+
+	// A failing create command: up says which and how; the next command
+	// is not held up by it.
+	write(`{"postCreateCommand": "echo before; exit 3", "shutdownAction": "none"}`)
+	_, errOut, code := f.hutch(t, "rebuild")
+	if code == 0 || !strings.Contains(errOut, "The postCreateCommand from devcontainer.json (echo before; exit 3) exited with 3.") || !strings.Contains(errOut, "before") {
+		t.Errorf("rebuild with a failing postCreateCommand: exit %d\n%s", code, errOut)
+	}
+	if out, _ := f.mustHutch(t, "exec", "--", "echo", "fine"); out != "fine\n" {
+		t.Errorf("a command after the failed create hook: %q", out)
 	}
 }
