@@ -416,11 +416,17 @@ func (b *Box) adoptForeign(ctx context.Context) (*Target, error) {
 		if !identity {
 			notes = append(notes, fmt.Sprintf("%s mounts the project at %s, not at its own path: git worktrees made on one side will not work on the other.", name, workdir))
 		}
+		// Commands run as the editor runs them: as the user, and with
+		// the remoteEnv, of the configuration it made the container
+		// from, which it records in the container's
+		// devcontainer.metadata.
+		user, env, mn := editorExec(st)
+		notes = append(notes, mn...)
 		bin, err := b.opts.Agent()
 		if err != nil {
 			return nil, err
 		}
-		rt, err := sbxcontainer.New(sbxcontainer.Config{Engine: b.opts.Engine, Name: c.ID, Agent: bin, Log: b.opts.Log})
+		rt, err := sbxcontainer.New(sbxcontainer.Config{Engine: b.opts.Engine, Name: c.ID, Agent: bin, Log: b.opts.Log, User: user})
 		if err != nil {
 			return nil, err
 		}
@@ -429,7 +435,7 @@ func (b *Box) adoptForeign(ctx context.Context) (*Target, error) {
 			return nil, err
 		}
 		b.stage("Sandbox ready")
-		return &Target{Name: name, ID: st.id, Foreign: true, Workdir: workdir, Notes: notes, agent: cl}, nil
+		return &Target{Name: name, ID: st.id, Foreign: true, Workdir: workdir, Env: env, User: user, Notes: notes, agent: cl}, nil
 	}
 	return nil, nil
 }

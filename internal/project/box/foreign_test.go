@@ -199,3 +199,22 @@ func TestBox_ForeignDevcontainerOff(t *testing.T) {
 		t.Errorf("the editor's container: exists %v running %v; want it left running", exists, running)
 	}
 }
+
+// TestBox_ForeignRunsAsTheEditor: in an editor's container, commands run
+// as the editor runs them: as the remoteUser and with the remoteEnv its
+// devcontainer.metadata label records, not as the container's root.
+func TestBox_ForeignRunsAsTheEditor(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, nil)
+	label := `[{"containerUser": "root"}, {"remoteUser": "nobody", "remoteEnv": {"EDITOR_SET": "yes", "P": "${containerEnv:PATH}:/x"}}]`
+	startForeign(t, f, "editor-"+f.name, map[string]string{project.LabelLocalFolder: f.project, "devcontainer.metadata": label}, f.project)
+	tg := up(t, f.box(t))
+	if !tg.Foreign {
+		t.Fatal("the editor's container was not entered")
+	}
+	out := mustRun(t, tg, "", "sh", "-c", `id -un; echo "[$EDITOR_SET]"; echo "$P"`)
+	want := "nobody\n[yes]\n/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin:/x\n"
+	if out != want {
+		t.Errorf("a command in the editor's container:\n got %q\nwant %q", out, want)
+	}
+}

@@ -1,12 +1,15 @@
 package box
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 
 	"github.com/hutchsandbox/hutch/internal/atomicfile"
 	"github.com/hutchsandbox/hutch/internal/devcontainer"
@@ -87,4 +90,30 @@ func (b *Box) refinedNotes(have []string) []string {
 		}
 	}
 	return out
+}
+
+// editorExec is how an editor runs commands in a container it made: as
+// remoteUser (else containerUser, else the container's own user) and
+// with remoteEnv, as its devcontainer.metadata label records them
+// (the reference CLI writes the whole merged configuration there), the
+// ${containerEnv:...} in it filled from the container's environment.
+func editorExec(st containerState) (user string, env []string, notes []string) {
+	entries, notes := devcontainer.ParseMetadata(metadataLabel(st.labels), devcontainer.Vars{})
+	merged := devcontainer.Merge(entries...)
+	if merged == nil {
+		return "", nil, notes
+	}
+	user = cmp.Or(merged.RemoteUser, merged.ContainerUser)
+	lookup := func(name string) (string, bool) {
+		for i := len(st.env) - 1; i >= 0; i-- {
+			if k, v, _ := strings.Cut(st.env[i], "="); k == name {
+				return v, true
+			}
+		}
+		return "", false
+	}
+	for _, name := range slices.Sorted(maps.Keys(merged.RemoteEnv)) {
+		env = append(env, name+"="+devcontainer.ExpandContainerEnv(merged.RemoteEnv[name], lookup))
+	}
+	return user, env, notes
 }

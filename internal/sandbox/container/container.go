@@ -48,6 +48,9 @@ type Config struct {
 	Workspace string
 	// Log receives debug lines; nil discards.
 	Log *slog.Logger
+	// User is the user the agent, and so every command, runs as (the
+	// engine's --user); "" is the container's own.
+	User string
 }
 
 // Runtime is the container mode.
@@ -295,6 +298,7 @@ func (r *Runtime) dial(ctx context.Context, bin string) (net.Conn, error) {
 func (r *Runtime) dialOnce(ctx context.Context, bin string) (net.Conn, error) {
 	ex, err := r.api.ExecCreate(ctx, r.cfg.Name, client.ExecCreateOptions{
 		Cmd:          []string{bin, "agent", "--stdio"},
+		User:         r.cfg.User,
 		AttachStdin:  true,
 		AttachStdout: true,
 		AttachStderr: true,
