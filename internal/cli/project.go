@@ -237,6 +237,13 @@ func (p *projectCmd) refine(l *loaded, in project.Input) func(label string) (pro
 	file := in.Devcontainer
 	return func(label string) (project.Spec, error) {
 		entries, notes := devcontainer.ParseMetadata(label, p.devcontainerVars(l))
+		for _, e := range entries {
+			// An image's and its features' containerEnv are in its
+			// environment already (they are built in as ENV, where
+			// ${PATH} in them meant the PATH before); given again to
+			// the container, ${PATH} would stay as text.
+			e.ContainerEnv = nil
+		}
 		in.Devcontainer = devcontainer.Merge(append(entries, file)...)
 		sp, err := project.Resolve(in)
 		if err != nil {

@@ -113,9 +113,11 @@ func TestCLI_DevcontainerLifecycle(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, nil)
 	img := "hutch-test-" + strings.ToLower(testenv.Name(t)) + ":1"
-	label := `[{"remoteEnv": {"FROM_IMAGE_REMOTE": "yes"}, "containerEnv": {"FROM_IMAGE_ENV": "yes"},` +
+	// As the official images are built: the label's containerEnv is
+	// in the image's ENV too, ${PATH} expanded there.
+	label := `[{"remoteEnv": {"FROM_IMAGE_REMOTE": "yes"}, "containerEnv": {"FROM_IMAGE_ENV": "yes", "PATH": "/opt/image/bin:${PATH}"},` +
 		` "postCreateCommand": "echo image-post-create >> \"${LOG:-/dev/null}\""}]`
-	dockerfile := "FROM " + f.busybox + "\nLABEL devcontainer.metadata='" + label + "'\n"
+	dockerfile := "FROM " + f.busybox + "\nENV FROM_IMAGE_ENV=yes PATH=/opt/image/bin:${PATH}\nLABEL devcontainer.metadata='" + label + "'\n"
 	if err := engine.BuildDockerfile(context.Background(), f.cli, []byte(dockerfile), img, nil, nil); err != nil {
 		t.Fatal(err)
 	}
@@ -178,7 +180,7 @@ func TestCLI_DevcontainerLifecycle(t *testing.T) {
 	if _, err := os.Stat(hostMarker); err == nil {
 		t.Errorf("initializeCommand ran on the host")
 	}
-	if out, _ := f.mustHutch(t, "exec", "--", "sh", "-c", `echo "[$FROM_IMAGE_REMOTE][$FROM_IMAGE_ENV]"`); out != "[yes][yes]\n" {
+	if out, _ := f.mustHutch(t, "exec", "--", "sh", "-c", `echo "[$FROM_IMAGE_REMOTE][$FROM_IMAGE_ENV]"; echo "$PATH"`); !strings.HasPrefix(out, "[yes][yes]\n/opt/image/bin:/") || strings.Contains(out, "${PATH}") {
 		t.Errorf("the image's remoteEnv and containerEnv in a command: %q", out)
 	}
 	if in := f.inspect(t, f.name); slices.Contains(in.Container.Config.Env, "FROM_IMAGE_REMOTE=yes") {
