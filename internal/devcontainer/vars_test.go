@@ -16,6 +16,15 @@ func TestID(t *testing.T) {
 		want   string
 	}{
 		{
+			// Checked against the reference CLI itself: the id it gave a
+			// container labelled so.
+			map[string]string{
+				"devcontainer.local_folder": "/tmp/dc1",
+				"devcontainer.config_file":  "/tmp/dc1/.devcontainer/devcontainer.json",
+			},
+			"08b2rn2g1uvptejnr4l3mg9mrheuro35g9g0a973b4pm2jrf8be1",
+		},
+		{
 			map[string]string{
 				"devcontainer.local_folder": "/home/ada/src/api",
 				"devcontainer.config_file":  "/home/ada/src/api/.devcontainer/devcontainer.json",
