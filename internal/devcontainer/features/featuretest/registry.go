@@ -18,11 +18,14 @@ import (
 	"bytes"
 	"compress/gzip"
 	"encoding/json"
+	"fmt"
 	"io"
+	"io/fs"
 	"log"
 	"maps"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path"
 	"slices"
 	"strings"
@@ -88,6 +91,27 @@ func NewRegistry(t testing.TB) *Registry {
 // in this registry.
 func (r *Registry) Ref(repoTag string) string { return r.Host + "/" + repoTag }
 
+// Transport sends every request to this registry over plain HTTP,
+// whatever host it names, so that a test resolves a feature as
+// devcontainer.json writes it (ghcr.io/devcontainers/features/node:1) from
+// what it pushed (at devcontainers/features/node:1).
+func (r *Registry) Transport() http.RoundTripper {
+	return roundTripFunc(func(orig *http.Request) (*http.Response, error) {
+		req := orig.Clone(orig.Context())
+		req.URL.Scheme, req.URL.Host, req.Host = "http", r.Host, r.Host
+		resp, err := http.DefaultTransport.RoundTrip(req)
+		if resp != nil {
+			// The client goes on with the scheme and host it asked for.
+			resp.Request = orig
+		}
+		return resp, err
+	})
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
 // BlobGets returns how many blobs the registry has served.
 func (r *Registry) BlobGets() int {
 	r.mu.Lock()
@@ -124,6 +148,30 @@ func (r *Registry) Push(t testing.TB, repoTag string, files Files) v1.Hash {
 		ann = map[string]string{MetadataAnnotation: md}
 	}
 	return r.PushLayer(t, repoTag, Tar(t, files), ann)
+}
+
+// PushDir publishes the feature folder dir (its regular files, which
+// must be all it holds) at repoTag.
+func (r *Registry) PushDir(t testing.TB, repoTag, dir string) v1.Hash {
+	t.Helper()
+	files := Files{}
+	err := fs.WalkDir(os.DirFS(dir), ".", func(p string, d fs.DirEntry, err error) error {
+		switch {
+		case err != nil:
+			return err
+		case d.IsDir():
+			return nil
+		case !d.Type().IsRegular():
+			return fmt.Errorf("%s is not a regular file", p)
+		}
+		b, err := fs.ReadFile(os.DirFS(dir), p)
+		files[p] = string(b)
+		return err
+	})
+	if err != nil {
+		t.Fatalf("featuretest: reading the feature %s: %v", dir, err)
+	}
+	return r.Push(t, repoTag, files)
 }
 
 // PushLayer publishes layer, the bytes of a tar (or anything), as a
