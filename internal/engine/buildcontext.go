@@ -438,3 +438,52 @@ func readlinkat(dirfd int, name string) (string, error) {
 		}
 	}
 }
+
+// maxBuildFile caps ReadBuildFile.
+const maxBuildFile = 4 << 20
+
+// ReadBuildFile reads the regular file path (a Dockerfile), which must
+// lie beneath root, the way a build context is read: no link followed
+// from root down, and nothing but a regular file opened (a FIFO or a
+// device node planted there is refused unopened). A missing file is an
+// error of class ErrNotFound; one over 4 MiB is refused.
+func ReadBuildFile(root, path string) ([]byte, error) {
+	dirfd, err := openDirBeneath(root, filepath.Dir(path))
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = unix.Close(dirfd) }()
+	pfd, err := unix.Openat(dirfd, filepath.Base(path), unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if errors.Is(err, unix.ENOENT) {
+		return nil, errdefs.New(errdefs.ErrNotFound, fmt.Sprintf("%s does not exist.", path))
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	defer func() { _ = unix.Close(pfd) }()
+	var st unix.Stat_t
+	if err := unix.Fstat(pfd, &st); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	switch st.Mode & unix.S_IFMT {
+	case unix.S_IFREG:
+	case unix.S_IFLNK:
+		return nil, errdefs.New(errdefs.ErrFailedPrecondition, fmt.Sprintf(
+			"%s is a symbolic link: hutch follows no link in a place a sandbox can write (one may have been put in place of what was there). Remove it.", path))
+	default:
+		return nil, errdefs.New(errdefs.ErrFailedPrecondition, fmt.Sprintf("%s is not a regular file; make it one.", path))
+	}
+	f, err := reopen(pfd, path)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = f.Close() }()
+	data, err := io.ReadAll(io.LimitReader(f, maxBuildFile+1))
+	if err != nil {
+		return nil, fmt.Errorf("reading %s: %w", path, err)
+	}
+	if len(data) > maxBuildFile {
+		return nil, errdefs.New(errdefs.ErrInvalid, fmt.Sprintf("%s is larger than 4 MiB, which no Dockerfile is.", path))
+	}
+	return data, nil
+}

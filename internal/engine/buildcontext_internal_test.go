@@ -221,3 +221,40 @@ func TestSendExactly(t *testing.T) {
 		t.Errorf("shrunk: %v", err)
 	}
 }
+
+// TestReadBuildFile: a Dockerfile is read beneath the project without
+// following a link on the way or at its name, and a FIFO or missing file
+// is refused without blocking.
+func TestReadBuildFile(t *testing.T) {
+	root := t.TempDir()
+	write(t, filepath.Join(root, ".devcontainer", "Dockerfile"), "FROM x\n")
+	if data, err := ReadBuildFile(root, filepath.Join(root, ".devcontainer", "Dockerfile")); err != nil || string(data) != "FROM x\n" {
+		t.Fatalf("ReadBuildFile = %q, %v", data, err)
+	}
+	outside := t.TempDir()
+	write(t, filepath.Join(outside, "Dockerfile"), "FROM secret\n")
+	if err := os.Symlink(filepath.Join(outside, "Dockerfile"), filepath.Join(root, "linked")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(outside, filepath.Join(root, "dirlink")); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Mkfifo(filepath.Join(root, "fifo"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for name, class := range map[string]error{
+		"linked": errdefs.ErrFailedPrecondition, "dirlink/Dockerfile": errdefs.ErrFailedPrecondition,
+		"fifo": errdefs.ErrFailedPrecondition, "missing": errdefs.ErrNotFound,
+	} {
+		done := make(chan error, 1)
+		go func() { _, err := ReadBuildFile(root, filepath.Join(root, name)); done <- err }()
+		select {
+		case err := <-done:
+			if !errors.Is(err, class) {
+				t.Errorf("%s: err = %v, want class %v", name, err, class)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%s: ReadBuildFile blocked", name)
+		}
+	}
+}
