@@ -91,3 +91,40 @@ func TestRecipe_Notes(t *testing.T) {
 	}
 	golden(t, "recipe_notes", strings.Join(notes, "\n")+"\n")
 }
+
+// TestRecipe_MissingTools: the install step's report of what a base
+// without a known package manager lacks is read back from the build's
+// output, and turned into what to do; the last report wins.
+func TestRecipe_MissingTools(t *testing.T) {
+	out := "Step 4/6 : RUN set -e; ...\n ---> Running in 1\nhutch-recipe-missing: old\n\x1b[91mhutch-recipe-missing: ca-certificates curl git bash\n\x1b[0mThe command returned a non-zero code: 1\n"
+	got := project.MissingTools(out)
+	if strings.Join(got, " ") != "ca-certificates curl git bash" {
+		t.Fatalf("MissingTools = %q", got)
+	}
+	if project.MissingTools("E: Unable to locate package jq\n") != nil {
+		t.Error("MissingTools found something in an apt failure")
+	}
+	golden(t, "recipe_missing_tools", project.MissingToolsError("busybox:1", got, false)+"\n"+
+		project.MissingToolsError("hutch-devcontainer:0123456789abcdef", got, true)+"\n")
+}
+
+// TestRecipe_NonAptNote: sandbox-packages on a base whose name says it
+// has another package manager are passed as given, with a note; on a
+// Debian base, or without packages, there is no note.
+func TestRecipe_NonAptNote(t *testing.T) {
+	for base, want := range map[string]bool{
+		"node:22-alpine": true, "fedora:41": true, "registry.access.redhat.com/ubi9/ubi-minimal": true, "opensuse/tumbleweed": true,
+		"debian:bookworm-slim": false, "ubuntu:24.04": false, "mcr.microsoft.com/devcontainers/base:bookworm": false,
+	} {
+		d, notes := project.Recipe{Base: base, Packages: []string{"jq"}}.Compile()
+		if got := len(notes) == 1 && strings.Contains(notes[0], "passes the packages to it as given"); got != want {
+			t.Errorf("%s: notes %q", base, notes)
+		}
+		if !strings.Contains(d, "    pkg jq; \\\n") {
+			t.Errorf("%s: jq is not in the install step:\n%s", base, d)
+		}
+	}
+	if _, notes := (project.Recipe{Base: "alpine:3.20"}).Compile(); len(notes) != 0 {
+		t.Errorf("no packages, notes %q", notes)
+	}
+}
