@@ -254,6 +254,25 @@ func (p *projectCmd) refine(l *loaded, in project.Input) func(label string) (pro
 	}
 }
 
+// dockerfileOf reads the Dockerfile dc's build property names, beneath
+// the project without following links, for Resolve: nil when dc builds
+// nothing (or sandbox-image wins), when the paths are refused (Resolve
+// says why) or when the file is missing (Resolve says that too).
+func dockerfileOf(l *loaded, dc *devcontainer.Config) ([]byte, error) {
+	if dc == nil || dc.Build == nil || strings.TrimSpace(l.settings.Image) != "" {
+		return nil, nil
+	}
+	path, _, err := project.BuildPaths(l.dir, dc, l.dcPath)
+	if err != nil {
+		return nil, nil
+	}
+	data, err := engine.ReadBuildFile(l.dir, path)
+	if errdefs.IsNotFound(err) {
+		return nil, nil
+	}
+	return data, err
+}
+
 // bindSources lists the bind mount sources of a devcontainer.json.
 func bindSources(dc *devcontainer.Config) []string {
 	var out []string
@@ -293,6 +312,10 @@ func (p *projectCmd) load(ctx context.Context, lenient bool) (*loaded, error) {
 		Project: l.dir, Home: p.home(), HostUID: os.Getuid(), HostGID: os.Getgid(),
 		Settings: l.settings, Devcontainer: dc, Flavor: string(eng.Flavor), Rootless: eng.Flavor == engine.FlavorPodman && rootless(ctx, eng),
 		RelayDir: box.RelayDir(layout.StateDir, name),
+	}
+	if in.Dockerfile, err = dockerfileOf(l, dc); err != nil && !lenient {
+		_ = eng.Close()
+		return nil, err
 	}
 	spec, err := project.Resolve(in)
 	if err != nil && dc != nil && lenient {
@@ -341,6 +364,9 @@ func (p *projectCmd) attach(ctx context.Context, l *loaded) *box.Target {
 	in := project.Input{
 		Project: l.dir, Home: p.home(), HostUID: os.Getuid(), HostGID: os.Getgid(),
 		Settings: l.settings, Devcontainer: dc, Flavor: project.FlavorDocker, RelayDir: box.RelayDir(layout.StateDir, name),
+	}
+	if in.Dockerfile, err = dockerfileOf(l, dc); err != nil {
+		return nil
 	}
 	spec, err := project.Resolve(in)
 	if err != nil {

@@ -67,20 +67,27 @@ type Input struct {
 	// RelayDir is the host directory mounted read-only at /sandbox/relay
 	// ("" for none).
 	RelayDir string
+	// Dockerfile is the content of the Dockerfile the devcontainer's
+	// build property names (BuildPaths), read beneath the project without
+	// following links; nil when there is no build or it could not be
+	// found. It is what gets built, and what the build's tag hashes.
+	Dockerfile []byte
 }
 
 // ImageBuild is a Dockerfile build a devcontainer.json asks for, with
 // paths resolved on the host. The executor builds it through the engine
-// and tags the result BuiltBase's value, which the Recipe names as its
-// base.
+// and tags the result Tag, which the Recipe names as its base.
 type ImageBuild struct {
 	// Dockerfile and Context are absolute paths inside the project.
 	Dockerfile, Context string
 	Args                map[string]string
 	Target              string
-	// Tag is what the result is tagged: hutch-devcontainer:<hash of the
-	// project and the build's inputs as written>.
+	// Tag is what the result is tagged (BuildTag): hutch-devcontainer:<hash
+	// of the project and the build's inputs as written>.
 	Tag string
+	// Content is the Dockerfile as Resolve was given it (Input.Dockerfile):
+	// the executor builds this, whatever the file holds by then.
+	Content []byte `json:"-"`
 }
 
 // Spec is what a project sandbox is made of: everything the executor
@@ -91,7 +98,7 @@ type Spec struct {
 	// Image is sandbox-image as given, or the Recipe's tag.
 	Image string
 	// Build, when set, is the devcontainer's Dockerfile build: its
-	// result is the Recipe's base (Recipe.Base is then BuiltBase).
+	// result is the Recipe's base (Recipe.Base is then Build.Tag).
 	Build *ImageBuild `json:",omitempty"`
 	// Recipe is the image to build when Image is not present; nil when
 	// sandbox-image is used (the executor then makes /sandbox/home
@@ -169,7 +176,9 @@ var (
 // The rules, where the settings leave a choice:
 //
 //   - Image: sandbox-image as-is; otherwise a Recipe whose base is the
-//     devcontainer's image, else sandbox-base.
+//     image the devcontainer's Dockerfile builds (Build; it wins over the
+//     file's image, as in the reference CLI), else the devcontainer's
+//     image, else sandbox-base.
 //   - Mounts: devcontainer mounts, then sandbox-mount; when two target
 //     the same path the later one wins (settings over devcontainer) and a
 //     note says which was dropped.
@@ -233,20 +242,26 @@ func Resolve(in Input) (Spec, error) {
 			return Spec{}, errdefs.New(errdefs.ErrInvalid, fmt.Sprintf("sandbox-image %q (from %s) is not an image reference such as %s.", img, st.Sources[KeyImage], DefaultBase))
 		}
 		sp.Image = img
-		if dc != nil && dc.Image != "" && dc.Image != img {
+		if dc != nil && dc.Build != nil {
+			note("sandbox-image %s is used as-is, so the Dockerfile %s names is not built.", img, dcFile)
+		} else if dc != nil && dc.Image != "" && dc.Image != img {
 			note("sandbox-image %s is used as-is, so the image %s named in %s is not.", img, dc.Image, dcFile)
 		}
 	} else {
 		base := cmpOr(strings.TrimSpace(st.Base), DefaultBase)
-		if dc != nil && dc.Image != "" {
+		if dc != nil && dc.Build != nil {
+			b, bn, err := resolveBuild(in, project, dc, dcFile)
+			if err != nil {
+				return Spec{}, err
+			}
+			sp.Build, base = b, b.Tag
+			notes = append(notes, bn...)
+		} else if dc != nil && dc.Image != "" {
 			if imageRef.MatchString(dc.Image) {
 				base = dc.Image
 			} else {
 				note("The image %q in %s is not an image reference, so the sandbox is generated on %s instead.", dc.Image, dcFile, base)
 			}
-		}
-		if dc != nil && dc.Dockerfile != "" && dc.Image == "" {
-			note("%s builds its image from a Dockerfile (%s), which hutch does not build, so the sandbox is generated on %s instead. For the project's toolchain, build that image and set sandbox-image to it.", dcFile, dc.Dockerfile, base)
 		}
 		r := &Recipe{Base: base, Packages: st.Packages, Agents: st.Agents, Setup: st.Setup}
 		_, rn := r.Compile()

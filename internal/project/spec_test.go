@@ -95,6 +95,8 @@ func TestResolve(t *testing.T) {
 			dc := apiDevcontainer()
 			dc.Image = ""
 			dc.Dockerfile = "Dockerfile"
+			dc.Build = &devcontainer.Build{Dockerfile: "Dockerfile"}
+			in.Dockerfile = []byte("FROM ubuntu:24.04\n")
 			dc.ShutdownAction = "stopContainer"
 			dc.Mounts, dc.Ignored, dc.Notes, dc.Features, dc.CapAdd, dc.Lifecycle = nil, nil, nil, nil, nil, nil
 			in.Devcontainer = dc

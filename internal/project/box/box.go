@@ -85,6 +85,12 @@ type Box struct {
 	// egressDial, set by tests only, is the egress proxy's Dial.
 	egressDial func(ctx context.Context, network, addr string) (net.Conn, error)
 
+	// rebuild is set by Rebuild: the devcontainer's Dockerfile is built
+	// whatever its tag (build.go). freshBase says it was built by this
+	// create, so the recipe's layers go onto it even when their tag is
+	// present.
+	rebuild, freshBase bool
+
 	egressMu sync.Mutex // guards the following
 	live     netpolicy.Policy
 	relays   *egress.Relays
@@ -461,6 +467,13 @@ func projectInside(mounts []container.MountPoint, projectDir string) (string, bo
 // create builds the image if needed and creates hutch's own container.
 func (b *Box) create(ctx context.Context) error {
 	img := b.spec.Image
+	if b.spec.Build != nil {
+		built, err := b.ensureBuild(ctx)
+		if err != nil {
+			return err
+		}
+		b.freshBase = built
+	}
 	if b.spec.Recipe != nil {
 		var err error
 		if img, err = b.ensureImage(ctx, *b.spec.Recipe); err != nil {
@@ -594,11 +607,15 @@ func (b *Box) openHome(ctx context.Context, id string) error {
 }
 
 // ensureImage builds the recipe's image unless its tag is present: an
-// unchanged recipe is an instant hit.
+// unchanged recipe is an instant hit. On a base built just now it builds
+// anyway (the tag names the base by its tag, not its content); the
+// builder's cache makes that quick when the base did not change.
 func (b *Box) ensureImage(ctx context.Context, r project.Recipe) (string, error) {
 	tag := r.Tag()
 	if _, err := b.opts.Engine.Client.ImageInspect(ctx, tag); err == nil {
-		return tag, nil
+		if !b.freshBase {
+			return tag, nil
+		}
 	} else if !engine.IsNotFound(err) {
 		return "", engine.Classify(err, "inspect image "+tag)
 	}
@@ -624,8 +641,8 @@ func (b *Box) ensureImage(ctx context.Context, r project.Recipe) (string, error)
 		}
 	}
 	var out tail
-	if err := engine.BuildDockerfile(ctx, b.opts.Engine.Client, []byte(r.Dockerfile()), tag, nil, io.MultiWriter(b.opts.Progress, &out)); err != nil {
-		return "", explainBuild(err, out.String())
+	if err := b.opts.Engine.BuildFile(ctx, []byte(r.Dockerfile()), tag, nil, false, io.MultiWriter(b.opts.Progress, &out)); err != nil {
+		return "", b.explainRecipe(err, out.String(), r.Base)
 	}
 	return tag, nil
 }
@@ -873,12 +890,15 @@ func (b *Box) Down(ctx context.Context, volumes bool) (bool, error) {
 	return st.exists, nil
 }
 
-// Rebuild removes hutch's own container, builds the image again when the
-// recipe changed (an unchanged one is reused) and brings it up.
+// Rebuild removes hutch's own container, builds the devcontainer's
+// Dockerfile again (its context may have changed), builds the recipe's
+// image again when it or its base changed (an unchanged one is reused)
+// and brings it up.
 func (b *Box) Rebuild(ctx context.Context) (*Target, error) {
 	if _, err := b.Down(ctx, false); err != nil {
 		return nil, err
 	}
+	b.rebuild = true
 	return b.Up(ctx)
 }
 

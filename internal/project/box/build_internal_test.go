@@ -21,3 +21,18 @@ func TestExplainBuild(t *testing.T) {
 		t.Errorf("explainBuild(other failure) = %v", err)
 	}
 }
+
+// TestPulled: the engines' words for an image that could not be pulled.
+func TestPulled(t *testing.T) {
+	t.Parallel()
+	for text, want := range map[string]bool{
+		`failed to solve with frontend dockerfile.v0: failed to create LLB definition: failed to do request: Head "https://registry-1.docker.io/v2/library/node/manifests/22": dial tcp: lookup registry-1.docker.io: no such host`: true,
+		"pull access denied for hutch-nope, repository does not exist or may require 'docker login'":                                                                                                                                true,
+		`initializing source docker://mcr.microsoft.com/devcontainers/base:bookworm: pinging container registry mcr.microsoft.com`:                                                                                                  true,
+		"The command '/bin/sh -c make' returned a non-zero code: 2":                                                                                                                                                                 false,
+	} {
+		if got := pulled(text); got != want {
+			t.Errorf("pulled(%q) = %v", text, got)
+		}
+	}
+}

@@ -1,0 +1,97 @@
+package box
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/hutchsandbox/hutch/internal/engine"
+	"github.com/hutchsandbox/hutch/internal/errdefs"
+	"github.com/hutchsandbox/hutch/internal/project"
+)
+
+// The images a sandbox is made from, in the order create makes them: the
+// image of the devcontainer's Dockerfile (spec.Build), when it has one,
+// then the recipe's layers on top of it (ensureImage). This file holds
+// the first, and what to say when either fails.
+
+// ensureBuild builds the devcontainer's Dockerfile when its tag is
+// missing, or on every rebuild (the tag covers the Dockerfile, args and
+// target, not the rest of the context). It reports whether it built, so
+// the recipe's layers go onto the new image. Under sandbox-network
+// allowlist or none the build has no network either, and a Dockerfile
+// that would make the engine fetch something is refused before it runs.
+func (b *Box) ensureBuild(ctx context.Context) (bool, error) {
+	bd := b.spec.Build
+	if !b.rebuild {
+		if _, err := b.opts.Engine.Client.ImageInspect(ctx, bd.Tag); err == nil {
+			return false, nil
+		} else if !engine.IsNotFound(err) {
+			return false, engine.Classify(err, "inspect image "+bd.Tag)
+		}
+	}
+	b.stage(fmt.Sprintf("Building %s from %s…", bd.Tag, bd.Dockerfile))
+	offline := b.spec.Egress.Proxied()
+	var out tail
+	err := b.opts.Engine.BuildDir(ctx, engine.DirBuild{
+		Root: b.project, Context: bd.Context, DockerfilePath: bd.Dockerfile, Dockerfile: bd.Content,
+		Args: bd.Args, Target: bd.Target, Tag: bd.Tag, Offline: offline,
+	}, io.MultiWriter(b.opts.Progress, &out))
+	if err != nil {
+		return false, b.explainDevcontainerBuild(err, out.String(), offline)
+	}
+	return true, nil
+}
+
+// pullFailed are what engines say when an image a build starts from
+// cannot be pulled.
+var pullFailed = []string{"pull access denied", "failed to resolve source metadata", "failed to do request", "manifest unknown", "repository does not exist", "no such host", "initializing source docker://"}
+
+// explainDevcontainerBuild is the error of a failed build of the
+// devcontainer's Dockerfile, saying why where hutch can tell and what to
+// do.
+func (b *Box) explainDevcontainerBuild(err error, output string, offline bool) error {
+	what := "Could not build the image of " + b.spec.Build.Dockerfile
+	open := "set sandbox-network to open (hutch project settings set sandbox-network open) for the build"
+	var off *engine.OfflineError
+	advice := "Fix the Dockerfile, then run `hutch project rebuild`."
+	switch {
+	case errors.As(err, &off):
+		fix := fmt.Sprintf("Pull it yourself (docker pull %s), or %s.", off.Ref, open)
+		if off.URL {
+			fix = fmt.Sprintf("Put the file in the build context and COPY it, or %s.", open)
+		}
+		return fmt.Errorf("%s: the build has no network because sandbox-network is %s, and %w. %s", what, b.spec.Egress, err, fix)
+	case errors.Is(err, errdefs.ErrFailedPrecondition), errors.Is(err, errdefs.ErrInvalid), errors.Is(err, errdefs.ErrNotFound):
+		return fmt.Errorf("%s: %w", what, err) // the context: its own words say what to do
+	case pulled(err.Error() + "\n" + output):
+		advice = "The engine could not pull an image the Dockerfile starts from; pull or load it into the engine yourself (docker pull), then try again."
+	case offline:
+		advice = fmt.Sprintf("The build has no network because sandbox-network is %s, so a step that downloads fails. Build the image yourself and set sandbox-image to it, or %s.", b.spec.Egress, open)
+	}
+	return fmt.Errorf("%s: %w. %s", what, err, advice)
+}
+
+// pulled reports whether a build's error or output says an image could
+// not be pulled.
+func pulled(text string) bool {
+	text = strings.ToLower(text)
+	for _, p := range pullFailed {
+		if strings.Contains(text, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// explainRecipe is the error of a failed build of the recipe's layers:
+// on a base without a package manager hutch knows, what it lacks and
+// what to do; otherwise explainBuild's.
+func (b *Box) explainRecipe(err error, output, base string) error {
+	if missing := project.MissingTools(output); missing != nil {
+		return errdefs.New(errdefs.ErrFailedPrecondition, "Could not build the sandbox image: "+project.MissingToolsError(base, missing, b.spec.Build != nil && base == b.spec.Build.Tag))
+	}
+	return explainBuild(err, output)
+}
