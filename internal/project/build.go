@@ -113,3 +113,21 @@ func resolveBuild(in Input, project string, dc *devcontainer.Config, dcFile stri
 	}
 	return b, notes, nil
 }
+
+// userOrigin names the setting the container's user came from, for the
+// error an engine gives when the image has no such user: sandbox-user
+// when set, else the devcontainer key whose value it is.
+func userOrigin(st Resolved, dc *devcontainer.Config, dcFile, user string) string {
+	if strings.TrimSpace(st.User) != "" {
+		return "sandbox-user in " + cmpOr(st.Sources[KeyUser], "the settings")
+	}
+	if dc != nil && user != "" {
+		switch user {
+		case strings.TrimSpace(dc.RemoteUser):
+			return "remoteUser in " + dcFile
+		case strings.TrimSpace(dc.ContainerUser):
+			return "containerUser in " + dcFile
+		}
+	}
+	return ""
+}

@@ -138,3 +138,32 @@ func TestResolve_BuildNotes(t *testing.T) {
 	}
 	golden(t, "resolve_build_notes", strings.Join(append(notes, sp.Notes...), "\n")+"\n")
 }
+
+// TestResolve_UserOrigin: the setting the container's user came from,
+// which the error for an image without that user names.
+func TestResolve_UserOrigin(t *testing.T) {
+	dc := func(remote, container string) *devcontainer.Config {
+		return &devcontainer.Config{Path: dcDir + "/devcontainer.json", RemoteUser: remote, ContainerUser: container, ShutdownAction: "none", WorkspaceFolder: proj}
+	}
+	for _, tc := range []struct {
+		settings string
+		dc       *devcontainer.Config
+		want     string
+	}{
+		{`{"sandbox-user": "node"}`, dc("vscode", ""), "sandbox-user in "},
+		{`{}`, dc("vscode", "root"), "remoteUser in " + dcDir + "/devcontainer.json"},
+		{`{}`, dc("", "node"), "containerUser in " + dcDir + "/devcontainer.json"},
+		{`{}`, dc("", ""), ""},
+		{`{}`, nil, ""},
+	} {
+		in := input(t, tc.settings)
+		in.Devcontainer = tc.dc
+		sp, err := project.Resolve(in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.HasPrefix(sp.UserOrigin, tc.want) || (tc.want == "") != (sp.UserOrigin == "") {
+			t.Errorf("%s %+v: UserOrigin %q, want %q", tc.settings, tc.dc, sp.UserOrigin, tc.want)
+		}
+	}
+}

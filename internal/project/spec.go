@@ -124,6 +124,10 @@ type Spec struct {
 	Lifecycle map[string][]devcontainer.Lifecycle `json:",omitempty"`
 	// User is the user the container runs as, as the engine's --user.
 	User string
+	// UserOrigin names the setting User came from ("remoteUser in
+	// <devcontainer.json>", "sandbox-user in <settings file>"), "" for
+	// the caller's own ids: for the error when the image lacks the user.
+	UserOrigin string `json:"-"`
 	// UsernsKeepID maps the caller's ids into the container unchanged
 	// (rootless Podman with a non-root user), so files in the project
 	// keep their owner.
@@ -292,6 +296,7 @@ func Resolve(in Input) (Spec, error) {
 	}
 	user, un := resolveUser(st, dc, dcFile, host)
 	sp.User = user
+	sp.UserOrigin = userOrigin(st, dc, dcFile, user)
 	notes = append(notes, un...)
 	sp.UsernsKeepID = in.Flavor == FlavorPodman && in.Rootless && user != "" && !isRoot(user)
 

@@ -269,7 +269,7 @@ func (b *Box) Up(ctx context.Context) (*Target, error) {
 			(*h)(b.spec)
 		}
 		if _, err := b.opts.Engine.Client.ContainerStart(ctx, st.id, client.ContainerStartOptions{}); err != nil {
-			return nil, engine.Classify(err, "start the sandbox "+b.spec.Name)
+			return nil, b.startFailed(ctx, st.id, created, err)
 		}
 	}
 	cl, err := b.agentClient()

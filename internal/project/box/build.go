@@ -7,6 +7,8 @@ import (
 	"io"
 	"strings"
 
+	"github.com/moby/moby/client"
+
 	"github.com/hutchsandbox/hutch/internal/engine"
 	"github.com/hutchsandbox/hutch/internal/errdefs"
 	"github.com/hutchsandbox/hutch/internal/project"
@@ -15,7 +17,8 @@ import (
 // The images a sandbox is made from, in the order create makes them: the
 // image of the devcontainer's Dockerfile (spec.Build), when it has one,
 // then the recipe's layers on top of it (ensureImage). This file holds
-// the first, and what to say when either fails.
+// the first, what to say when either fails, and what to do when the
+// container they make does not start.
 
 // ensureBuild builds the devcontainer's Dockerfile when its tag is
 // missing, or on every rebuild (the tag covers the Dockerfile, args and
@@ -94,4 +97,65 @@ func (b *Box) explainRecipe(err error, output, base string) error {
 		return errdefs.New(errdefs.ErrFailedPrecondition, "Could not build the sandbox image: "+project.MissingToolsError(base, missing, b.spec.Build != nil && base == b.spec.Build.Tag))
 	}
 	return explainBuild(err, output)
+}
+
+// startFailed handles a container that would not start. One that never
+// ran (just created, or left created by an earlier failure) is removed,
+// so the next up creates it afresh from the settings then, instead of
+// starting the same broken one again; and the error says what failed and
+// what to do.
+func (b *Box) startFailed(ctx context.Context, id string, created bool, err error) error {
+	removed := false
+	if created || b.neverStarted(ctx, id) {
+		// Without the caller's deadline: a cancelled up must not leave
+		// the half-made container behind either.
+		rctx := context.WithoutCancel(ctx)
+		_, rerr := b.opts.Engine.Client.ContainerRemove(rctx, id, client.ContainerRemoveOptions{Force: true})
+		removed = rerr == nil || engine.IsNotFound(rerr)
+		if !removed {
+			b.opts.Log.Warn("could not remove a sandbox that did not start", "sandbox", b.spec.Name, "error", rerr)
+		}
+	}
+	after := "Run `hutch project rebuild` once it is fixed."
+	if removed {
+		after = "hutch removed the container it could not start, so the next `hutch project up` makes it afresh."
+	}
+	if user := missingUser(err); user != "" {
+		origin := b.spec.UserOrigin
+		if origin == "" {
+			origin = "your user id"
+		}
+		return errdefs.New(errdefs.ErrFailedPrecondition, fmt.Sprintf(
+			"The sandbox %s could not start: the user %q (%s) does not exist in the image %s. Name a user the image has, create that user in the image, or run the sandbox as yourself (hutch project settings set sandbox-user host). %s",
+			b.spec.Name, user, origin, b.spec.Image, after))
+	}
+	return fmt.Errorf("%w. %s", engine.Classify(err, "start the sandbox "+b.spec.Name), after)
+}
+
+// neverStarted reports whether the container id was created and never
+// started.
+func (b *Box) neverStarted(ctx context.Context, id string) bool {
+	res, err := b.opts.Engine.Client.ContainerInspect(ctx, id, client.ContainerInspectOptions{})
+	if err != nil || res.Container.State == nil {
+		return false
+	}
+	st := res.Container.State
+	return st.Status == "created" && (st.StartedAt == "" || strings.HasPrefix(st.StartedAt, "0001-01-01"))
+}
+
+// missingUser reads the user the runtime could not find from a start
+// error: runc and crun say "unable to find user NAME: no matching
+// entries in passwd file" (a group: "unable to find group").
+func missingUser(err error) string {
+	const marker = "unable to find user "
+	msg := err.Error()
+	i := strings.Index(msg, marker)
+	if i < 0 {
+		return ""
+	}
+	rest := msg[i+len(marker):]
+	if j := strings.IndexAny(rest, ": \n"); j >= 0 {
+		rest = rest[:j]
+	}
+	return rest
 }

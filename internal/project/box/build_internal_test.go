@@ -22,6 +22,21 @@ func TestExplainBuild(t *testing.T) {
 	}
 }
 
+// TestMissingUser: the user a runtime could not find, from runc's and
+// crun's words as Docker and Podman pass them on.
+func TestMissingUser(t *testing.T) {
+	t.Parallel()
+	for msg, want := range map[string]string{
+		"Error response from daemon: unable to find user node: no matching entries in passwd file":             "node",
+		"crun: unable to find user vscode: no matching entries in passwd file: OCI runtime error":              "vscode",
+		"Error response from daemon: OCI runtime create failed: exec: \"/hutch/bin/hutch\": permission denied": "",
+	} {
+		if got := missingUser(errors.New(msg)); got != want {
+			t.Errorf("missingUser(%q) = %q, want %q", msg, got, want)
+		}
+	}
+}
+
 // TestPulled: the engines' words for an image that could not be pulled.
 func TestPulled(t *testing.T) {
 	t.Parallel()

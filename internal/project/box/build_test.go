@@ -193,6 +193,32 @@ func TestCLI_RecipeWithoutPackageManager(t *testing.T) {
 	}
 }
 
+// TestCLI_MissingUserLeavesNoContainer: an image without the user
+// devcontainer.json names (remoteUser) cannot start the container; the
+// error says which user, where it was named and what to do, and the
+// container hutch made is gone, so the next up tries afresh rather than
+// starting the same one again.
+func TestCLI_MissingUserLeavesNoContainer(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, map[string]any{project.KeyUser: ""})
+	dc := filepath.Join(f.project, ".devcontainer.json")
+	f.files(t, map[string]string{".devcontainer.json": `{"image": "` + f.busybox + `", "remoteUser": "node", "shutdownAction": "none"}`})
+	f.mustHutch(t, "trust")
+	want := `could not start: the user "node" (remoteUser in ` + dc + `) does not exist in the image ` + f.busybox + `. Name a user the image has, create that user in the image, or run the sandbox as yourself (hutch project settings set sandbox-user host). hutch removed the container it could not start, so the next ` + "`hutch project up`" + ` makes it afresh.`
+	for i := range 2 {
+		_, errOut, code := f.hutch(t, "up")
+		if code == 0 || !strings.Contains(errOut, want) {
+			t.Errorf("up %d: exit %d\n%s", i+1, code, errOut)
+		}
+		if exists, _ := f.running(t, f.name); exists {
+			t.Fatalf("up %d left the container %s", i+1, f.name)
+		}
+	}
+	// Fixed: it comes up.
+	f.writeSettings(t, map[string]any{project.KeyImage: f.busybox, project.KeyUser: "root"})
+	f.mustHutch(t, "up")
+}
+
 // TestCLI_DevcontainerBuildOffline: under sandbox-network allowlist the
 // build has no network, and says so when that is why it failed; a
 // Dockerfile that would make the engine pull is refused before it runs.
