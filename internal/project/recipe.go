@@ -244,19 +244,24 @@ func looksNonApt(base string) bool {
 }
 
 // MissingTools reads the tools the install step found missing, on a base
-// with no package manager it knows, from the build's output: nil when
-// the output does not say so.
+// with no package manager it knows, from the build's output: the last
+// line that starts with MissingToolsMarker (colour codes aside; the
+// builder also prints the step itself, where the marker is mid-line).
+// nil when there is none.
 func MissingTools(output string) []string {
-	i := strings.LastIndex(output, MissingToolsMarker)
-	if i < 0 {
-		return nil
+	var found []string
+	for _, line := range strings.Split(output, "\n") {
+		line = strings.TrimLeft(ansiCodes.ReplaceAllStringFunc(line, func(string) string { return "" }), " \t\r")
+		if rest, ok := strings.CutPrefix(line, MissingToolsMarker); ok {
+			found = strings.Fields(rest)
+		}
 	}
-	rest := output[i+len(MissingToolsMarker):]
-	if j := strings.IndexAny(rest, "\r\n"); j >= 0 {
-		rest = rest[:j]
-	}
-	return strings.Fields(rest)
+	return found
 }
+
+// ansiCodes are the colour codes the classic builder wraps a step's
+// stderr in.
+var ansiCodes = lazyregexp.New(`\x1b\[[0-9;]*m`)
 
 // MissingToolsError is what to tell the user when the recipe's base has
 // no package manager hutch knows and lacks tools: which, and what to do.

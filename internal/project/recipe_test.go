@@ -104,6 +104,11 @@ func TestRecipe_MissingTools(t *testing.T) {
 	if project.MissingTools("E: Unable to locate package jq\n") != nil {
 		t.Error("MissingTools found something in an apt failure")
 	}
+	// The builder prints the step, marker and all, before its output.
+	step := project.Recipe{Base: "busybox:1"}.Dockerfile()
+	if got := project.MissingTools(step + "Segmentation fault\nhutch: installing with apk: curl\n"); got != nil {
+		t.Errorf("MissingTools found %q in the step's own text", got)
+	}
 	golden(t, "recipe_missing_tools", project.MissingToolsError("busybox:1", got, false)+"\n"+
 		project.MissingToolsError("hutch-devcontainer:0123456789abcdef", got, true)+"\n")
 }
