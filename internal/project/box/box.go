@@ -641,7 +641,7 @@ func (b *Box) ensureImage(ctx context.Context, r project.Recipe) (string, error)
 		}
 	}
 	var out tail
-	if err := b.opts.Engine.BuildFile(ctx, []byte(r.Dockerfile()), tag, nil, false, io.MultiWriter(b.opts.Progress, &out)); err != nil {
+	if err := b.opts.Engine.BuildFile(ctx, []byte(r.Dockerfile()), tag, nil, b.recipeOffline(), io.MultiWriter(b.opts.Progress, &out)); err != nil {
 		return "", b.explainRecipe(err, out.String(), r.Base)
 	}
 	return tag, nil

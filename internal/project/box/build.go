@@ -22,31 +22,51 @@ import (
 
 // ensureBuild builds the devcontainer's Dockerfile when its tag is
 // missing, or on every rebuild (the tag covers the Dockerfile, args and
-// target, not the rest of the context). It reports whether it built, so
-// the recipe's layers go onto the new image. Under sandbox-network
-// allowlist or none the build has no network either, and a Dockerfile
-// that would make the engine fetch something is refused before it runs.
+// target, not the rest of the context). It reports whether that made
+// another image than the tag had, so the recipe's layers go onto the new
+// one. Under sandbox-network allowlist or none the build has no network
+// either, and a Dockerfile that would make the engine fetch something is
+// refused before it runs.
 func (b *Box) ensureBuild(ctx context.Context) (bool, error) {
 	bd := b.spec.Build
-	if !b.rebuild {
-		if _, err := b.opts.Engine.Client.ImageInspect(ctx, bd.Tag); err == nil {
-			return false, nil
-		} else if !engine.IsNotFound(err) {
-			return false, engine.Classify(err, "inspect image "+bd.Tag)
-		}
+	before, err := b.imageID(ctx, bd.Tag)
+	if err != nil || (before != "" && !b.rebuild) {
+		return false, err
 	}
 	b.stage(fmt.Sprintf("Building %s from %s…", bd.Tag, bd.Dockerfile))
 	offline := b.spec.Egress.Proxied()
 	var out tail
-	err := b.opts.Engine.BuildDir(ctx, engine.DirBuild{
+	err = b.opts.Engine.BuildDir(ctx, engine.DirBuild{
 		Root: b.project, Context: bd.Context, DockerfilePath: bd.Dockerfile, Dockerfile: bd.Content,
 		Args: bd.Args, Target: bd.Target, Tag: bd.Tag, Offline: offline,
 	}, io.MultiWriter(b.opts.Progress, &out))
 	if err != nil {
 		return false, b.explainDevcontainerBuild(err, out.String(), offline)
 	}
-	return true, nil
+	after, err := b.imageID(ctx, bd.Tag)
+	return after != before, err
 }
+
+// imageID is the ID of the image ref names, "" when there is none.
+func (b *Box) imageID(ctx context.Context, ref string) (string, error) {
+	res, err := b.opts.Engine.Client.ImageInspect(ctx, ref)
+	switch {
+	case engine.IsNotFound(err):
+		return "", nil
+	case err != nil:
+		return "", engine.Classify(err, "inspect image "+ref)
+	}
+	return res.ID, nil
+}
+
+// recipeOffline reports whether the recipe's layers are built without a
+// network: under sandbox-network allowlist or none, on the image of the
+// project's Dockerfile. Building them runs that image's programs (its
+// shell, its package manager), which whoever wrote the Dockerfile chose;
+// with a network they could reach what the policy forbids. On a base
+// the user named (sandbox-base, the devcontainer's image, which trust
+// approved) they keep the engine's network.
+func (b *Box) recipeOffline() bool { return b.spec.Egress.Proxied() && b.spec.Build != nil }
 
 // pullFailed are what engines say when an image a build starts from
 // cannot be pulled.
@@ -91,10 +111,16 @@ func pulled(text string) bool {
 
 // explainRecipe is the error of a failed build of the recipe's layers:
 // on a base without a package manager hutch knows, what it lacks and
-// what to do; otherwise explainBuild's.
+// what to do; built offline (recipeOffline), why and what to do;
+// otherwise explainBuild's.
 func (b *Box) explainRecipe(err error, output, base string) error {
 	if missing := project.MissingTools(output); missing != nil {
 		return errdefs.New(errdefs.ErrFailedPrecondition, "Could not build the sandbox image: "+project.MissingToolsError(base, missing, b.spec.Build != nil && base == b.spec.Build.Tag))
+	}
+	if b.recipeOffline() {
+		return fmt.Errorf("could not build the sandbox image: %w. %s", err, fmt.Sprintf(
+			"Its layers go on the image built from %s, whose programs run while they are built, so under sandbox-network %s they get no network either and cannot install what that image lacks. Run `hutch project rebuild` once with sandbox-network open (hutch project settings set sandbox-network open), then set it back: the images are kept. Or build the image yourself and set sandbox-image to it.",
+			b.spec.Build.Dockerfile, b.spec.Egress))
 	}
 	return explainBuild(err, output)
 }

@@ -140,6 +140,11 @@ func TestCLI_DevcontainerBuild(t *testing.T) {
 	if out, _ := f.mustHutch(t, "exec", "--", "cat", "/app/added.txt"); out != "added\n" {
 		t.Errorf("after rebuild, the context's new file: %q", out)
 	}
+	// Nothing changed: the builder's cache gives the same image, and the
+	// recipe's layers on it are reused.
+	if progress := b.up(t, "rebuild"); !strings.Contains(progress, "Building "+project.BuildRepo+":") || strings.Contains(progress, "Building the sandbox image") {
+		t.Errorf("a rebuild with nothing changed:\n%s", progress)
+	}
 }
 
 // TestCLI_RecipeOnRPM: on an image with dnf (a stand-in), the recipe
@@ -226,7 +231,7 @@ func TestCLI_DevcontainerBuildOffline(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, map[string]any{project.KeyImage: "", project.KeyAgents: []string{}, project.KeyUser: "root",
 		project.KeyNetwork: "allowlist", project.KeyNetworkAllow: "example.com"})
-	f.trackBuilds(t) // nothing is built: the container, if any
+	builds := f.trackBuilds(t)
 	df := filepath.Join(f.project, ".devcontainer", "Dockerfile")
 	f.files(t, map[string]string{
 		".devcontainer/devcontainer.json": `{"build": {"dockerfile": "Dockerfile"}, "shutdownAction": "none"}`,
@@ -238,9 +243,25 @@ func TestCLI_DevcontainerBuildOffline(t *testing.T) {
 		t.Errorf("up with a FROM to pull: exit %d\n%s", code, errOut)
 	}
 
-	f.files(t, map[string]string{".devcontainer/Dockerfile": "FROM " + f.busybox + "\nRUN : " + testenv.Name(t) + "; wget -q -T 3 -O /dev/null http://example.com/\n"})
+	download := "wget -q -T 3 -O /dev/null http://example.com/"
+	f.files(t, map[string]string{".devcontainer/Dockerfile": "FROM " + f.busybox + "\nRUN : " + testenv.Name(t) + "; " + download + "\n"})
 	_, errOut, code = f.hutch(t, "up")
 	if want := "The build has no network because sandbox-network is allowlist, so a step that downloads fails."; code == 0 || !strings.Contains(errOut, want) {
 		t.Errorf("up with a download: exit %d\n%s", code, errOut)
+	}
+
+	// The Dockerfile builds offline; hutch's layers on it run its
+	// programs (an apk that downloads), so they get no network either.
+	apk := "RUN mkdir -p /usr/local/bin && printf '#!/bin/sh\\ncase \"$1\" in add) " + download + ";; *) exit 1;; esac\\n' > /usr/local/bin/apk && chmod 0755 /usr/local/bin/apk\n"
+	f.files(t, map[string]string{".devcontainer/Dockerfile": "FROM " + f.busybox + "\nRUN : " + testenv.Name(t) + "\n" + apk})
+	_, errOut, code = f.hutch(t, "up")
+	if want := "whose programs run while they are built, so under sandbox-network allowlist they get no network either"; code == 0 || !strings.Contains(errOut, want) {
+		t.Errorf("up with hutch's layers on a built image: exit %d\n%s", code, errOut)
+	}
+	for _, line := range strings.Split(errOut, "\n") {
+		if rest, ok := strings.CutPrefix(line, "Building "+project.BuildRepo+":"); ok {
+			tag, _, _ := strings.Cut(rest, " ")
+			builds.tags[project.BuildRepo+":"+tag] = true
+		}
 	}
 }
