@@ -167,3 +167,23 @@ func TestStepOf_Podman(t *testing.T) {
 		}
 	}
 }
+
+// FuzzScanDockerfile: no Dockerfile makes the scan panic, and every
+// fetch it reports is on a line the file has.
+func FuzzScanDockerfile(f *testing.F) {
+	f.Add("# syntax=docker/dockerfile:1\nARG V=1\nFROM a:${V} AS b\nCOPY --from=c:2 / /\nRUN --mount=from=d,target=/d true\nADD https://x/y /z\n", "V", "2")
+	f.Add("FROM ${A:-x}${B:+y}$\nADD [\"unterminated\n\\\n", "A", "")
+	f.Add("# escape=`\nFROM x `\n  AS y\n", "", "")
+	f.Fuzz(func(t *testing.T, df, name, value string) {
+		info := scanDockerfile([]byte(df), map[string]string{name: value})
+		lines := strings.Count(df, "\n") + 1
+		for _, fe := range info.Fetches {
+			if fe.Line < 1 || fe.Line > lines {
+				t.Fatalf("fetch %+v on line %d of %d", fe, fe.Line, lines)
+			}
+		}
+		if info.Frontend != "" && info.FrontendLine >= lines {
+			t.Fatalf("frontend on line %d of %d", info.FrontendLine, lines)
+		}
+	})
+}
