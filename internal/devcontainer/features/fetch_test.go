@@ -1,9 +1,11 @@
 package features_test
 
 import (
+	"archive/tar"
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"encoding/base64"
 	"encoding/hex"
 	"io/fs"
 	"net"
@@ -127,6 +129,71 @@ func TestFetch_OCI(t *testing.T) {
 		if got.Metadata.ID == "" || !got.HasInstall {
 			t.Errorf("%s: %+v", id, got)
 		}
+	}
+}
+
+// TestFetch_OCILinks: a published tar's links (to the host's files, or
+// within) are left out, with a note; the feature's files still arrive.
+func TestFetch_OCILinks(t *testing.T) {
+	reg := featuretest.NewRegistry(t)
+	reg.PushLayer(t, "devcontainers/features/links:1", featuretest.TarEntries(t,
+		featuretest.Entry{Name: "./", Type: tar.TypeDir, Mode: 0o755},
+		featuretest.Entry{Name: "./devcontainer-feature.json", Body: `{"id": "links"}`},
+		featuretest.Entry{Name: "./install.sh", Body: "#!/bin/sh\n", Mode: 0o755},
+		featuretest.Entry{Name: "./shadow", Type: tar.TypeSymlink, Link: "/etc/shadow"},
+		featuretest.Entry{Name: "./up", Type: tar.TypeSymlink, Link: "../../../../"},
+		featuretest.Entry{Name: "./install-again.sh", Type: tar.TypeLink, Link: "./install.sh"},
+	), nil)
+	got, err := fetcher(t).Fetch(context.Background(), mustRef(t, reg.Ref("devcontainers/features/links:1")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"devcontainer-feature.json": `{"id": "links"}`, "install.sh": "#!/bin/sh\n"}
+	if diff := cmp.Diff(want, files(t, got.Dir)); diff != "" {
+		t.Errorf("files (-want +got):\n%s", diff)
+	}
+	note := "feature " + reg.Ref("devcontainers/features/links:1") + ": left out the link shadow -> /etc/shadow, the link up -> ../../../../, the link install-again.sh -> ./install.sh: features are installed from their regular files and folders only"
+	if diff := cmp.Diff([]string{note}, got.Notes); diff != "" {
+		t.Errorf("notes (-want +got):\n%s", diff)
+	}
+}
+
+// TestFetch_PrivateRegistry: a registry that wants credentials is
+// answered with the host user's docker credentials, and without them
+// the error says to log in.
+func TestFetch_PrivateRegistry(t *testing.T) {
+	reg := featuretest.NewRegistry(t)
+	reg.Push(t, "team/features/secret:1", commonFiles)
+	reg.RequireAuth("ada", "s3cret")
+	ref := mustRef(t, reg.Ref("team/features/secret:1"))
+
+	home := t.TempDir()
+	t.Setenv("HOME", home)
+	t.Setenv("DOCKER_CONFIG", filepath.Join(home, ".docker"))
+	t.Setenv("REGISTRY_AUTH_FILE", "")
+	t.Setenv("XDG_RUNTIME_DIR", "")
+	t.Setenv("XDG_CONFIG_HOME", "")
+	f := &features.Fetcher{WorkDir: t.TempDir()} // the default keychain
+	_, err := f.Fetch(context.Background(), ref)
+	if err == nil || !errdefs.IsFailedPrecondition(err) || !strings.Contains(err.Error(), "feature "+ref.ID+": registry "+reg.Host+" refused access to its manifest") ||
+		!strings.Contains(err.Error(), "log in with docker login "+reg.Host) {
+		t.Fatalf("Fetch without credentials: %v (%s)", err, errdefs.Code(err))
+	}
+
+	auth := base64.StdEncoding.EncodeToString([]byte("ada:s3cret"))
+	if err := os.MkdirAll(filepath.Join(home, ".docker"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	config := `{"auths": {"` + reg.Host + `": {"auth": "` + auth + `"}}}`
+	if err := os.WriteFile(filepath.Join(home, ".docker", "config.json"), []byte(config), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	got, err := f.Fetch(context.Background(), ref)
+	if err != nil {
+		t.Fatalf("Fetch with the user's docker credentials: %v", err)
+	}
+	if got.Metadata.ID != "common" {
+		t.Errorf("Fetched = %+v", got)
 	}
 }
 

@@ -56,6 +56,7 @@ type Registry struct {
 	Host string
 
 	mu           sync.Mutex
+	user, pass   string          // required when user is set
 	corrupt      map[string]bool // blob digests served with a byte flipped
 	blobGets     int
 	manifestGets int
@@ -67,6 +68,14 @@ func NewRegistry(t testing.TB) *Registry {
 	r := &Registry{corrupt: make(map[string]bool)}
 	h := registry.New(registry.Logger(log.New(io.Discard, "", 0)))
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		r.mu.Lock()
+		user, pass := r.user, r.pass
+		r.mu.Unlock()
+		if u, p, ok := req.BasicAuth(); user != "" && (!ok || u != user || p != pass) {
+			w.Header().Set("WWW-Authenticate", `Basic realm="featuretest"`)
+			http.Error(w, `{"errors":[{"code":"UNAUTHORIZED","message":"authentication required"}]}`, http.StatusUnauthorized)
+			return
+		}
 		if req.Method == http.MethodGet {
 			r.mu.Lock()
 			switch {
@@ -124,6 +133,15 @@ func (r *Registry) ManifestGets() int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.manifestGets
+}
+
+// RequireAuth makes the registry refuse every request without HTTP basic
+// authentication as user and pass, as a private registry does. Pushing
+// is refused too: push first.
+func (r *Registry) RequireAuth(user, pass string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.user, r.pass = user, pass
 }
 
 // Corrupt makes the registry serve the blob of digest d with its first
