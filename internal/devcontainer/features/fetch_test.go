@@ -244,6 +244,7 @@ func TestFetch_OCIErrors(t *testing.T) {
 	reg.PushLayer(t, "devcontainers/features/notar:1", []byte(strings.Repeat("garbage!", 200)), nil)
 	other := reg.PushBlob(t, "devcontainers/features/image:1", good, "application/vnd.oci.image.layer.v1.tar")
 	reg.PushManifest(t, "devcontainers/features/image:1", []v1.Descriptor{other}, nil)
+	reg.PushManifest(t, "devcontainers/features/huge:1", nil, map[string]string{"padding": strings.Repeat("x", 5<<20)})
 	reg.PushRaw(t, "devcontainers/features/index:1", []byte(`{"schemaVersion":2,"mediaType":"application/vnd.oci.image.index.v1+json","manifests":[]}`), "application/vnd.oci.image.index.v1+json")
 
 	// A port nothing listens on.
@@ -281,6 +282,8 @@ func TestFetch_OCIErrors(t *testing.T) {
 		{"not_a_tar", reg.Ref("devcontainers/features/notar:1"), features.Limits{}, errdefs.IsInvalid, "the archive is not a valid tar"},
 		{"not_a_feature", reg.Ref("devcontainers/features/image:1"), features.Limits{}, errdefs.IsInvalid,
 			"is not a Dev Container Feature: its manifest has no layer of type application/vnd.devcontainers.layer.v1+tar"},
+		{"huge_manifest", reg.Ref("devcontainers/features/huge:1"), features.Limits{}, errdefs.IsInvalid,
+			"feature " + reg.Ref("devcontainers/features/huge:1") + ": " + reg.Ref("devcontainers/features/huge:1") + "'s manifest is larger than the 4 MiB a feature's may be"},
 		{"index", reg.Ref("devcontainers/features/index:1"), features.Limits{}, errdefs.IsInvalid, "is an image index, not a Dev Container Feature"},
 		{"unreachable", closed + "/devcontainers/features/node:1", features.Limits{}, errdefs.IsUnavailable,
 			"feature " + closed + "/devcontainers/features/node:1: cannot reach " + closed + ": "},

@@ -44,6 +44,9 @@ func isLoopback(host string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
+// errManifestTooLarge is what a manifest past maxManifest reads as.
+var errManifestTooLarge = fmt.Errorf("the registry's manifest is larger than %s", mebibytes(maxManifest))
+
 // limitedBody fails a response body past its limit.
 type limitedBody struct {
 	rc   io.ReadCloser
@@ -52,7 +55,7 @@ type limitedBody struct {
 
 func (b *limitedBody) Read(p []byte) (int, error) {
 	if b.left <= 0 {
-		return 0, fmt.Errorf("the registry's manifest is larger than %s", mebibytes(maxManifest))
+		return 0, errManifestTooLarge
 	}
 	if int64(len(p)) > b.left {
 		p = p[:b.left]
@@ -70,6 +73,9 @@ func (b *limitedBody) Close() error { return b.rc.Close() }
 func registryError(ctx context.Context, ref Ref, what string, err error) error {
 	if ctx.Err() != nil {
 		return fmt.Errorf("feature %s: %w", ref.ID, ctx.Err())
+	}
+	if errors.Is(err, errManifestTooLarge) {
+		return errdefs.New(errdefs.ErrInvalid, fmt.Sprintf("feature %s: %s's manifest is larger than the %s a feature's may be; it is not a Dev Container Feature", ref.ID, ref.Reference(), mebibytes(maxManifest)))
 	}
 	var terr *transport.Error
 	if errors.As(err, &terr) {
