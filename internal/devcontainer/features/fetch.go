@@ -45,6 +45,9 @@ type Fetcher struct {
 	// http.DefaultTransport). Plain HTTP is refused except to the
 	// loopback, and manifests are capped, whatever it is.
 	RegistryTransport http.RoundTripper
+	// Mirrors are registries to fetch OCI features from instead of the
+	// ones their references name (nil: none).
+	Mirrors Mirrors
 	// HTTPClient fetches tarballs (nil: one with a 10 minute timeout).
 	// Redirects to anything but https are refused whatever it is.
 	HTTPClient *http.Client
@@ -92,7 +95,7 @@ func (f *Fetcher) Fetch(ctx context.Context, ref Ref) (*Fetched, error) {
 	case Tarball:
 		out.Digest, out.Notes, err = f.fetchTarball(ctx, ref, dst, lim)
 	case Local:
-		out.Notes, err = f.copyLocal(ref, dst, lim)
+		out.Digest, out.Notes, err = f.copyLocal(ref, dst, lim)
 	default:
 		err = errdefs.New(errdefs.ErrInvalid, fmt.Sprintf("feature %s: not a parsed reference", ref.ID))
 	}
@@ -174,7 +177,11 @@ func folderName(s string) string {
 // pinned by digest), then its layer (from the cache when there), checks
 // it against its digest and unpacks it into dst.
 func (f *Fetcher) fetchOCI(ctx context.Context, ref Ref, dst string, lim Limits) (string, []string, error) {
-	nref, err := name.ParseReference(ref.Reference())
+	// from is what is asked of the registry: ref, at its mirror if it
+	// has one.
+	from := ref
+	from.Registry = f.Mirrors.of(ref)
+	nref, err := name.ParseReference(from.Reference())
 	if err != nil {
 		return "", nil, errdefs.New(errdefs.ErrInvalid, fmt.Sprintf("feature %s: %v", ref.ID, err))
 	}
@@ -206,10 +213,10 @@ func (f *Fetcher) fetchOCI(ctx context.Context, ref Ref, dst string, lim Limits)
 	if manifest == nil {
 		desc, err := remote.Get(nref, opts...)
 		if err != nil {
-			return "", nil, registryError(ctx, ref, "its manifest", err)
+			return "", nil, registryError(ctx, ref, from.Registry, "its manifest", err)
 		}
 		if desc.MediaType.IsIndex() {
-			return "", nil, errdefs.New(errdefs.ErrInvalid, fmt.Sprintf("feature %s: %s is an image index, not a Dev Container Feature (whose manifest has a layer of type %s)", ref.ID, ref.Reference(), LayerMediaType))
+			return "", nil, errdefs.New(errdefs.ErrInvalid, fmt.Sprintf("feature %s: %s is an image index, not a Dev Container Feature (whose manifest has a layer of type %s)", ref.ID, from.Reference(), LayerMediaType))
 		}
 		manifest, digest = desc.Manifest, desc.Digest
 		c.put("manifests", digest, manifest)
@@ -227,14 +234,14 @@ func (f *Fetcher) fetchOCI(ctx context.Context, ref Ref, dst string, lim Limits)
 	}
 	switch {
 	case layer == nil:
-		return "", nil, errdefs.New(errdefs.ErrInvalid, fmt.Sprintf("feature %s: %s is not a Dev Container Feature: its manifest has no layer of type %s", ref.ID, ref.Reference(), LayerMediaType))
+		return "", nil, errdefs.New(errdefs.ErrInvalid, fmt.Sprintf("feature %s: %s is not a Dev Container Feature: its manifest has no layer of type %s", ref.ID, from.Reference(), LayerMediaType))
 	case layer.Digest.Algorithm != "sha256":
 		return "", nil, errdefs.New(errdefs.ErrInvalid, fmt.Sprintf("feature %s: its layer's digest is %s; hutch checks sha256 digests only", ref.ID, layer.Digest))
 	case layer.Size > lim.Artifact:
 		return "", nil, errdefs.New(errdefs.ErrInvalid, fmt.Sprintf("feature %s: its layer is %d bytes, more than the %s a feature may be", ref.ID, layer.Size, mebibytes(lim.Artifact)))
 	}
 
-	blob, err := f.layer(ctx, ref, nref, layer, opts, c, lim)
+	blob, err := f.layer(ctx, ref, from.Registry, nref, layer, opts, c, lim)
 	if err != nil {
 		return "", nil, err
 	}
@@ -244,18 +251,18 @@ func (f *Fetcher) fetchOCI(ctx context.Context, ref Ref, dst string, lim Limits)
 }
 
 // layer returns the feature's layer, checked against its digest: from the
-// cache, or downloaded (into the cache when there is one).
-func (f *Fetcher) layer(ctx context.Context, ref Ref, nref name.Reference, layer *v1.Descriptor, opts []remote.Option, c cache, lim Limits) (*os.File, error) {
+// cache, or downloaded from registry (into the cache when there is one).
+func (f *Fetcher) layer(ctx context.Context, ref Ref, registry string, nref name.Reference, layer *v1.Descriptor, opts []remote.Option, c cache, lim Limits) (*os.File, error) {
 	if file, ok := c.open("blobs", layer.Digest, lim.Artifact); ok {
 		return file, nil
 	}
 	l, err := remote.Layer(nref.Context().Digest(layer.Digest.String()), opts...)
 	if err != nil {
-		return nil, registryError(ctx, ref, "its layer", err)
+		return nil, registryError(ctx, ref, registry, "its layer", err)
 	}
 	rc, err := l.Compressed()
 	if err != nil {
-		return nil, registryError(ctx, ref, "its layer", err)
+		return nil, registryError(ctx, ref, registry, "its layer", err)
 	}
 	defer func() { _ = rc.Close() }()
 	dir := c.path("blobs")
@@ -284,7 +291,7 @@ func (f *Fetcher) layer(ctx context.Context, ref Ref, nref name.Reference, layer
 		// the end; this says what it means.
 		return nil, errdefs.New(errdefs.ErrInvalid, fmt.Sprintf("feature %s: its layer is corrupt: the registry served content of digest %s for %s; try again, and report it to the feature's publisher if it persists", ref.ID, got, layer.Digest))
 	case err != nil:
-		return nil, registryError(ctx, ref, "its layer", err)
+		return nil, registryError(ctx, ref, registry, "its layer", err)
 	case n != layer.Size:
 		return nil, errdefs.New(errdefs.ErrInvalid, fmt.Sprintf("feature %s: its layer is corrupt: %d bytes served where the manifest says %d", ref.ID, n, layer.Size))
 	}

@@ -434,8 +434,34 @@ func TestFetch_Local(t *testing.T) {
 	if diff := cmp.Diff(notes, got.Notes); diff != "" {
 		t.Errorf("notes (-want +got):\n%s", diff)
 	}
-	if got.Digest != "" || !got.HasInstall || got.Metadata.ID != "rust" {
+	if !strings.HasPrefix(got.Digest, "sha256:") || !got.HasInstall || got.Metadata.ID != "rust" {
 		t.Errorf("Fetched = %+v", got)
+	}
+	// LocalDigest reads the folder as the copy does, copying nothing,
+	// and gives the copy's digest; a change to a file changes it.
+	if d, err := f.LocalDigest(mustRef(t, "./rust")); err != nil || d != got.Digest {
+		t.Errorf("LocalDigest = %q, %v; want the copy's %q", d, err, got.Digest)
+	}
+	write("rust/install.sh", "#!/bin/sh\necho changed\n", 0o755)
+	if d, err := f.LocalDigest(mustRef(t, "./rust")); err != nil || d == got.Digest {
+		t.Errorf("LocalDigest after install.sh changed = %q, %v; want another digest", d, err)
+	}
+	if err := os.Chmod(filepath.Join(dc, "rust", "install.sh"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	changed, _ := f.LocalDigest(mustRef(t, "./rust"))
+	write("rust/install.sh", "#!/bin/sh\necho rust\n", 0o755)
+	if err := os.Chmod(filepath.Join(dc, "rust", "install.sh"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if changed == got.Digest {
+		t.Errorf("LocalDigest does not change with the execute bit")
+	}
+	if d, _ := f.LocalDigest(mustRef(t, "./rust")); d != got.Digest {
+		t.Errorf("LocalDigest after the file was put back = %q, want %q", d, got.Digest)
+	}
+	if _, err := f.LocalDigest(mustRef(t, "./nope")); !errdefs.IsNotFound(err) {
+		t.Errorf("LocalDigest of a missing folder: %v, want not found", err)
 	}
 
 	got, err = f.Fetch(context.Background(), mustRef(t, "./noinstall"))

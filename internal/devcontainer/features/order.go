@@ -16,8 +16,8 @@ type node struct {
 	ref     Ref
 	options map[string]string
 	// digest identifies the content: the manifest digest of an OCI
-	// feature, the SHA-256 of a tarball; "" for a local folder, which its
-	// path identifies.
+	// feature, the SHA-256 of a tarball. A local folder is identified by
+	// its path, whatever its digest.
 	digest string
 	// names are the names the feature answers to: its own and its
 	// legacyIds, which the spec resolves installsAfter and

@@ -68,11 +68,16 @@ func (b *limitedBody) Read(p []byte) (int, error) {
 func (b *limitedBody) Close() error { return b.rc.Close() }
 
 // registryError turns what go-containerregistry returned while getting
-// what of ref into an error that names the feature, says what failed and
-// what to do, with the class that fits.
-func registryError(ctx context.Context, ref Ref, what string, err error) error {
+// what of ref from registry (ref's own, or its mirror) into an error that
+// names the feature, says what failed and what to do, with the class
+// that fits.
+func registryError(ctx context.Context, ref Ref, registry, what string, err error) error {
 	if ctx.Err() != nil {
 		return fmt.Errorf("feature %s: %w", ref.ID, ctx.Err())
+	}
+	where := registry
+	if registry != ref.Registry {
+		where = fmt.Sprintf("%s (the mirror of %s)", registry, ref.Registry)
 	}
 	if errors.Is(err, errManifestTooLarge) {
 		return errdefs.New(errdefs.ErrInvalid, fmt.Sprintf("feature %s: %s's manifest is larger than the %s a feature's may be; it is not a Dev Container Feature", ref.ID, ref.Reference(), mebibytes(maxManifest)))
@@ -85,11 +90,11 @@ func registryError(ctx context.Context, ref Ref, what string, err error) error {
 		}
 		switch {
 		case terr.StatusCode == http.StatusNotFound || codes[transport.ManifestUnknownErrorCode] || codes[transport.NameUnknownErrorCode] || codes[transport.BlobUnknownErrorCode]:
-			return errdefs.New(errdefs.ErrNotFound, fmt.Sprintf("feature %s: not found in registry %s (%v); check the feature's name and version", ref.ID, ref.Registry, terr))
+			return errdefs.New(errdefs.ErrNotFound, fmt.Sprintf("feature %s: not found in registry %s (%v); check the feature's name and version", ref.ID, where, terr))
 		case terr.StatusCode == http.StatusUnauthorized || terr.StatusCode == http.StatusForbidden || codes[transport.UnauthorizedErrorCode] || codes[transport.DeniedErrorCode]:
-			return errdefs.New(errdefs.ErrFailedPrecondition, fmt.Sprintf("feature %s: registry %s refused access to %s (%v); registries answer so for a name that does not exist too: check it, and if the feature is private, log in with docker login %s", ref.ID, ref.Registry, what, terr, ref.Registry))
+			return errdefs.New(errdefs.ErrFailedPrecondition, fmt.Sprintf("feature %s: registry %s refused access to %s (%v); registries answer so for a name that does not exist too: check it, and if the feature is private, log in with docker login %s", ref.ID, where, what, terr, registry))
 		}
-		return errdefs.New(errdefs.ErrUnavailable, fmt.Sprintf("feature %s: registry %s failed to serve %s (%v); try again later", ref.ID, ref.Registry, what, terr))
+		return errdefs.New(errdefs.ErrUnavailable, fmt.Sprintf("feature %s: registry %s failed to serve %s (%v); try again later", ref.ID, where, what, terr))
 	}
-	return errdefs.New(errdefs.ErrUnavailable, fmt.Sprintf("feature %s: cannot reach %s: %v", ref.ID, ref.Registry, err))
+	return errdefs.New(errdefs.ErrUnavailable, fmt.Sprintf("feature %s: cannot reach %s: %v", ref.ID, where, err))
 }

@@ -21,7 +21,8 @@ type Fetched struct {
 	// Dir is the folder holding the feature's files, which hutch owns.
 	Dir string
 	// Digest identifies the content: the manifest digest of an OCI
-	// feature, sha256:<hex> of a tarball, "" for a local folder.
+	// feature, sha256:<hex> of a tarball, and of a local folder the
+	// digest of the copy (see LocalDigest).
 	Digest   string
 	Metadata *Metadata
 	// HasInstall is false when the feature has no install.sh: it is
