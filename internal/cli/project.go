@@ -189,12 +189,13 @@ func (p *projectCmd) devcontainer(l *loaded) (*devcontainer.Config, error) {
 		l.notes = append(l.notes, fmt.Sprintf("%s is not read: sandbox-devcontainer is off.", l.dcPath))
 		return nil, nil
 	}
-	ok, err := l.trust.Trusted(l.dir, l.dcData)
+	a := p.approval(l)
+	ok, err := l.trust.Trusted(l.dir, a)
 	if err != nil {
 		return nil, err
 	}
 	if !ok {
-		l.notes = append(l.notes, fmt.Sprintf("%s is new or changed since you last approved it, so it is not applied (agents can edit the project). Read it, then run `hutch project trust` to apply it.", l.dcPath))
+		l.notes = append(l.notes, notApproved(l, a))
 		return nil, nil
 	}
 	dc, err := p.parseDevcontainer(l)
@@ -331,6 +332,12 @@ func (p *projectCmd) load(ctx context.Context, lenient bool) (*loaded, error) {
 	opts := p.boxOptions(eng, layout.StateDir, layout.RunDir)
 	if in.Devcontainer != nil {
 		opts.Refine = p.refine(l, in)
+	}
+	if spec.Features != nil && !lenient {
+		if opts.FeatureMirrors, err = p.featureMirrors(); err != nil {
+			_ = eng.Close()
+			return nil, err
+		}
 	}
 	l.box = box.New(opts, l.dir, spec)
 	return l, nil
@@ -986,8 +993,9 @@ func (p *projectCmd) trustCmd() *cobra.Command {
 		Long: `Approve the project's devcontainer.json as it is now. Agents can edit the
 project, and a devcontainer.json decides mounts, environment and the user
 the container runs as, so hutch applies only content you approved: after
-any change, it is ignored (with a note) until you run this again. Read the
-file first.`,
+any change, it is ignored (with a note) until you run this again. The
+approval covers the Dockerfile its build names and the files of its local
+features too: they run when the image is built. Read them first.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			l, err := p.settings()
@@ -1003,10 +1011,14 @@ file first.`,
 			if dc, err := p.parseDevcontainer(l); err == nil {
 				sources = box.ResolveSources(l.dir, bindSources(dc))
 			}
-			if err := l.trust.Approve(l.dir, l.dcData, sources); err != nil {
+			a := p.approval(l)
+			if err := l.trust.Approve(l.dir, a, sources); err != nil {
 				return err
 			}
-			if err := printf(p.g.stdout, "Approved %s (sha256 %s); run `hutch project rebuild` to apply it to a running sandbox.\n", l.dcPath, box.Digest(l.dcData)[:12]); err != nil {
+			if err := printf(p.g.stdout, "Approved %s (sha256 %s); run `hutch project rebuild` to apply it to a running sandbox.\n", l.dcPath, a.Digest()[:12]); err != nil {
+				return err
+			}
+			if err := printInputs(p.g.stdout, a.Inputs); err != nil {
 				return err
 			}
 			return printSources(p.g.stdout, sources)

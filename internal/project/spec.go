@@ -100,6 +100,11 @@ type Spec struct {
 	// Build, when set, is the devcontainer's Dockerfile build: its
 	// result is the Recipe's base (Recipe.Base is then Build.Tag).
 	Build *ImageBuild `json:",omitempty"`
+	// Features, when set, are the devcontainer's features: they are
+	// installed on the Recipe's base, and the Recipe is built on the
+	// result (its Base is then FeaturesTag's, known once they are
+	// fetched).
+	Features *Features `json:",omitempty"`
 	// Recipe is the image to build when Image is not present; nil when
 	// sandbox-image is used (the executor then makes /sandbox/home
 	// writable itself, since the image may lack it).
@@ -251,6 +256,9 @@ func Resolve(in Input) (Spec, error) {
 		} else if dc != nil && dc.Image != "" && dc.Image != img {
 			note("sandbox-image %s is used as-is, so the image %s named in %s is not.", img, dc.Image, dcFile)
 		}
+		if f := resolveFeatures(dc, dcFile, img); f != nil {
+			note("sandbox-image %s is used as-is, so the features of %s (%s) are not installed. Unset sandbox-image to have them installed.", img, dcFile, f.IDs())
+		}
 	} else {
 		base := cmpOr(strings.TrimSpace(st.Base), DefaultBase)
 		if dc != nil && dc.Build != nil {
@@ -267,6 +275,7 @@ func Resolve(in Input) (Spec, error) {
 				note("The image %q in %s is not an image reference, so the sandbox is generated on %s instead.", dc.Image, dcFile, base)
 			}
 		}
+		sp.Features = resolveFeatures(dc, dcFile, base)
 		r := &Recipe{Base: base, Packages: st.Packages, Agents: st.Agents, Setup: st.Setup}
 		_, rn := r.Compile()
 		notes = append(notes, rn...)
@@ -360,13 +369,6 @@ func engineAsks(dc *devcontainer.Config, dcFile string) []string {
 	}
 	if len(dc.ComposeFiles) > 0 {
 		notes = append(notes, fmt.Sprintf("%s describes a Docker Compose project (%s); hutch runs one container per project and does not start compose services. Set sandbox-image to the image of the service the agents work in.", dcFile, strings.Join(dc.ComposeFiles, ", ")))
-	}
-	if len(dc.Features) > 0 {
-		ids := make([]string, len(dc.Features))
-		for i, f := range dc.Features {
-			ids[i] = f.ID
-		}
-		notes = append(notes, fmt.Sprintf("The features of %s (%s) are not installed in the sandbox yet. Put what they set up into sandbox-packages, sandbox-setup or sandbox-image.", dcFile, strings.Join(ids, ", ")))
 	}
 	return notes
 }
@@ -676,7 +678,8 @@ func withProxyVars(vars []EnvVar) env {
 func (sp Spec) Policy() netpolicy.Policy { return policyOf(string(sp.Egress), sp.Allow) }
 
 // specHash hashes what shapes the container: the image (a recipe's tag
-// covers its Dockerfile), workdir, mounts, env, user, network and limits.
+// covers its Dockerfile) and the features installed under it, workdir,
+// mounts, env, user, network and limits.
 // Name, labels and notes are left out: they follow from these or do not
 // shape anything; so are the allowlist and the choice between allowlist
 // and none, which the proxy reads per connection.
@@ -688,7 +691,11 @@ func specHash(sp Spec) string {
 		network += " egress=" + EgressAddr
 	}
 	shape := struct {
-		Image, Workdir     string
+		Image, Workdir string
+		// Features: omitted when there are none, so that the hash of a
+		// sandbox without features is what it was before they were
+		// installed.
+		Features           *Features `json:",omitempty"`
 		Mounts             []Mount
 		Env                []EnvVar
 		User               string
@@ -696,7 +703,7 @@ func specHash(sp Spec) string {
 		Network            string
 		ExtraHosts         []string
 		Memory, CPUs, Pids int64
-	}{sp.Image, sp.Workdir, sp.Mounts, sp.Env, sp.User, sp.UsernsKeepID, network, sp.ExtraHosts, sp.MemoryBytes, sp.NanoCPUs, sp.PidsLimit}
+	}{sp.Image, sp.Workdir, sp.Features, sp.Mounts, sp.Env, sp.User, sp.UsernsKeepID, network, sp.ExtraHosts, sp.MemoryBytes, sp.NanoCPUs, sp.PidsLimit}
 	b, err := json.Marshal(shape)
 	if err != nil {
 		panic(err) // strings, bools and ints always marshal

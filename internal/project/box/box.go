@@ -23,6 +23,7 @@ import (
 	"github.com/hutchsandbox/hutch/internal/agentbin"
 	"github.com/hutchsandbox/hutch/internal/beneath"
 	"github.com/hutchsandbox/hutch/internal/devcontainer"
+	"github.com/hutchsandbox/hutch/internal/devcontainer/features"
 	"github.com/hutchsandbox/hutch/internal/egress"
 	"github.com/hutchsandbox/hutch/internal/engine"
 	"github.com/hutchsandbox/hutch/internal/errdefs"
@@ -74,6 +75,9 @@ type Options struct {
 	// features declare. The box keeps its first spec's name, hash and
 	// labels: the image follows from them.
 	Refine func(label string) (project.Spec, error)
+	// FeatureMirrors are registries the devcontainer's features are
+	// fetched from instead of the ones they name (HUTCH_FEATURE_MIRRORS).
+	FeatureMirrors features.Mirrors
 }
 
 // Box is one project's sandbox.
@@ -90,6 +94,9 @@ type Box struct {
 	// create, so the recipe's layers go onto it even when their tag is
 	// present.
 	rebuild, freshBase bool
+	// buildNotes are advisories of making the images (what installing
+	// the features left out), shown with the spec's.
+	buildNotes []string
 
 	egressMu sync.Mutex // guards the following
 	live     netpolicy.Policy
@@ -242,6 +249,7 @@ func (b *Box) Up(ctx context.Context) (*Target, error) {
 			return nil, err
 		}
 		created = true
+		notes = append(notes, b.buildNotes...)
 	}
 	// The one it found or made (another hutch may have made it a moment
 	// before, from other settings). Its labels hold its image's.
@@ -475,8 +483,18 @@ func (b *Box) create(ctx context.Context) error {
 		b.freshBase = built
 	}
 	if b.spec.Recipe != nil {
+		r := *b.spec.Recipe
+		if b.spec.Features != nil {
+			// The recipe's layers go on the features, which go on
+			// the recipe's base.
+			tag, fresh, err := b.ensureFeatures(ctx, *b.spec.Features)
+			if err != nil {
+				return err
+			}
+			r.Base, b.freshBase = tag, fresh
+		}
 		var err error
-		if img, err = b.ensureImage(ctx, *b.spec.Recipe); err != nil {
+		if img, err = b.ensureImage(ctx, r); err != nil {
 			return err
 		}
 	}
@@ -891,7 +909,8 @@ func (b *Box) Down(ctx context.Context, volumes bool) (bool, error) {
 }
 
 // Rebuild removes hutch's own container, builds the devcontainer's
-// Dockerfile again (its context may have changed), builds the recipe's
+// Dockerfile again (its context may have changed), installs its features
+// again (fetched anew; their scripts download), builds the recipe's
 // image again when it or its base changed (an unchanged one is reused)
 // and brings it up.
 func (b *Box) Rebuild(ctx context.Context) (*Target, error) {

@@ -16,9 +16,10 @@ import (
 
 // The images a sandbox is made from, in the order create makes them: the
 // image of the devcontainer's Dockerfile (spec.Build), when it has one,
-// then the recipe's layers on top of it (ensureImage). This file holds
-// the first, what to say when either fails, and what to do when the
-// container they make does not start.
+// then its features (spec.Features, features.go), then the recipe's
+// layers on top (ensureImage). This file holds the first, what to say
+// when the first or the last fails, and what to do when the container
+// they make does not start.
 
 // ensureBuild builds the devcontainer's Dockerfile when its tag is
 // missing, or on every rebuild (the tag covers the Dockerfile, args and
@@ -61,12 +62,15 @@ func (b *Box) imageID(ctx context.Context, ref string) (string, error) {
 
 // recipeOffline reports whether the recipe's layers are built without a
 // network: under sandbox-network allowlist or none, on the image of the
-// project's Dockerfile. Building them runs that image's programs (its
-// shell, its package manager), which whoever wrote the Dockerfile chose;
-// with a network they could reach what the policy forbids. On a base
-// the user named (sandbox-base, the devcontainer's image, which trust
-// approved) they keep the engine's network.
-func (b *Box) recipeOffline() bool { return b.spec.Egress.Proxied() && b.spec.Build != nil }
+// project's Dockerfile or of its features. Building them runs that
+// image's programs (its shell, its package manager), which whoever wrote
+// the Dockerfile, or a feature's install script, chose; with a network
+// they could reach what the policy forbids. On a base the user named
+// (sandbox-base, the devcontainer's image, which trust approved) they
+// keep the engine's network.
+func (b *Box) recipeOffline() bool {
+	return b.spec.Egress.Proxied() && (b.spec.Build != nil || b.spec.Features != nil)
+}
 
 // pullFailed are what engines say when an image a build starts from
 // cannot be pulled.
@@ -114,13 +118,21 @@ func pulled(text string) bool {
 // what to do; built offline (recipeOffline), why and what to do;
 // otherwise explainBuild's.
 func (b *Box) explainRecipe(err error, output, base string) error {
+	built := b.spec.Build != nil && (base == b.spec.Build.Tag || strings.HasPrefix(base, project.FeaturesRepo+":"))
 	if missing := project.MissingTools(output); missing != nil {
-		return errdefs.New(errdefs.ErrFailedPrecondition, "Could not build the sandbox image: "+project.MissingToolsError(base, missing, b.spec.Build != nil && base == b.spec.Build.Tag))
+		return errdefs.New(errdefs.ErrFailedPrecondition, "Could not build the sandbox image: "+project.MissingToolsError(base, missing, built))
 	}
 	if b.recipeOffline() {
+		on := "the image the features of " + b.spec.Features.File + " were installed into"
+		if b.spec.Build != nil {
+			on = "the image built from " + b.spec.Build.Dockerfile
+			if b.spec.Features != nil {
+				on += " and its features"
+			}
+		}
 		return fmt.Errorf("could not build the sandbox image: %w. %s", err, fmt.Sprintf(
-			"Its layers go on the image built from %s, whose programs run while they are built, so under sandbox-network %s they get no network either and cannot install what that image lacks. Run `hutch project rebuild` once with sandbox-network open (hutch project settings set sandbox-network open), then set it back: the images are kept. Or build the image yourself and set sandbox-image to it.",
-			b.spec.Build.Dockerfile, b.spec.Egress))
+			"Its layers go on %s, whose programs run while they are built, so under sandbox-network %s they get no network either and cannot install what that image lacks. Run `hutch project rebuild` once with sandbox-network open (hutch project settings set sandbox-network open), then set it back: the images are kept. Or build the image yourself and set sandbox-image to it.",
+			on, b.spec.Egress))
 	}
 	return explainBuild(err, output)
 }

@@ -64,18 +64,28 @@ func (f *fixture) trackBuilds(t *testing.T) *builds {
 }
 
 // up runs `hutch project <cmd>` (up or rebuild), which must succeed, and
-// records the devcontainer build it says it made. It returns the
-// progress (stderr).
+// records the devcontainer build and features image it says it made. It
+// returns the progress (stderr).
 func (b *builds) up(t *testing.T, cmd string) string {
 	t.Helper()
 	_, errOut := b.f.mustHutch(t, cmd)
-	for _, line := range strings.Split(errOut, "\n") {
+	b.record(errOut)
+	return errOut
+}
+
+// record notes the devcontainer builds and features images progress
+// says were made.
+func (b *builds) record(progress string) {
+	for _, line := range strings.Split(progress, "\n") {
 		if rest, ok := strings.CutPrefix(line, "Building "+project.BuildRepo+":"); ok {
 			tag, _, _ := strings.Cut(rest, " ")
 			b.tags[project.BuildRepo+":"+tag] = true
 		}
+		if rest, ok := strings.CutPrefix(line, "Installing features into "+project.FeaturesRepo+":"); ok {
+			tag, _, _ := strings.Cut(rest, ":")
+			b.tags[project.FeaturesRepo+":"+tag] = true
+		}
 	}
-	return errOut
 }
 
 // stubManager is a shell script standing in for a package manager in a

@@ -113,19 +113,39 @@ func TestTrust(t *testing.T) {
 	v1, v2 := []byte(`{"containerEnv": {"A": "1"}}`), []byte(`{"containerEnv": {"A": "2"}}`)
 	trusted := func(project string, data []byte, want bool) {
 		t.Helper()
-		if ok, err := tr.Trusted(project, data); err != nil || ok != want {
+		if ok, err := tr.Trusted(project, box.Approval{Config: data}); err != nil || ok != want {
 			t.Errorf("Trusted(%s, %s) = %v, %v; want %v", project, data, ok, err, want)
 		}
 	}
 	trusted("/p/a", v1, false)
-	if err := tr.Approve("/p/a", v1, nil); err != nil {
+	if err := tr.Approve("/p/a", box.Approval{Config: v1}, nil); err != nil {
 		t.Fatal(err)
 	}
 	trusted("/p/a", v1, true)
 	trusted("/p/a", v2, false) // changed since approved
 	trusted("/p/b", v1, false) // another project
+	// What the file builds from the project is part of the approval.
+	withInputs := box.Approval{Config: v1, Inputs: map[string]string{"the Dockerfile /p/a/Dockerfile": "abc"}}
+	if ok, err := tr.Trusted("/p/a", withInputs); err != nil || ok {
+		t.Errorf("an approval of the file alone covers a Dockerfile: %v, %v", ok, err)
+	}
+	if err := tr.Approve("/p/b", withInputs, nil); err != nil {
+		t.Fatal(err)
+	}
+	for _, changed := range []map[string]string{
+		{"the Dockerfile /p/a/Dockerfile": "abd"},
+		{"the Dockerfile /p/a/Dockerfile": "abc", "the local feature ./x": "missing"},
+		{},
+	} {
+		if ok, err := tr.Trusted("/p/b", box.Approval{Config: v1, Inputs: changed}); err != nil || ok {
+			t.Errorf("inputs %v after approving %v: trusted %v, %v", changed, withInputs.Inputs, ok, err)
+		}
+	}
+	if ok, err := tr.Trusted("/p/b", withInputs); err != nil || !ok {
+		t.Errorf("the approved inputs: %v, %v", ok, err)
+	}
 	// A second store on the same file (another process) sees it.
-	if ok, err := box.NewTrust(path).Trusted("/p/a", v1); err != nil || !ok {
+	if ok, err := box.NewTrust(path).Trusted("/p/a", box.Approval{Config: v1}); err != nil || !ok {
 		t.Errorf("a second store: Trusted = %v, %v; want true", ok, err)
 	}
 	if fi, err := os.Stat(path); err != nil || fi.Mode().Perm() != 0o600 {
@@ -134,7 +154,7 @@ func TestTrust(t *testing.T) {
 	if err := os.WriteFile(path, []byte("not json"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := tr.Trusted("/p/a", v1); err == nil {
+	if _, err := tr.Trusted("/p/a", box.Approval{Config: v1}); err == nil {
 		t.Error("a malformed trust store was read without an error")
 	}
 }
@@ -171,7 +191,7 @@ func TestTrust_Sources(t *testing.T) {
 		t.Fatal(err)
 	}
 	tr := box.NewTrust(path)
-	if ok, err := tr.Trusted(project, data); err != nil || !ok {
+	if ok, err := tr.Trusted(project, box.Approval{Config: data}); err != nil || !ok {
 		t.Errorf("an old store's approval: %v, %v", ok, err)
 	}
 	if moved, err := tr.Moved(project, got); err != nil || !strings.Contains(moved, "was not recorded when it was approved") {
@@ -180,7 +200,7 @@ func TestTrust_Sources(t *testing.T) {
 	if moved, err := tr.Moved(project, map[string]string{}); err != nil || moved != "" {
 		t.Errorf("Moved with no outside sources = %q, %v", moved, err)
 	}
-	if err := tr.Approve(project, data, got); err != nil {
+	if err := tr.Approve(project, box.Approval{Config: data}, got); err != nil {
 		t.Fatal(err)
 	}
 	if moved, err := tr.Moved(project, box.ResolveSources(project, sources)); err != nil || moved != "" {
@@ -197,7 +217,7 @@ func TestTrust_Sources(t *testing.T) {
 	if wantMoved := "mount source " + link + " now resolves to " + filepath.Join(dir, "secret") + ", not to " + filepath.Join(dir, "data") + " as when it was approved"; err != nil || moved != wantMoved {
 		t.Errorf("Moved after the link changed = %q, %v; want %q", moved, err, wantMoved)
 	}
-	if ok, err := tr.Trusted(project, data); err != nil || !ok {
+	if ok, err := tr.Trusted(project, box.Approval{Config: data}); err != nil || !ok {
 		t.Errorf("the content is still the approved one: %v, %v", ok, err)
 	}
 }

@@ -13,14 +13,22 @@ import (
 	"strings"
 
 	"github.com/hutchsandbox/hutch/internal/atomicfile"
+	"github.com/hutchsandbox/hutch/internal/beneath"
+	"github.com/hutchsandbox/hutch/internal/devcontainer"
+	"github.com/hutchsandbox/hutch/internal/devcontainer/features"
+	"github.com/hutchsandbox/hutch/internal/engine"
+	"github.com/hutchsandbox/hutch/internal/errdefs"
+	"github.com/hutchsandbox/hutch/internal/project"
 )
 
 // Trust records which devcontainer.json content the user approved, per
-// project, and where its bind sources outside the project resolved then.
-// Agents can edit the project, and a devcontainer.json decides mounts,
-// environment and the user the container runs as, so a file whose
-// content changed since the user last looked is not applied until they
-// approve it again. The text alone is not what was approved: a source
+// project, with what it builds from the project, and where its bind
+// sources outside the project resolved then. Agents can edit the
+// project, and a devcontainer.json decides mounts, environment and the
+// user the container runs as, so a file whose content changed since the
+// user last looked is not applied until they approve it again. So does
+// one whose Dockerfile or local features changed (Approval): they run
+// when the image is built, as root and with a network. The text alone is not what was approved: a source
 // written as ~/data is a path the sandbox may reach (through another
 // mount of its parent), and a link put there after approval would mount
 // whatever it names. So a source that resolves elsewhere than it did at
@@ -37,6 +45,43 @@ func NewTrust(path string) *Trust { return &Trust{path: path} }
 func Digest(data []byte) string {
 	sum := sha256.Sum256(data)
 	return hex.EncodeToString(sum[:])
+}
+
+// Approval is what approving a project's devcontainer.json covers: the
+// file, and the files of the project its images are built from
+// (BuildInputs).
+type Approval struct {
+	// Config is the devcontainer.json's content.
+	Config []byte
+	// Inputs maps each other file by a description ("the Dockerfile
+	// <path>", "the local feature <id>") to the digest of its content,
+	// or to what stands in its place ("missing", "unreadable: <why>").
+	Inputs map[string]string
+}
+
+// Digest identifies the approval. Without inputs it is Digest(Config),
+// which is what the store held before inputs were approved, so an entry
+// written then still matches a file that builds nothing from the
+// project, and no longer matches one that does.
+func (a Approval) Digest() string {
+	if len(a.Inputs) == 0 {
+		return Digest(a.Config)
+	}
+	h := sha256.New()
+	// Fields end in NUL, which no description or digest holds.
+	for _, f := range []string{"hutch approval 2", "devcontainer.json", Digest(a.Config)} {
+		_, _ = h.Write(append([]byte(f), 0))
+	}
+	names := make([]string, 0, len(a.Inputs))
+	for n := range a.Inputs {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		_, _ = h.Write(append([]byte(n), 0))
+		_, _ = h.Write(append([]byte(a.Inputs[n]), 0))
+	}
+	return hex.EncodeToString(h.Sum(nil))
 }
 
 // approval is one project's entry. A store written before sources were
@@ -74,14 +119,13 @@ func (t *Trust) load() (map[string]approval, error) {
 	return m, nil
 }
 
-// Trusted reports whether the user approved exactly this content of
-// project's devcontainer.json.
-func (t *Trust) Trusted(project string, data []byte) (bool, error) {
+// Trusted reports whether the user approved exactly a of project.
+func (t *Trust) Trusted(project string, a Approval) (bool, error) {
 	m, err := t.load()
 	if err != nil {
 		return false, err
 	}
-	return m[project].Digest == Digest(data), nil
+	return m[project].Digest == a.Digest(), nil
 }
 
 // Moved compares the bind sources outside project (ResolveSources) with
@@ -110,14 +154,14 @@ func (t *Trust) Moved(project string, sources map[string]string) (string, error)
 	return "", nil
 }
 
-// Approve records data as the approved devcontainer.json of project,
-// with where its bind sources outside the project resolve now.
-func (t *Trust) Approve(project string, data []byte, sources map[string]string) error {
+// Approve records a as approved for project, with where its
+// devcontainer.json's bind sources outside the project resolve now.
+func (t *Trust) Approve(project string, a Approval, sources map[string]string) error {
 	m, err := t.load()
 	if err != nil {
 		return err
 	}
-	m[project] = approval{Digest: Digest(data), Sources: sources}
+	m[project] = approval{Digest: a.Digest(), Sources: sources}
 	out, err := json.MarshalIndent(m, "", "  ")
 	if err != nil {
 		return err
@@ -148,6 +192,85 @@ func ResolveSources(project string, sources []string) map[string]string {
 			real = "missing: " + p
 		}
 		out[s] = real
+	}
+	return out
+}
+
+// maxLocalInputs bounds the local features one approval reads: dependsOn
+// is the project's to write.
+const maxLocalInputs = 100
+
+// BuildInputs returns what dc (the devcontainer.json dcFile) builds the
+// sandbox's images from that the project holds, as Approval.Inputs: the
+// Dockerfile its build names, read as the build reads it (beneath the
+// project, no link followed), and each local feature folder it installs,
+// with those the local features' dependsOn add, read as the build copies
+// them. Paths outside the project are left out: Resolve refuses them, so
+// nothing is built from them. A file that is missing or unreadable is
+// recorded as such, so that it appearing, or becoming readable, needs
+// approval again; the build then says what is wrong with it.
+func BuildInputs(projectDir string, dc *devcontainer.Config, dcFile string) map[string]string {
+	if dc == nil {
+		return nil
+	}
+	out := map[string]string{}
+	unreadable := func(err error) string {
+		if errdefs.IsNotFound(err) {
+			return "missing"
+		}
+		return "unreadable: " + err.Error()
+	}
+	if dc.Build != nil {
+		if path, _, err := project.BuildPaths(projectDir, dc, dcFile); err == nil {
+			data, err := engine.ReadBuildFile(projectDir, path)
+			digest := Digest(data)
+			if err != nil {
+				digest = unreadable(err)
+			}
+			out["the Dockerfile "+path] = digest
+		}
+	}
+	dir := dc.Dir
+	if dir == "" && dc.Path != "" {
+		dir = filepath.Dir(dc.Path)
+	}
+	fetcher := &features.Fetcher{Dir: dir, ProjectRoot: projectDir}
+	var queue []features.Ref
+	add := func(id string) {
+		if ref, err := features.ParseRef(id); err == nil && ref.Kind == features.Local {
+			queue = append(queue, ref)
+		}
+	}
+	for _, f := range dc.Features {
+		add(f.ID)
+	}
+	seen := map[string]bool{}
+	for len(queue) > 0 && len(seen) < maxLocalInputs {
+		ref := queue[0]
+		queue = queue[1:]
+		if seen[ref.Path] {
+			continue
+		}
+		seen[ref.Path] = true
+		digest, err := fetcher.LocalDigest(ref)
+		if err != nil {
+			digest = unreadable(err)
+		}
+		out["the local feature ./"+ref.Path] = digest
+		if err != nil {
+			continue
+		}
+		// Its dependsOn may name other local features, which the build
+		// copies from the project too.
+		data, err := beneath.ReadFile(projectDir, filepath.Join(dir, filepath.FromSlash(ref.Path), features.MetadataFile))
+		if err != nil {
+			continue
+		}
+		if md, err := features.ParseMetadata(ref.ID, data); err == nil {
+			for _, dep := range md.DependsOn {
+				add(dep.ID)
+			}
+		}
 	}
 	return out
 }
