@@ -7,7 +7,8 @@
 // a headless Chromium for browser tests, with screenshots as artefacts;
 // Debian images of git and of network clients built from a debootstrap
 // base; an HTTPS server with a CA of its own that records what it gets;
-// running a container, loading an image, a real hutch serve.
+// running a container, loading an image, a real hutch serve; the
+// reference devcontainer CLI (hack/devcontainer-cli).
 //
 // It may import testing and is imported only by tests.
 package testenv
