@@ -179,15 +179,18 @@ var (
 // project CheckProject refuses, and any mount CheckMount refuses or that
 // would cover the project or the relay dir, from devcontainer.json or
 // settings alike, naming where the mount came from: dropping a mount the
-// user asked for would be worse than saying no. Everything else it cannot
-// apply becomes a note.
+// user asked for would be worse than saying no. It refuses
+// (ErrFailedPrecondition) a devcontainer.json that describes a Docker
+// Compose project unless sandbox-image names the service's image
+// (composeRefusal). Everything else it cannot apply becomes a note.
 //
 // The rules, where the settings leave a choice:
 //
 //   - Image: sandbox-image as-is; otherwise a Recipe whose base is the
 //     image the devcontainer's Dockerfile builds (Build; it wins over the
 //     file's image, as in the reference CLI), else the devcontainer's
-//     image, else sandbox-base.
+//     image, else sandbox-base, with the devcontainer's Features
+//     installed on it first.
 //   - Mounts: devcontainer mounts, then sandbox-mount; when two target
 //     the same path the later one wins (settings over devcontainer) and a
 //     note says which was dropped.
@@ -227,6 +230,9 @@ func Resolve(in Input) (Spec, error) {
 	if dc != nil {
 		if dc.Path != "" {
 			dcFile = dc.Path
+		}
+		if err := composeRefusal(dc, dcFile, st.Image); err != nil {
+			return Spec{}, err
 		}
 		notes = append(notes, dc.Notes...)
 		if len(dc.Ignored) > 0 {
@@ -368,9 +374,36 @@ func engineAsks(dc *devcontainer.Config, dcFile string) []string {
 		notes = append(notes, fmt.Sprintf("%s asks for %s; the sandbox grants no capabilities beyond the engine's defaults, keeps its seccomp and AppArmor profiles and is never privileged, so agents cannot use them to leave it.", dcFile, strings.Join(asks, "; ")))
 	}
 	if len(dc.ComposeFiles) > 0 {
-		notes = append(notes, fmt.Sprintf("%s describes a Docker Compose project (%s); hutch runs one container per project and does not start compose services. Set sandbox-image to the image of the service the agents work in.", dcFile, strings.Join(dc.ComposeFiles, ", ")))
+		// Only with sandbox-image (composeRefusal).
+		notes = append(notes, fmt.Sprintf("%s describes a Docker Compose project (%s); hutch runs one container per project and does not start compose services: sandbox-image stands in for the image of %s, and the other services are not started.", dcFile, strings.Join(dc.ComposeFiles, ", "), composeService(dc)))
 	}
 	return notes
+}
+
+// composeRefusal refuses a devcontainer.json that describes a Docker
+// Compose project, unless sandbox-image (image) names the image of the
+// service to work in. The reference CLI starts the compose project and
+// works in the service's container, built or pulled as the compose file
+// says; hutch runs one container and no compose services, and applying
+// the file's user, features and lifecycle commands to sandbox-base in
+// the service's place would give an environment the file does not
+// describe (its remoteUser missing from the image, its commands failing
+// for want of the service's tools). So it says what to do instead.
+func composeRefusal(dc *devcontainer.Config, dcFile, image string) error {
+	if len(dc.ComposeFiles) == 0 || strings.TrimSpace(image) != "" {
+		return nil
+	}
+	return errdefs.New(errdefs.ErrFailedPrecondition, fmt.Sprintf(
+		"%s describes a Docker Compose project (%s): an editor starts its services and works in the container of %s. hutch runs one container per project and starts no compose services, so it cannot make the environment the file describes. Set sandbox-image to the image of %s (hutch project settings set sandbox-image IMAGE) to have the file applied on it, or set sandbox-devcontainer to false to ignore the file.",
+		dcFile, strings.Join(dc.ComposeFiles, ", "), composeService(dc), composeService(dc)))
+}
+
+// composeService names the compose service a devcontainer.json works in.
+func composeService(dc *devcontainer.Config) string {
+	if s := strings.TrimSpace(dc.Service); s != "" {
+		return "the service " + s
+	}
+	return "the service the agents work in"
 }
 
 // workspaceNote says where the project is when the file puts it
