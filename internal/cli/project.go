@@ -57,7 +57,7 @@ in the project: see hutch project settings.`,
 	cmd.PersistentFlags().StringVar(&config, "config", "", "the devcontainer.json to use, e.g. .devcontainer/cuda/devcontainer.json (default: .devcontainer/devcontainer.json, .devcontainer.json)")
 	p := &projectCmd{g: g, dir: &dir, config: &config}
 	cmd.AddCommand(p.upCmd(), p.shellCmd(), p.execCmd(), p.statusCmd(), p.stopCmd(), p.rebuildCmd(), p.downCmd(),
-		p.settingsCmd(), p.trustCmd(), p.worktreeCmd(), p.mcpCmd(), p.enableCmd(true), p.enableCmd(false))
+		p.settingsCmd(), p.configCmd(), p.trustCmd(), p.worktreeCmd(), p.mcpCmd(), p.enableCmd(true), p.enableCmd(false))
 	return cmd
 }
 
