@@ -123,12 +123,14 @@ func (b *Box) explainRecipe(err error, output, base string) error {
 		return errdefs.New(errdefs.ErrFailedPrecondition, "Could not build the sandbox image: "+project.MissingToolsError(base, missing, built))
 	}
 	if b.recipeOffline() {
-		on := "the image the features of " + b.spec.Features.File + " were installed into"
-		if b.spec.Build != nil {
+		var on string
+		switch {
+		case b.spec.Build != nil && b.spec.Features != nil:
+			on = "the image built from " + b.spec.Build.Dockerfile + " and its features"
+		case b.spec.Build != nil:
 			on = "the image built from " + b.spec.Build.Dockerfile
-			if b.spec.Features != nil {
-				on += " and its features"
-			}
+		default:
+			on = "the image the features of " + b.spec.Features.File + " were installed into"
 		}
 		return fmt.Errorf("could not build the sandbox image: %w. %s", err, fmt.Sprintf(
 			"Its layers go on %s, whose programs run while they are built, so under sandbox-network %s they get no network either and cannot install what that image lacks. Run `hutch project rebuild` once with sandbox-network open (hutch project settings set sandbox-network open), then set it back: the images are kept. Or build the image yourself and set sandbox-image to it.",

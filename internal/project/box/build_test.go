@@ -33,6 +33,9 @@ func (f *fixture) files(t *testing.T, files map[string]string) {
 type builds struct {
 	f    *fixture
 	tags map[string]bool
+	// recipes: the recipe images the progress says were built are the
+	// test's own too (they are built on a features image of its own).
+	recipes bool
 }
 
 // trackBuilds removes, when the test ends, the images the project's
@@ -84,6 +87,9 @@ func (b *builds) record(progress string) {
 		if rest, ok := strings.CutPrefix(line, "Installing features into "+project.FeaturesRepo+":"); ok {
 			tag, _, _ := strings.Cut(rest, ":")
 			b.tags[project.FeaturesRepo+":"+tag] = true
+		}
+		if rest, ok := strings.CutPrefix(line, "Building the sandbox image "+project.ImageRepo+":"); ok && b.recipes {
+			b.tags[project.ImageRepo+":"+strings.TrimSuffix(rest, "…")] = true
 		}
 	}
 }
@@ -254,7 +260,9 @@ func TestCLI_DevcontainerBuildOffline(t *testing.T) {
 	}
 
 	download := "wget -q -T 3 -O /dev/null http://example.com/"
+	// Each edit of the Dockerfile needs approval again.
 	f.files(t, map[string]string{".devcontainer/Dockerfile": "FROM " + f.busybox + "\nRUN : " + testenv.Name(t) + "; " + download + "\n"})
+	f.mustHutch(t, "trust")
 	_, errOut, code = f.hutch(t, "up")
 	if want := "The build has no network because sandbox-network is allowlist, so a step that downloads fails."; code == 0 || !strings.Contains(errOut, want) {
 		t.Errorf("up with a download: exit %d\n%s", code, errOut)
@@ -264,6 +272,7 @@ func TestCLI_DevcontainerBuildOffline(t *testing.T) {
 	// programs (an apk that downloads), so they get no network either.
 	apk := "RUN mkdir -p /usr/local/bin && printf '#!/bin/sh\\ncase \"$1\" in add) " + download + ";; *) exit 1;; esac\\n' > /usr/local/bin/apk && chmod 0755 /usr/local/bin/apk\n"
 	f.files(t, map[string]string{".devcontainer/Dockerfile": "FROM " + f.busybox + "\nRUN : " + testenv.Name(t) + "\n" + apk})
+	f.mustHutch(t, "trust")
 	_, errOut, code = f.hutch(t, "up")
 	if want := "whose programs run while they are built, so under sandbox-network allowlist they get no network either"; code == 0 || !strings.Contains(errOut, want) {
 		t.Errorf("up with hutch's layers on a built image: exit %d\n%s", code, errOut)
