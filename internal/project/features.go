@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"path"
 	"strings"
 
@@ -114,4 +115,14 @@ func FeaturesTag(p FeaturePlan) string {
 	}
 	sum := sha256.Sum256(data)
 	return FeaturesRepo + ":" + hex.EncodeToString(sum[:8])
+}
+
+// CheckFeatureMount refuses a mount that the metadata of feature (named
+// by f's file) asks for, as CheckMount refuses it, before the feature is
+// installed: what the image's devcontainer.metadata asks for is refused
+// again when the sandbox is made from it, but the feature's install
+// script need not run first. home is the user's home directory.
+func (f *Features) CheckFeatureMount(feature string, m Mount, home string) error {
+	return refuseMount(m, home, fmt.Sprintf(
+		"The feature %s asks for it in its metadata; remove that feature from %s, or set sandbox-image to an image that has what it installs.", feature, f.File))
 }

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/hutchsandbox/hutch/internal/devcontainer"
+	"github.com/hutchsandbox/hutch/internal/errdefs"
 	"github.com/hutchsandbox/hutch/internal/project"
 )
 
@@ -118,5 +119,20 @@ func TestFeaturesTag(t *testing.T) {
 		if project.FeaturesTag(p) == tag {
 			t.Errorf("%s: the tag does not change", name)
 		}
+	}
+}
+
+// TestCheckFeatureMount: a feature's metadata asking for the engine's
+// socket is refused as the file's own mount would be, naming the feature
+// and what to do; a mount the sandbox allows is not.
+func TestCheckFeatureMount(t *testing.T) {
+	f := &project.Features{File: dcDir + "/devcontainer.json"}
+	err := f.CheckFeatureMount("ghcr.io/devcontainers/features/docker-from-docker:1", project.Mount{Type: project.MountBind, Source: "/var/run/docker.sock", Target: "/var/run/docker-host.sock"}, home)
+	if !errdefs.IsInvalid(err) || !strings.HasPrefix(err.Error(), "Refusing to mount /var/run/docker.sock at /var/run/docker-host.sock: ") ||
+		!strings.HasSuffix(err.Error(), "The feature ghcr.io/devcontainers/features/docker-from-docker:1 asks for it in its metadata; remove that feature from "+dcDir+"/devcontainer.json, or set sandbox-image to an image that has what it installs.") {
+		t.Errorf("the engine's socket: %v", err)
+	}
+	if err := f.CheckFeatureMount("x", project.Mount{Type: project.MountBind, Source: "/srv/cache", Target: "/cache"}, home); err != nil {
+		t.Errorf("an ordinary mount: %v", err)
 	}
 }

@@ -73,6 +73,18 @@ func (b *Box) ensureFeatures(ctx context.Context, fs project.Features) (string, 
 	if err != nil {
 		return "", false, featuresError(fs, err, "")
 	}
+	// A mount the sandbox refuses is refused before any install script
+	// runs (the metadata label would have it refused once they ran).
+	for _, f := range plan.Features {
+		for _, m := range f.Metadata.Mounts {
+			if m.Type != project.MountBind || !filepath.IsAbs(m.Source) {
+				continue // a volume, or a source only substitution makes
+			}
+			if err := fs.CheckFeatureMount(f.Ref.ID, project.Mount{Type: m.Type, Source: filepath.Clean(m.Source), Target: m.Target, ReadOnly: m.ReadOnly}, b.opts.Home); err != nil {
+				return "", false, err
+			}
+		}
+	}
 	b.buildNotes = append(b.buildNotes, plan.Notes...)
 
 	build := features.Build{

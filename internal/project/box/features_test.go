@@ -12,6 +12,7 @@ import (
 
 	"github.com/hutchsandbox/hutch/internal/devcontainer/features/featuretest"
 	"github.com/hutchsandbox/hutch/internal/project"
+	"github.com/hutchsandbox/hutch/internal/testenv"
 )
 
 // TestCLI_DevcontainerFeatures: `hutch project up` installs the features
@@ -29,6 +30,7 @@ func TestCLI_DevcontainerFeatures(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, map[string]any{project.KeyImage: "", project.KeyAgents: []string{}, project.KeyUser: "root"})
 	b := f.trackBuilds(t)
+	b.recipes = true
 	reg := featuretest.NewRegistry(t)
 	reg.Push(t, "devcontainers/features/tool:1", featuretest.Files{
 		"devcontainer-feature.json": `{"id": "tool", "version": "1.0.0", "name": "tool",
@@ -126,5 +128,43 @@ func TestCLI_DevcontainerFeatures(t *testing.T) {
 	wantErr := "Could not install the features of " + dc + ": feature ghcr.io/devcontainers/features/absent:1: not found in registry " + reg.Host + " (the mirror of ghcr.io)"
 	if code == 0 || !strings.Contains(errOut, wantErr) || !strings.Contains(errOut, "Fix or remove that feature in "+dc+", or set sandbox-image to an image that has what it installs") {
 		t.Errorf("rebuild with a feature that cannot be fetched: exit %d\n%s", code, errOut)
+	}
+}
+
+// TestCLI_DevcontainerFeaturesOffline: under sandbox-network allowlist
+// the features are installed without a network, as the devcontainer's
+// Dockerfile is built, and an install script that downloads fails with
+// an error that says why and what to do. A feature whose metadata binds
+// the engine's socket is refused before its install script runs.
+func TestCLI_DevcontainerFeaturesOffline(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, map[string]any{project.KeyImage: "", project.KeyAgents: []string{}, project.KeyUser: "root",
+		project.KeyNetwork: "allowlist", project.KeyNetworkAllow: "example.com"})
+	b := f.trackBuilds(t)
+	b.recipes = true
+	f.files(t, map[string]string{
+		".devcontainer/devcontainer.json":                 `{"image": "` + f.busybox + `", "features": {"./fetcher": {}}, "shutdownAction": "none"}`,
+		".devcontainer/fetcher/devcontainer-feature.json": `{"id": "fetcher"}`,
+		".devcontainer/fetcher/install.sh":                "#!/bin/sh\nset -e\n: " + testenv.Name(t) + "\nwget -q -T 3 -O /dev/null http://example.com/\n",
+	})
+	f.mustHutch(t, "trust")
+	_, errOut, code := f.hutch(t, "up")
+	b.record(errOut)
+	dc := filepath.Join(f.project, ".devcontainer", "devcontainer.json")
+	if want := "Could not install the features of " + dc + ": "; code == 0 || !strings.Contains(errOut, want) ||
+		!strings.Contains(errOut, "The features are installed without a network because sandbox-network is allowlist, and install scripts usually download what they install.") {
+		t.Errorf("up with a feature that downloads, offline: exit %d\n%s", code, errOut)
+	}
+
+	f.files(t, map[string]string{
+		".devcontainer/fetcher/devcontainer-feature.json": `{"id": "fetcher", "mounts": [{"source": "/var/run/docker.sock", "target": "/var/run/docker-host.sock", "type": "bind"}]}`,
+		".devcontainer/fetcher/install.sh":                "#!/bin/sh\ntouch /ran\n",
+	})
+	f.mustHutch(t, "trust")
+	_, errOut, code = f.hutch(t, "up")
+	b.record(errOut)
+	if code == 0 || !strings.Contains(errOut, "Refusing to mount /var/run/docker.sock at /var/run/docker-host.sock") ||
+		!strings.Contains(errOut, "The feature ./fetcher asks for it in its metadata; remove that feature from "+dc) || strings.Contains(errOut, "Installing features") {
+		t.Errorf("up with a feature that mounts the engine's socket: exit %d\n%s", code, errOut)
 	}
 }
