@@ -999,6 +999,11 @@ func (b *Box) Status(ctx context.Context) (Status, error) {
 		s.Image = b.spec.Image
 		if b.spec.Recipe != nil {
 			s.Image = b.spec.Recipe.Tag() + " (generated)"
+			if b.spec.Features != nil {
+				// Its tag follows the features' tag, known once
+				// they are fetched.
+				s.Image = "generated on the features of " + b.spec.Features.File + " (built by up)"
+			}
 		}
 	}
 	s.Limits = limitsText(b.spec)
