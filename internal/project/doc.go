@@ -23,6 +23,10 @@
 //     and a hash of everything that shapes the container.
 //   - Recipe renders the thin Dockerfile that puts the agent CLIs on top of
 //     a base image; its Tag changes exactly when the Dockerfile does.
+//   - Features are a devcontainer.json's features, installed on the
+//     recipe's base first; FeaturesTag names their image by the plan the
+//     caller fetched (the base image's ID, each feature's content, options
+//     and order).
 //
 // Notes are advisories for the user (a setting that was ignored, a
 // devcontainer key that is not applied); they never fail a bring-up.

@@ -2,9 +2,11 @@
 // project a directory belongs to, reads the settings and the
 // devcontainer.json (only once trusted), asks the pure project package
 // for the spec, and makes the engine match it: it adopts an editor's
-// running container, starts or creates hutch's own (building its image
-// when the recipe's tag is missing), runs commands and shells in it, and
-// counts the sessions attached so the last one out can stop it.
+// running container, starts or creates hutch's own (building its images
+// when their tags are missing: the devcontainer's Dockerfile, its
+// features, fetched and installed on that base, then the recipe's
+// layers), runs commands and shells in it, and counts the sessions
+// attached so the last one out can stop it.
 //
 // hutch's own container runs the hutch agent as its init, listening on a
 // unix socket in a bind-mounted run directory, so a command costs a round
