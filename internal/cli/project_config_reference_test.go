@@ -100,7 +100,7 @@ type allowed struct {
 var differences = []allowed{
 	{
 		what: "workspaceFolder and the workspace mount",
-		why:  "hutch mounts the project at its own path, so paths and git worktrees agree inside and out, and ${containerWorkspaceFolder} is that path; the reference uses workspaceFolder, or /workspaces/<basename>",
+		why:  "hutch mounts the project at its own path, where commands start, so paths and git worktrees agree inside and out, and ${containerWorkspaceFolder} is that path (it mounts it at the file's workspace folder too); the reference uses workspaceFolder, or /workspaces/<basename>",
 		doc:  docDifferences,
 		explains: func(c *comparison, d difference) bool {
 			ws := c.ref.Workspace.WorkspaceFolder
@@ -110,6 +110,10 @@ var differences = []allowed{
 			case d.Field == "mount" && d.Key == c.ref.workspaceTarget():
 				return d.RefHas && !d.HutchHas
 			case d.Field == "mount" && d.Key == c.project:
+				return !d.RefHas && d.Hutch == "bind "+c.project
+			case d.Field == "mount" && d.Key == ws:
+				// A compose file's workspace: the reference leaves it to
+				// the service; hutch mounts the project there too.
 				return !d.RefHas && d.Hutch == "bind "+c.project
 			}
 			return d.RefHas && d.HutchHas && ws != "" && strings.ReplaceAll(d.Ref, ws, c.project) == d.Hutch

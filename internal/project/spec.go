@@ -419,9 +419,66 @@ func workspaceNote(dc *devcontainer.Config, dcFile, project string) string {
 		where = path.Join("/workspaces", path.Base(project))
 		how = "the spec's default workspace folder"
 	}
-	return fmt.Sprintf("%s puts the project at %s (%s); the sandbox mounts it at its own path, %s, so that paths and git worktrees agree inside and out, and commands start there (${containerWorkspaceFolder} is that path too). To have editors do the same, set in %s:\n"+
+	also := ""
+	if target, ok := fileWorkspace(dc, project); ok {
+		also = fmt.Sprintf(", and also at %s, so that commands that name that path find it", target)
+	}
+	return fmt.Sprintf("%s puts the project at %s (%s); the sandbox mounts it at its own path, %s, where commands start, so that paths and git worktrees agree inside and out%s (${containerWorkspaceFolder} is %s). To have editors do the same, set in %s:\n"+
 		"  \"workspaceMount\": \"source=${localWorkspaceFolder},target=${localWorkspaceFolder},type=bind\",\n"+
-		"  \"workspaceFolder\": \"${localWorkspaceFolder}\"", dcFile, where, how, project, dcFile)
+		"  \"workspaceFolder\": \"${localWorkspaceFolder}\"", dcFile, where, how, project, also, project, dcFile)
+}
+
+// systemDirs are targets a workspace folder is never mounted on: the
+// image's own system and hutch's paths.
+var systemDirs = []string{"/bin", "/boot", "/dev", "/etc", "/hutch", "/lib", "/lib64", "/proc", "/root", "/run", "/sandbox", "/sbin", "/sys", "/tmp", "/usr", "/var"}
+
+// fileWorkspace is where the file itself would mount the project, when
+// that is not the project's own path: its workspaceMount's target when
+// that mounts the project, else its workspaceFolder, else the spec's
+// /workspaces/<basename>. The sandbox mounts the project there too, so
+// that a lifecycle command or script that names the path (cd
+// /workspaces/app) finds it. ok is false when the file mounts something
+// else there (a parent folder, a volume), and for a target that is / or
+// a system or hutch folder, or beneath one.
+func fileWorkspace(dc *devcontainer.Config, project string) (target string, ok bool) {
+	if dc.IdentityMapped(project) {
+		return "", false
+	}
+	target = dc.WorkspaceFolder
+	if m := strings.TrimSpace(dc.WorkspaceMount); m != "" {
+		var src, typ string
+		target = ""
+		for field := range strings.SplitSeq(m, ",") {
+			k, v, _ := strings.Cut(strings.TrimSpace(field), "=")
+			switch strings.ToLower(k) {
+			case "source", "src":
+				src = v
+			case "target", "destination", "dst":
+				target = v
+			case "type":
+				typ = strings.ToLower(v)
+			}
+		}
+		if (typ != "" && typ != "bind") || path.Clean(src) != project {
+			return "", false
+		}
+	}
+	if target == "" {
+		target = path.Join("/workspaces", path.Base(project))
+	}
+	if !path.IsAbs(target) {
+		return "", false
+	}
+	target = path.Clean(target)
+	if target == "/" || target == project {
+		return "", false
+	}
+	for _, d := range systemDirs {
+		if target == d || strings.HasPrefix(target, d+"/") {
+			return "", false
+		}
+	}
+	return target, true
 }
 
 // placed is a mount and where it came from, for notes and refusals.
@@ -442,6 +499,11 @@ func resolveMounts(in Input, project, dcFile string) ([]Mount, []string, error) 
 	}
 	if in.RelayDir != "" {
 		all = append(all, placed{Mount{Type: MountBind, Source: path.Clean(in.RelayDir), Target: RelayTarget, ReadOnly: true}, "the relay directory"})
+	}
+	if dc := in.Devcontainer; dc != nil {
+		if target, ok := fileWorkspace(dc, project); ok {
+			all = append(all, placed{Mount{Type: MountBind, Source: project, Target: target, Origin: dcFile + " (its workspace folder)"}, dcFile + "'s workspace folder"})
+		}
 	}
 	check := func(m Mount, origin, advice string) error {
 		if err := refuseMount(m, in.Home, advice); err != nil {

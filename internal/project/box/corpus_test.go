@@ -79,10 +79,7 @@ var corpusCannot = map[string]struct{ why, shows string }{
 // differently from the reference CLI on purpose (docs/devcontainer.md):
 // the difference, and words of the failure that shows it. They count as
 // failed; one that comes up, or fails otherwise, is an error.
-var corpusDeliberate = map[string]struct{ why, shows string }{
-	"fastapi": {"its postCreateCommand starts with `cd /workspaces/fastapi`, where the reference CLI mounts the project; hutch mounts it at its own path, and a note says so with the two lines that make editors agree",
-		"can't cd to /workspaces/fastapi"},
-}
+var corpusDeliberate = map[string]struct{ why, shows string }{}
 
 // corpusOutcome is what became of one entry.
 type corpusOutcome struct {
@@ -188,11 +185,15 @@ func TestCLI_Corpus(t *testing.T) {
 	if judged > 0 {
 		share = float64(count["up"]+count["refused"]) / float64(judged)
 	}
+	// The issue's measure is over the whole corpus; the entries that
+	// cannot come up on this offline machine are counted against it
+	// there, and the gate below is over the rest.
+	overall := float64(count["up"]+count["refused"]) / float64(max(1, len(outcomes)))
 	t.Logf("devcontainer corpus, %d entries in %s:\n%s"+
 		"up %d / refused for a documented reason %d / failed %d, of the %d that can come up here: %.0f%% up or refused; "+
-		"%d cannot come up here for a reason of the corpus (failed as expected)",
+		"%d cannot come up here for a reason of the corpus (failed as expected); of all %d: %.0f%% up or refused",
 		len(outcomes), time.Since(start).Round(time.Second), report.String(),
-		count["up"], count["refused"], count["failed"], judged, 100*share, count["cannot"])
+		count["up"], count["refused"], count["failed"], judged, 100*share, count["cannot"], len(outcomes), 100*overall)
 	if share < 0.9 {
 		t.Errorf("%.0f%% of the corpus entries that can come up here came up or were refused for a documented reason; want at least 90%%", 100*share)
 	}
@@ -201,7 +202,8 @@ func TestCLI_Corpus(t *testing.T) {
 // bringUpCorpusEntry copies the corpus entry name into a fresh project,
 // approves it, brings it up and checks who and where commands run.
 func bringUpCorpusEntry(t *testing.T, name, registry string) corpusOutcome {
-	f := newFixture(t, nil)
+	// The checkout is named after its project, as a clone is.
+	f := newFixtureNamed(t, nil, name)
 	f.writeSettings(t, map[string]any{project.KeyAgents: []string{}})
 	b := f.trackBuilds(t)
 	b.recipes = true

@@ -55,6 +55,14 @@ type fixture struct {
 // devcontainer.local_folder=<project>) is removed when the test ends.
 func newFixture(t *testing.T, settings map[string]any) *fixture {
 	t.Helper()
+	return newFixtureNamed(t, settings, testenv.Name(t))
+}
+
+// newFixtureNamed is newFixture with the project dir named base, as a
+// checkout is named after its project (the spec's default workspace
+// folder, /workspaces/<base>, follows from it).
+func newFixtureNamed(t *testing.T, settings map[string]any, base string) *fixture {
+	t.Helper()
 	cli := testenv.Docker(t)
 	f := &fixture{cli: cli, busybox: testenv.BusyboxImage(t, cli), bin: testenv.HutchBinary(t)}
 	eng, err := engine.Connect(context.Background())
@@ -68,7 +76,7 @@ func newFixture(t *testing.T, settings map[string]any) *fixture {
 	}
 	tmp := t.TempDir()
 	f.home, f.config, f.state = filepath.Join(tmp, "home"), filepath.Join(tmp, "config"), filepath.Join(tmp, "state")
-	dir := filepath.Join(tmp, testenv.Name(t))
+	dir := filepath.Join(tmp, base)
 	for _, d := range []string{f.home, f.config, f.state, filepath.Join(dir, ".git")} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			t.Fatal(err)
