@@ -681,6 +681,10 @@ func lifecycle(dc *devcontainer.Config, dcFile string, note func(string, ...any)
 			note("%s has an initializeCommand, which runs on the host; hutch never runs a project's commands on the host (agents can edit the project), so it is not run. Run it yourself if the project needs it.", dcFile)
 			continue
 		}
+		if h == "postAttachCommand" {
+			note("%s has a postAttachCommand, which an editor runs each time it attaches; hutch has no such moment (every command is its own), so it is not run. Run it with hutch project exec when you need it.", dcFile)
+			continue
+		}
 		if out == nil {
 			out = map[string][]devcontainer.Lifecycle{}
 		}

@@ -48,6 +48,8 @@ func apiDevcontainer() *devcontainer.Config {
 		CapAdd:   []string{"SYS_PTRACE"},
 		Lifecycle: map[string][]devcontainer.Lifecycle{
 			"postCreateCommand": {{Origin: "devcontainer.json", Commands: []devcontainer.Command{{Shell: "go mod download"}}}},
+			"initializeCommand": {{Origin: "devcontainer.json", Commands: []devcontainer.Command{{Shell: "./hack/prepare-host"}}}},
+			"postAttachCommand": {{Origin: "devcontainer.json", Commands: []devcontainer.Command{{Argv: []string{"git", "status"}}}}},
 		},
 		Notes: []string{proj + "/.devcontainer/devcontainer.json: mounts entry 4: no target; it is not applied."},
 	}
