@@ -9,8 +9,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/moby/moby/client"
-
 	"github.com/hutchsandbox/hutch/internal/devcontainer"
 	"github.com/hutchsandbox/hutch/internal/engine"
 	"github.com/hutchsandbox/hutch/internal/project"
@@ -182,7 +180,7 @@ func TestProjectConfig_MergesImageMetadata(t *testing.T) {
 	if err := engine.BuildDockerfile(ctx, docker, []byte(dockerfile), ref, nil, nil); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _, _ = docker.ImageRemove(context.Background(), ref, client.ImageRemoveOptions{Force: true}) })
+	t.Cleanup(func() { testenv.RemoveImage(t, docker, ref) })
 
 	e, proj, _ := projectEnv(t)
 	dc := writeDevcontainer(t, proj, `{"image": "`+ref+`", "postStartCommand": "echo from the file"}`)

@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/moby/moby/client"
 	"golang.org/x/sys/unix"
 
 	"github.com/hutchsandbox/hutch/internal/engine"
@@ -34,11 +33,7 @@ func connect(t *testing.T) (*engine.Engine, string) {
 
 // removeImage removes tag when the test ends.
 func removeImage(t *testing.T, eng *engine.Engine, tag string) {
-	t.Cleanup(func() {
-		if _, err := eng.Client.ImageRemove(context.Background(), tag, client.ImageRemoveOptions{Force: true, PruneChildren: true}); err != nil && !engine.IsNotFound(err) {
-			t.Errorf("removing %s: %v", tag, err)
-		}
-	})
+	t.Cleanup(func() { testenv.RemoveImage(t, eng.Client, tag) })
 }
 
 func put(t *testing.T, path, data string) {

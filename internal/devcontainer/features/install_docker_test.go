@@ -134,11 +134,7 @@ printf '%s' "$LIB_QUOTED" > "$out/lib_quoted"
 	for name, buildImage := range builds {
 		t.Run(name, func(t *testing.T) {
 			tag := testenv.Name(t) + ":latest"
-			t.Cleanup(func() {
-				if _, err := cli.ImageRemove(context.Background(), tag, client.ImageRemoveOptions{Force: true, PruneChildren: true}); err != nil && !engine.IsNotFound(err) {
-					t.Errorf("removing %s: %v", tag, err)
-				}
-			})
+			t.Cleanup(func() { testenv.RemoveImage(t, cli, tag) })
 			if err := buildImage(tag); err != nil {
 				t.Fatalf("build: %v\nDockerfile:\n%s", err, dockerfile)
 			}

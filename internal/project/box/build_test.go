@@ -58,9 +58,7 @@ func (f *fixture) trackBuilds(t *testing.T) *builds {
 			refs = append(refs, tag)
 		}
 		for _, ref := range refs {
-			if _, err := f.cli.ImageRemove(ctx, ref, client.ImageRemoveOptions{Force: true}); err != nil && !engine.IsNotFound(err) {
-				t.Errorf("removing the image %s: %v", ref, err)
-			}
+			testenv.RemoveImage(t, f.cli, ref)
 		}
 	})
 	return b

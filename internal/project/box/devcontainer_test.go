@@ -8,8 +8,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/moby/moby/client"
-
 	"github.com/hutchsandbox/hutch/internal/engine"
 	"github.com/hutchsandbox/hutch/internal/project"
 	"github.com/hutchsandbox/hutch/internal/testenv"
@@ -122,7 +120,7 @@ func TestCLI_DevcontainerLifecycle(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		_, _ = f.cli.ImageRemove(context.Background(), img, client.ImageRemoveOptions{Force: true})
+		testenv.RemoveImage(t, f.cli, img)
 	})
 	f.writeSettings(t, map[string]any{project.KeyImage: img, project.KeyUser: "root"})
 	hostMarker := filepath.Join(t.TempDir(), "initialize-ran")

@@ -48,9 +48,7 @@ func TestBox_RecipeBuild(t *testing.T) {
 			t.Errorf("removing %s: %v", f.name, err)
 		}
 		for _, tag := range tags {
-			if _, err := f.cli.ImageRemove(context.Background(), tag, client.ImageRemoveOptions{Force: true, PruneChildren: true}); err != nil && !engine.IsNotFound(err) {
-				t.Errorf("removing the image %s: %v", tag, err)
-			}
+			testenv.RemoveImage(t, f.cli, tag)
 		}
 	})
 	// The base, resolved before the clock starts.
