@@ -360,19 +360,7 @@ func (b *Box) stage(s string) { _, _ = fmt.Fprintln(b.opts.Progress, s) }
 // filled from the container's environment.
 func (b *Box) execEnv(containerEnv []string) []string {
 	out := b.env()
-	lookup := func(name string) (string, bool) {
-		for i := len(out) - 1; i >= 0; i-- {
-			if k, v, _ := strings.Cut(out[i], "="); k == name {
-				return v, true
-			}
-		}
-		for i := len(containerEnv) - 1; i >= 0; i-- {
-			if k, v, _ := strings.Cut(containerEnv[i], "="); k == name {
-				return v, true
-			}
-		}
-		return "", false
-	}
+	lookup := envLookup(out, containerEnv)
 	var remote []string
 	for _, kv := range b.spec.RemoteEnv {
 		remote = append(remote, kv.Name+"="+devcontainer.ExpandContainerEnv(kv.Value, lookup))

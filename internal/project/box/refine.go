@@ -104,16 +104,25 @@ func editorExec(st containerState) (user string, env []string, notes []string) {
 		return "", nil, notes
 	}
 	user = cmp.Or(merged.RemoteUser, merged.ContainerUser)
-	lookup := func(name string) (string, bool) {
-		for i := len(st.env) - 1; i >= 0; i-- {
-			if k, v, _ := strings.Cut(st.env[i], "="); k == name {
-				return v, true
-			}
-		}
-		return "", false
-	}
+	lookup := envLookup(st.env)
 	for _, name := range slices.Sorted(maps.Keys(merged.RemoteEnv)) {
 		env = append(env, name+"="+devcontainer.ExpandContainerEnv(merged.RemoteEnv[name], lookup))
 	}
 	return user, env, notes
+}
+
+// envLookup finds a variable in environments of NAME=VALUE entries: the
+// first environment that sets it decides, and within one the last
+// entry, as an exec's environment over the container's does.
+func envLookup(envs ...[]string) func(string) (string, bool) {
+	return func(name string) (string, bool) {
+		for _, env := range envs {
+			for i := len(env) - 1; i >= 0; i-- {
+				if k, v, _ := strings.Cut(env[i], "="); k == name {
+					return v, true
+				}
+			}
+		}
+		return "", false
+	}
 }
