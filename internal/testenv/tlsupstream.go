@@ -177,7 +177,7 @@ func startTLSUpstream(ctx context.Context, t testing.TB, cli *client.Client, img
 		ctx, cancel := context.WithTimeout(context.Background(), cleanupTimeout)
 		defer cancel()
 		if t.Failed() {
-			t.Logf("TLSUpstream %s printed:\n%s", name, containerOutput(ctx, cli, name))
+			t.Logf("TLSUpstream %s printed:\n%s", name, ContainerOutput(ctx, cli, name))
 		}
 		if _, err := cli.ContainerRemove(ctx, name, client.ContainerRemoveOptions{Force: true}); err != nil && !cerrdefs.IsNotFound(err) {
 			t.Errorf("TLSUpstream: removing %s: %v", name, err)
@@ -250,11 +250,11 @@ func serveTLSUpstream(ctx context.Context, cli *client.Client, name string, cert
 			return fmt.Errorf("waiting for %s to listen: %w", name, err)
 		}
 		if st := res.Container.State; st == nil || !st.Running {
-			return fmt.Errorf("%s stopped before it listened:\n%s", name, containerOutput(ctx, cli, name))
+			return fmt.Errorf("%s stopped before it listened:\n%s", name, ContainerOutput(ctx, cli, name))
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("%s did not listen: %w\n%s", name, ctx.Err(), containerOutput(ctx, cli, name))
+			return fmt.Errorf("%s did not listen: %w\n%s", name, ctx.Err(), ContainerOutput(ctx, cli, name))
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
@@ -286,9 +286,9 @@ func recordedRequests(cli *client.Client, name string) ([]RecordedRequest, error
 	return reqs, sc.Err()
 }
 
-// containerOutput returns what container id wrote to stdout and stderr,
+// ContainerOutput returns what container id wrote to stdout and stderr,
 // interleaved, or why it could not be read.
-func containerOutput(ctx context.Context, cli *client.Client, id string) string {
+func ContainerOutput(ctx context.Context, cli *client.Client, id string) string {
 	logs, err := cli.ContainerLogs(ctx, id, client.ContainerLogsOptions{ShowStdout: true, ShowStderr: true})
 	if err != nil {
 		return fmt.Sprintf("(its output: %v)", err)

@@ -494,17 +494,34 @@ func (rl *relayouter) finishCreated(ctx context.Context, p relayoutPlan, id stri
 	// A carried socket dir of hutch's own (the old container's agent
 	// listened there, and hutch sealed it) is emptied first, so the new
 	// agent can make its socket.
-	for _, m := range p.HostConfig.Mounts {
-		if m.Target == runPath {
-			if err := prepareSocketDir(m.Source); err != nil {
-				return err
-			}
+	for _, dir := range socketDirSources(p.HostConfig) {
+		if err := prepareSocketDir(dir); err != nil {
+			return err
 		}
 	}
 	if _, err := rl.api.ContainerStart(ctx, id, client.ContainerStartOptions{}); err != nil {
 		return engine.Classify(err, "start container "+p.Name)
 	}
 	return nil
+}
+
+// socketDirSources is the host dirs a carried host config mounts at the
+// agent's socket dir. Docker reads mounts back the way they were made;
+// Podman reads every one back as a bind string.
+func socketDirSources(hc *container.HostConfig) []string {
+	var dirs []string
+	for _, m := range hc.Mounts {
+		if m.Target == runPath {
+			dirs = append(dirs, m.Source)
+		}
+	}
+	for _, b := range hc.Binds {
+		// source:target[:options]; hutch's own paths hold no colon.
+		if parts := strings.SplitN(b, ":", 3); len(parts) >= 2 && parts[1] == runPath {
+			dirs = append(dirs, parts[0])
+		}
+	}
+	return dirs
 }
 
 // networkGone reports whether mode names a network that no longer exists

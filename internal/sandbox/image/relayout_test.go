@@ -733,8 +733,12 @@ func TestRelayout_ImageRuntimeContainer(t *testing.T) {
 		t.Error("the old container still exists")
 	}
 	ins, err := e.cli.ContainerInspect(context.Background(), ContainerName(c.key), client.ContainerInspectOptions{})
-	if err != nil || !ins.Container.State.Running {
+	if err != nil {
 		t.Fatalf("office container after the move: %v", err)
+	}
+	if st := ins.Container.State; !st.Running {
+		t.Fatalf("office container after the move is not running: %s, exit %d, error %q; its output:\n%s",
+			st.Status, st.ExitCode, st.Error, testenv.ContainerOutput(context.Background(), e.cli, ins.Container.ID))
 	}
 	moved := ins.Container.ID
 
@@ -764,5 +768,18 @@ func TestRelayout_ImageRuntimeContainer(t *testing.T) {
 	}
 	if err := rt.Remove(context.Background(), c.key); err != nil {
 		t.Errorf("remove the office's runtime: %v", err)
+	}
+}
+
+// The socket dir is found however the engine reads the mounts back:
+// Podman turns every mount into a bind string, and a missed dir left the
+// old agent's socket sealed in it, so the moved container's agent exited.
+func TestSocketDirSources(t *testing.T) {
+	hc := &container.HostConfig{
+		Mounts: []mount.Mount{{Type: mount.TypeBind, Source: "/run/a", Target: runPath}, {Source: "/ws", Target: "/workspace"}},
+		Binds:  []string{"/ws:/workspace:rw", "/run/b:" + runPath + ":rw,rprivate,rbind", "/key:/hutch/key:ro"},
+	}
+	if got := socketDirSources(hc); !reflect.DeepEqual(got, []string{"/run/a", "/run/b"}) {
+		t.Errorf("socketDirSources = %q, want [/run/a /run/b]", got)
 	}
 }
