@@ -65,6 +65,7 @@ var pure = []string{
 	"github.com/hutchsandbox/hutch/internal/errdefs",
 	"github.com/hutchsandbox/hutch/internal/migrate",
 	"github.com/hutchsandbox/hutch/internal/devcontainer",
+	"github.com/hutchsandbox/hutch/internal/jsonc",
 	"github.com/hutchsandbox/hutch/internal/project",
 	"github.com/hutchsandbox/hutch/internal/netpolicy",
 }

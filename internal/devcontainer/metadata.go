@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/hutchsandbox/hutch/internal/jsonc"
 )
 
 // MetadataLabel is the image label the spec keeps the configuration an
@@ -29,12 +31,12 @@ func ParseMetadata(label string, vars Vars) (entries []*Config, notes []string) 
 		return nil, nil
 	}
 	var raws []json.RawMessage
-	switch kindOf(json.RawMessage(label)) {
-	case kindArray:
+	switch jsonc.KindOf(json.RawMessage(label)) {
+	case jsonc.Array:
 		if err := json.Unmarshal([]byte(label), &raws); err != nil {
 			return nil, []string{fmt.Sprintf("%s is not JSON (%v); it is not applied.", ImageOrigin, err)}
 		}
-	case kindObject:
+	case jsonc.Object:
 		if !json.Valid([]byte(label)) {
 			return nil, []string{ImageOrigin + " is not JSON; it is not applied."}
 		}
@@ -45,13 +47,14 @@ func ParseMetadata(label string, vars Vars) (entries []*Config, notes []string) 
 	sub := newSubstituter(vars)
 	sub.setContainerFolder("")
 	for i, raw := range raws {
-		if kindOf(raw) != kindObject {
-			notes = append(notes, fmt.Sprintf("%s entry %d is %s, not an object; it is skipped.", ImageOrigin, i+1, kindName(kindOf(raw))))
+		if jsonc.KindOf(raw) != jsonc.Object {
+			notes = append(notes, fmt.Sprintf("%s entry %d is %s, not an object; it is skipped.", ImageOrigin, i+1, jsonc.KindOf(raw)))
 			continue
 		}
 		p := &parser{c: &Config{}, sub: sub, origin: ImageOrigin}
-		for _, m := range members(raw) {
-			switch m.name {
+		mems, _ := jsonc.Members(raw)
+		for _, m := range mems {
+			switch m.Name {
 			case "image", "build", "dockerFile", "context", "workspaceFolder", "workspaceMount",
 				"features", "overrideFeatureInstallOrder", "dockerComposeFile", "service", "name":
 				continue

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"path"
 	"strings"
+
+	"github.com/hutchsandbox/hutch/internal/jsonc"
 )
 
 // parseMountString reads one mount in the --mount syntax: comma-separated
@@ -40,9 +42,10 @@ func parseMountString(s string, sub *substituter) (Mount, error) {
 func parseMountObject(raw json.RawMessage, sub *substituter) (Mount, error) {
 	var m Mount
 	var typ string
-	for _, mem := range members(raw) {
+	mems, _ := jsonc.Members(raw)
+	for _, mem := range mems {
 		var dst *string
-		switch mem.name {
+		switch mem.Name {
 		case "type":
 			dst = &typ
 		case "source":
@@ -52,9 +55,9 @@ func parseMountObject(raw json.RawMessage, sub *substituter) (Mount, error) {
 		default:
 			continue
 		}
-		s, ok := stringValue(mem.raw)
+		s, ok := jsonc.StringValue(mem.Raw)
 		if !ok {
-			return Mount{}, fmt.Errorf("%s is %s, not a string", mem.name, kindName(kindOf(mem.raw)))
+			return Mount{}, fmt.Errorf("%s is %s, not a string", mem.Name, jsonc.KindOf(mem.Raw))
 		}
 		*dst = sub.expand(s)
 	}

@@ -10,9 +10,8 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/tailscale/hujson"
-
 	"github.com/hutchsandbox/hutch/internal/errdefs"
+	"github.com/hutchsandbox/hutch/internal/jsonc"
 )
 
 // ignored are the keys hutch reads past: it never forwards ports, passes
@@ -32,8 +31,11 @@ var ignored = map[string]bool{
 	"waitFor":              true,
 }
 
-// utf8BOM is skipped at the start of a file; editors on Windows write it.
-var utf8BOM = []byte("\ufeff")
+// maxDepth bounds how deeply objects and arrays may nest, for
+// jsonc.Standardize: a file of a million "[" would otherwise take the
+// daemon down. encoding/json stops at 10000; a devcontainer.json needs a
+// handful.
+const maxDepth = 1000
 
 // Parse reads the devcontainer.json at path (used only in messages) from
 // data and returns it with vars substituted.
@@ -49,21 +51,14 @@ var utf8BOM = []byte("\ufeff")
 // of the local folder> when the file sets none. Every other string taken
 // is substituted with all variables.
 func Parse(path string, data []byte, vars Vars) (*Config, error) {
-	data = bytes.TrimPrefix(data, utf8BOM)
-	if off := tooDeep(data); off >= 0 {
-		line, col := lineColumn(data, int64(off))
-		return nil, errdefs.New(errdefs.ErrInvalid, fmt.Sprintf("%s: line %d, column %d: nested deeper than %d levels", path, line, col, maxDepth))
-	}
-	// hujson blanks comments in the buffer it parses, so it gets a copy.
-	// The copy ends in a newline: hujson ends a line comment only there,
-	// and editors do not all write one at the end of the file.
-	in := make([]byte, 0, len(data)+1)
-	in = append(in, data...)
-	if !bytes.HasSuffix(in, []byte("\n")) {
-		in = append(in, '\n')
-	}
-	std, err := hujson.Standardize(in)
-	if err != nil {
+	data = jsonc.TrimBOM(data)
+	std, err := jsonc.Standardize(data, maxDepth)
+	var derr *jsonc.DepthError
+	switch {
+	case errors.As(err, &derr):
+		line, col := lineColumn(data, int64(derr.Offset))
+		return nil, errdefs.New(errdefs.ErrInvalid, fmt.Sprintf("%s: line %d, column %d: %v", path, line, col, derr))
+	case err != nil:
 		return nil, syntaxError(path, data, err)
 	}
 	// Standardize keeps byte offsets, so an offset encoding/json reports
@@ -77,7 +72,7 @@ func Parse(path string, data []byte, vars Vars) (*Config, error) {
 		}
 		return nil, errdefs.New(errdefs.ErrInvalid, fmt.Sprintf("%s: %v", path, err))
 	}
-	if kindOf(top) != kindObject {
+	if jsonc.KindOf(top) != jsonc.Object {
 		return nil, errdefs.New(errdefs.ErrInvalid, path+": expected a { ... } object")
 	}
 
@@ -85,9 +80,9 @@ func Parse(path string, data []byte, vars Vars) (*Config, error) {
 	if filepath.IsAbs(path) {
 		p.c.Dir = filepath.Dir(path)
 	}
-	mems := members(top)
+	mems, _ := jsonc.Members(top)
 	for _, m := range mems {
-		if m.name == "workspaceFolder" {
+		if m.Name == "workspaceFolder" {
 			p.str(m, &p.c.WorkspaceFolder)
 		}
 	}
@@ -134,9 +129,9 @@ type parser struct {
 	legacyContext string
 }
 
-func (p *parser) member(m member) {
+func (p *parser) member(m jsonc.Member) {
 	c := p.c
-	switch m.name {
+	switch m.Name {
 	case "name":
 		p.str(m, &c.Name)
 	case "image":
@@ -180,7 +175,7 @@ func (p *parser) member(m member) {
 		p.boolean(m, &c.Init)
 	case "updateRemoteUserUID":
 		var b bool
-		if kindOf(m.raw) == kindBool {
+		if jsonc.KindOf(m.Raw) == jsonc.Bool {
 			p.boolean(m, &b)
 			c.UpdateRemoteUserUID = strconv.FormatBool(b)
 		}
@@ -189,10 +184,10 @@ func (p *parser) member(m member) {
 	case "service":
 		p.str(m, &c.Service)
 	default:
-		if slices.Contains(Hooks, m.name) {
+		if slices.Contains(Hooks, m.Name) {
 			p.lifecycle(m)
-		} else if ignored[m.name] {
-			c.Ignored = append(c.Ignored, m.name)
+		} else if ignored[m.Name] {
+			c.Ignored = append(c.Ignored, m.Name)
 		}
 	}
 }
@@ -204,36 +199,37 @@ func (p *parser) note(key, format string, args ...any) {
 
 // str sets *dst to m's substituted string value. null leaves *dst alone;
 // another kind is noted.
-func (p *parser) str(m member, dst *string) {
-	p.strAt(m.name, m.raw, dst)
+func (p *parser) str(m jsonc.Member, dst *string) {
+	p.strAt(m.Name, m.Raw, dst)
 }
 
 func (p *parser) strAt(key string, raw json.RawMessage, dst *string) {
-	if s, ok := stringValue(raw); ok {
+	if s, ok := jsonc.StringValue(raw); ok {
 		*dst = p.sub.expand(s)
-	} else if k := kindOf(raw); k != kindNull {
-		p.note(key, "expected a string, got %s", kindName(k))
+	} else if k := jsonc.KindOf(raw); k != jsonc.Null {
+		p.note(key, "expected a string, got %s", k)
 	}
 }
 
-func (p *parser) build(m member) {
-	if k := kindOf(m.raw); k != kindObject {
-		if k != kindNull {
-			p.note(m.name, "expected an object, got %s", kindName(k))
+func (p *parser) build(m jsonc.Member) {
+	if k := jsonc.KindOf(m.Raw); k != jsonc.Object {
+		if k != jsonc.Null {
+			p.note(m.Name, "expected an object, got %s", k)
 		}
 		return
 	}
 	b := &Build{}
-	for _, f := range members(m.raw) {
-		switch f.name {
+	mems, _ := jsonc.Members(m.Raw)
+	for _, f := range mems {
+		switch f.Name {
 		case "dockerfile":
-			p.strAt("build.dockerfile", f.raw, &b.Dockerfile)
+			p.strAt("build.dockerfile", f.Raw, &b.Dockerfile)
 		case "context":
-			p.strAt("build.context", f.raw, &b.Context)
+			p.strAt("build.context", f.Raw, &b.Context)
 		case "target":
-			p.strAt("build.target", f.raw, &b.Target)
+			p.strAt("build.target", f.Raw, &b.Target)
 		case "args":
-			b.Args = p.env(member{name: "build.args", raw: f.raw}, false)
+			b.Args = p.env(jsonc.Member{Name: "build.args", Raw: f.Raw}, false)
 		}
 	}
 	p.c.Build = b
@@ -241,23 +237,23 @@ func (p *parser) build(m member) {
 
 // strings reads an array of strings; an item that is not a string is
 // noted and skipped.
-func (p *parser) strings(m member) []string {
-	if k := kindOf(m.raw); k != kindArray {
-		if k != kindNull {
-			p.note(m.name, "expected an array, got %s", kindName(k))
+func (p *parser) strings(m jsonc.Member) []string {
+	if k := jsonc.KindOf(m.Raw); k != jsonc.Array {
+		if k != jsonc.Null {
+			p.note(m.Name, "expected an array, got %s", k)
 		}
 		return nil
 	}
 	var items []json.RawMessage
-	if err := json.Unmarshal(m.raw, &items); err != nil {
-		p.note(m.name, "%v", err)
+	if err := json.Unmarshal(m.Raw, &items); err != nil {
+		p.note(m.Name, "%v", err)
 		return nil
 	}
 	var out []string
 	for _, item := range items {
-		s, ok := stringValue(item)
+		s, ok := jsonc.StringValue(item)
 		if !ok {
-			p.note(m.name, "expected strings, got %s", kindName(kindOf(item)))
+			p.note(m.Name, "expected strings, got %s", jsonc.KindOf(item))
 			continue
 		}
 		out = append(out, p.sub.expand(s))
@@ -266,8 +262,8 @@ func (p *parser) strings(m member) []string {
 }
 
 // stringOrStrings reads a string or an array of strings.
-func (p *parser) stringOrStrings(m member) []string {
-	if s, ok := stringValue(m.raw); ok {
+func (p *parser) stringOrStrings(m jsonc.Member) []string {
+	if s, ok := jsonc.StringValue(m.Raw); ok {
 		return []string{p.sub.expand(s)}
 	}
 	return p.strings(m)
@@ -275,56 +271,58 @@ func (p *parser) stringOrStrings(m member) []string {
 
 // boolean sets *dst to m's value when it is a boolean; null leaves it
 // alone; another kind is noted.
-func (p *parser) boolean(m member, dst *bool) {
-	switch k := kindOf(m.raw); k {
-	case kindBool:
-		*dst = bytes.HasPrefix(bytes.TrimSpace(m.raw), []byte("true"))
-	case kindNull:
+func (p *parser) boolean(m jsonc.Member, dst *bool) {
+	switch k := jsonc.KindOf(m.Raw); k {
+	case jsonc.Bool:
+		*dst = bytes.HasPrefix(bytes.TrimSpace(m.Raw), []byte("true"))
+	case jsonc.Null:
 	default:
-		p.note(m.name, "expected a boolean, got %s", kindName(k))
+		p.note(m.Name, "expected a boolean, got %s", k)
 	}
 }
 
 // features reads the features object in file order. An entry's value is
 // an object of options (strings, booleans and numbers, passed as text)
 // or a string, the short form of {"version": value}.
-func (p *parser) features(m member) []Feature {
-	if k := kindOf(m.raw); k != kindObject {
-		if k != kindNull {
-			p.note(m.name, "expected an object, got %s", kindName(k))
+func (p *parser) features(m jsonc.Member) []Feature {
+	if k := jsonc.KindOf(m.Raw); k != jsonc.Object {
+		if k != jsonc.Null {
+			p.note(m.Name, "expected an object, got %s", k)
 		}
 		return nil
 	}
 	var out []Feature
-	for _, f := range members(m.raw) {
-		id := strings.TrimSpace(f.name)
+	mems, _ := jsonc.Members(m.Raw)
+	for _, f := range mems {
+		id := strings.TrimSpace(f.Name)
 		if id == "" {
-			p.note(m.name, "a feature with an empty name is skipped")
+			p.note(m.Name, "a feature with an empty name is skipped")
 			continue
 		}
 		feat := Feature{ID: id, Options: map[string]string{}}
-		switch kindOf(f.raw) {
-		case kindString:
-			s, _ := stringValue(f.raw)
+		switch jsonc.KindOf(f.Raw) {
+		case jsonc.String:
+			s, _ := jsonc.StringValue(f.Raw)
 			feat.Options["version"] = p.sub.expand(s)
-		case kindObject:
-			for _, o := range members(f.raw) {
-				switch k := kindOf(o.raw); k {
-				case kindString:
-					s, _ := stringValue(o.raw)
-					feat.Options[o.name] = p.sub.expand(s)
-				case kindBool, kindNumber:
-					feat.Options[o.name] = string(bytes.TrimSpace(o.raw))
-				case kindNull:
+		case jsonc.Object:
+			opts, _ := jsonc.Members(f.Raw)
+			for _, o := range opts {
+				switch k := jsonc.KindOf(o.Raw); k {
+				case jsonc.String:
+					s, _ := jsonc.StringValue(o.Raw)
+					feat.Options[o.Name] = p.sub.expand(s)
+				case jsonc.Bool, jsonc.Number:
+					feat.Options[o.Name] = string(bytes.TrimSpace(o.Raw))
+				case jsonc.Null:
 				default:
-					p.note("features `"+id+"` option `"+o.name+"`", "expected a string, a boolean or a number, got %s", kindName(k))
+					p.note("features `"+id+"` option `"+o.Name+"`", "expected a string, a boolean or a number, got %s", k)
 				}
 			}
-		case kindBool:
+		case jsonc.Bool:
 			// "feature": true is an old form the reference CLI accepts.
-		case kindNull:
+		case jsonc.Null:
 		default:
-			p.note("features `"+id+"`", "expected an object of options, got %s", kindName(kindOf(f.raw)))
+			p.note("features `"+id+"`", "expected an object of options, got %s", jsonc.KindOf(f.Raw))
 			continue
 		}
 		out = append(out, feat)
@@ -332,101 +330,158 @@ func (p *parser) features(m member) []Feature {
 	return out
 }
 
-// lifecycle reads one lifecycle hook: a string (run by a shell), an
-// array (a command and its arguments, no shell) or an object of named
-// commands of either form, run in parallel. Variables are substituted in
-// every string.
-func (p *parser) lifecycle(m member) {
-	var cmds []Command
-	one := func(name string, raw json.RawMessage) bool {
-		switch k := kindOf(raw); k {
-		case kindString:
-			s, _ := stringValue(raw)
-			if strings.TrimSpace(s) != "" {
-				cmds = append(cmds, Command{Name: name, Shell: p.sub.expand(s)})
-			}
-		case kindArray:
-			var argv []string
-			var items []json.RawMessage
-			_ = json.Unmarshal(raw, &items)
-			for _, it := range items {
-				s, ok := stringValue(it)
-				if !ok {
-					p.note(m.name, "expected an array of strings, got %s in it", kindName(kindOf(it)))
-					return false
-				}
-				argv = append(argv, p.sub.expand(s))
-			}
-			if len(argv) > 0 {
-				cmds = append(cmds, Command{Name: name, Argv: argv})
-			}
-		case kindNull:
-		default:
-			what := m.name
-			if name != "" {
-				what += " `" + name + "`"
-			}
-			p.note(what, "expected a string or an array, got %s", kindName(k))
-			return false
+// lifecycle reads one lifecycle hook (see ParseCommands) with variables
+// substituted in every string, and notes each command it cannot read.
+func (p *parser) lifecycle(m jsonc.Member) {
+	cmds, errs := ParseCommands(m.Raw)
+	for _, e := range errs {
+		// A command of the wrong kind is named; an array with an item
+		// that is not a string is noted under the hook alone.
+		key := m.Name
+		if e.Name != "" && !e.InArray {
+			key += " `" + e.Name + "`"
 		}
-		return true
-	}
-	if kindOf(m.raw) == kindObject {
-		for _, c := range members(m.raw) {
-			one(c.name, c.raw)
-		}
-	} else if !one("", m.raw) {
-		return
+		p.note(key, "%s", e.Reason())
 	}
 	if len(cmds) == 0 {
 		return
 	}
+	for i := range cmds {
+		c := &cmds[i]
+		c.Shell = p.sub.expand(c.Shell)
+		for j, arg := range c.Argv {
+			c.Argv[j] = p.sub.expand(arg)
+		}
+	}
 	if p.c.Lifecycle == nil {
 		p.c.Lifecycle = map[string][]Lifecycle{}
 	}
-	p.c.Lifecycle[m.name] = append(p.c.Lifecycle[m.name], Lifecycle{Origin: p.origin, Commands: cmds})
+	p.c.Lifecycle[m.Name] = append(p.c.Lifecycle[m.Name], Lifecycle{Origin: p.origin, Commands: cmds})
+}
+
+// ParseCommands reads the value of a lifecycle hook, in devcontainer.json
+// or a feature's devcontainer-feature.json: a string (run by a shell), an
+// array (a command and its arguments, no shell) or an object of named
+// commands of either form, run in parallel. A blank string, an empty
+// array and null are no command. Variables are left as written.
+//
+// A command it cannot read is left out, with a *CommandError saying why:
+// the value itself or, in the object form, one of its commands, the
+// others still read.
+func ParseCommands(raw json.RawMessage) ([]Command, []*CommandError) {
+	var (
+		cmds []Command
+		errs []*CommandError
+	)
+	one := func(name string, inObject bool, raw json.RawMessage) {
+		switch k := jsonc.KindOf(raw); k {
+		case jsonc.String:
+			s, _ := jsonc.StringValue(raw)
+			if strings.TrimSpace(s) != "" {
+				cmds = append(cmds, Command{Name: name, Shell: s})
+			}
+		case jsonc.Array:
+			var argv []string
+			var items []json.RawMessage
+			_ = json.Unmarshal(raw, &items)
+			for _, it := range items {
+				s, ok := jsonc.StringValue(it)
+				if !ok {
+					errs = append(errs, &CommandError{Name: name, InObject: inObject, Got: jsonc.KindOf(it), InArray: true})
+					return
+				}
+				argv = append(argv, s)
+			}
+			if len(argv) > 0 {
+				cmds = append(cmds, Command{Name: name, Argv: argv})
+			}
+		case jsonc.Null:
+		default:
+			errs = append(errs, &CommandError{Name: name, InObject: inObject, Got: k})
+		}
+	}
+	if jsonc.KindOf(raw) == jsonc.Object {
+		mems, _ := jsonc.Members(raw)
+		for _, m := range mems {
+			one(m.Name, true, m.Raw)
+		}
+	} else {
+		one("", false, raw)
+	}
+	return cmds, errs
+}
+
+// A CommandError is a lifecycle command ParseCommands could not read.
+type CommandError struct {
+	// Name is the command's key when InObject is set, the value being
+	// an object of named commands; "" otherwise.
+	Name     string
+	InObject bool
+	// Got is the kind of the command's value or, when InArray is set,
+	// of the first item of its array that is not a string.
+	Got     jsonc.Kind
+	InArray bool
+}
+
+// Reason says what was expected and what was found: "expected a string
+// or an array, got a number", or "expected an array of strings, got a
+// number in it".
+func (e *CommandError) Reason() string {
+	if e.InArray {
+		return fmt.Sprintf("expected an array of strings, got %s in it", e.Got)
+	}
+	return fmt.Sprintf("expected a string or an array, got %s", e.Got)
+}
+
+// Error is the Reason, after `command "<name>": ` in the object form.
+func (e *CommandError) Error() string {
+	if !e.InObject {
+		return e.Reason()
+	}
+	return fmt.Sprintf("command %q: %s", e.Name, e.Reason())
 }
 
 // env reads an object of string values. In remoteEnv (nullMeansUnset) a
 // null value unsets the variable and is skipped; any other value that is
 // not a string is noted and skipped. It returns nil when nothing is set.
-func (p *parser) env(m member, nullMeansUnset bool) map[string]string {
-	if k := kindOf(m.raw); k != kindObject {
-		if k != kindNull {
-			p.note(m.name, "expected an object, got %s", kindName(k))
+func (p *parser) env(m jsonc.Member, nullMeansUnset bool) map[string]string {
+	if k := jsonc.KindOf(m.Raw); k != jsonc.Object {
+		if k != jsonc.Null {
+			p.note(m.Name, "expected an object, got %s", k)
 		}
 		return nil
 	}
 	var env map[string]string
-	for _, e := range members(m.raw) {
-		s, ok := stringValue(e.raw)
+	mems, _ := jsonc.Members(m.Raw)
+	for _, e := range mems {
+		s, ok := jsonc.StringValue(e.Raw)
 		if !ok {
-			if k := kindOf(e.raw); k != kindNull || !nullMeansUnset {
-				p.note(m.name+" `"+e.name+"`", "expected a string, got %s", kindName(k))
+			if k := jsonc.KindOf(e.Raw); k != jsonc.Null || !nullMeansUnset {
+				p.note(m.Name+" `"+e.Name+"`", "expected a string, got %s", k)
 			}
 			continue
 		}
 		if env == nil {
 			env = make(map[string]string)
 		}
-		env[e.name] = p.sub.expand(s)
+		env[e.Name] = p.sub.expand(s)
 	}
 	return env
 }
 
 // mounts reads the mounts array; an item that does not parse is noted and
 // skipped.
-func (p *parser) mounts(m member) []Mount {
-	if k := kindOf(m.raw); k != kindArray {
-		if k != kindNull {
-			p.note(m.name, "expected an array, got %s", kindName(k))
+func (p *parser) mounts(m jsonc.Member) []Mount {
+	if k := jsonc.KindOf(m.Raw); k != jsonc.Array {
+		if k != jsonc.Null {
+			p.note(m.Name, "expected an array, got %s", k)
 		}
 		return nil
 	}
 	var items []json.RawMessage
-	if err := json.Unmarshal(m.raw, &items); err != nil {
-		// m.raw was validated with the whole document.
-		p.note(m.name, "%v", err)
+	if err := json.Unmarshal(m.Raw, &items); err != nil {
+		// m.Raw was validated with the whole document.
+		p.note(m.Name, "%v", err)
 		return nil
 	}
 	var out []Mount
@@ -436,20 +491,20 @@ func (p *parser) mounts(m member) []Mount {
 			err     error
 			display string
 		)
-		switch kindOf(item) {
-		case kindString:
-			s, _ := stringValue(item)
+		switch jsonc.KindOf(item) {
+		case jsonc.String:
+			s, _ := jsonc.StringValue(item)
 			display = s
 			mnt, err = parseMountString(s, p.sub)
-		case kindObject:
-			display = compact(item)
+		case jsonc.Object:
+			display = jsonc.Compact(item)
 			mnt, err = parseMountObject(item, p.sub)
 		default:
-			display = compact(item)
+			display = jsonc.Compact(item)
 			err = errors.New("expected a string or an object")
 		}
 		if err != nil {
-			p.note(m.name+" `"+display+"`", "%v", err)
+			p.note(m.Name+" `"+display+"`", "%v", err)
 			continue
 		}
 		out = append(out, mnt)
@@ -460,7 +515,7 @@ func (p *parser) mounts(m member) []Mount {
 // syntaxError turns a hujson error into "<path>: line L, column C:
 // <what>". hujson puts the position only in its text ("hujson: line L,
 // column C: <what>"), wrapping <what>; a text without it keeps hujson's
-// words. A position past the end of data (in the newline Parse adds) is
+// words. A position past the end of data (in the newline jsonc.Standardize adds) is
 // reported as the end of data.
 func syntaxError(path string, data []byte, err error) error {
 	var line, col int

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/hutchsandbox/hutch/internal/errdefs"
+	"github.com/hutchsandbox/hutch/internal/jsonc"
 )
 
 // Build is the image WriteContext lays out: the features of a plan
@@ -171,17 +172,17 @@ var labelFeatureProperties = []string{
 func MetadataLabelValue(features []*Resolved, b Build) (string, error) {
 	var entries []json.RawMessage
 	for _, e := range slices.Concat(b.BaseMetadata, b.ConfigMetadata) {
-		if kind(e) != "an object" || !json.Valid(e) {
+		if jsonc.KindOf(e) != jsonc.Object || !json.Valid(e) {
 			return "", errdefs.New(errdefs.ErrInvalid, "a devcontainer.metadata entry is not a JSON object")
 		}
 	}
 	entries = append(entries, b.BaseMetadata...)
 	for _, f := range features {
 		picked := map[string]json.RawMessage{}
-		mems, _ := members(f.Metadata.Raw)
+		mems, _ := jsonc.Members(f.Metadata.Raw)
 		for _, m := range mems {
-			if slices.Contains(labelFeatureProperties, m.name) {
-				picked[m.name] = m.raw
+			if slices.Contains(labelFeatureProperties, m.Name) {
+				picked[m.Name] = m.Raw
 			}
 		}
 		var e bytes.Buffer

@@ -1,6 +1,7 @@
 package features
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/hutchsandbox/hutch/internal/devcontainer"
 	"github.com/hutchsandbox/hutch/internal/errdefs"
+	"github.com/hutchsandbox/hutch/internal/jsonc"
 )
 
 // The files of a feature's folder that the spec names.
@@ -79,6 +81,11 @@ func (m *Metadata) Option(id string) (Option, bool) {
 // devcontainer.json's but initializeCommand, which runs on the host.
 var featureHooks = []string{"onCreateCommand", "updateContentCommand", "postCreateCommand", "postStartCommand", "postAttachCommand"}
 
+// maxJSONDepth bounds how deeply a devcontainer-feature.json may nest.
+// hujson recurses once per level, and a feature's metadata comes from
+// whoever published it; real files nest a handful of levels.
+const maxJSONDepth = 200
+
 // ParseMetadata reads a devcontainer-feature.json (JSON with comments, as
 // the reference CLI accepts it). feature names the feature in errors,
 // notes and the Origin of its lifecycle entries ("feature <feature>").
@@ -90,7 +97,7 @@ func ParseMetadata(feature string, data []byte) (*Metadata, error) {
 	if err != nil {
 		return nil, errdefs.New(errdefs.ErrInvalid, fmt.Sprintf("feature %s: %s: %v", feature, MetadataFile, err))
 	}
-	mems, err := members(raw)
+	mems, err := jsonc.Members(raw)
 	if err != nil {
 		return nil, errdefs.New(errdefs.ErrInvalid, fmt.Sprintf("feature %s: %s: expected a { ... } object", feature, MetadataFile))
 	}
@@ -104,6 +111,21 @@ func ParseMetadata(feature string, data []byte) (*Metadata, error) {
 	return p.m, nil
 }
 
+// standardize turns JSON with comments and trailing commas (as the
+// reference CLI accepts in devcontainer-feature.json) into plain,
+// compact JSON.
+func standardize(data []byte) (json.RawMessage, error) {
+	std, err := jsonc.Standardize(jsonc.TrimBOM(data), maxJSONDepth)
+	if err != nil {
+		return nil, err
+	}
+	var b bytes.Buffer
+	if err := json.Compact(&b, std); err != nil {
+		return nil, err
+	}
+	return b.Bytes(), nil
+}
+
 type metaParser struct {
 	feature string
 	m       *Metadata
@@ -113,9 +135,9 @@ func (p *metaParser) note(key, format string, args ...any) {
 	p.m.Notes = append(p.m.Notes, fmt.Sprintf("feature %s: %s %s: ", p.feature, MetadataFile, key)+fmt.Sprintf(format, args...))
 }
 
-func (p *metaParser) member(mem member) {
+func (p *metaParser) member(mem jsonc.Member) {
 	m := p.m
-	switch mem.name {
+	switch mem.Name {
 	case "id":
 		p.str(mem, &m.ID)
 	case "version":
@@ -149,97 +171,113 @@ func (p *metaParser) member(mem member) {
 	case "dependsOn":
 		p.dependsOn(mem)
 	case "customizations":
-		if k := kind(mem.raw); k != "an object" && k != "null" {
-			p.note(mem.name, "expected an object, got %s", k)
+		if k := jsonc.KindOf(mem.Raw); k != jsonc.Object && k != jsonc.Null {
+			p.note(mem.Name, "expected an object, got %s", k)
 			return
 		}
-		m.Customizations = mem.raw
+		m.Customizations = mem.Raw
 	case "onCreateCommand", "updateContentCommand", "postCreateCommand", "postStartCommand", "postAttachCommand":
 		p.lifecycle(mem)
 	}
 }
 
-func (p *metaParser) str(mem member, dst *string) {
-	if k := kind(mem.raw); k != "a string" {
-		if k != "null" {
-			p.note(mem.name, "expected a string, got %s", k)
+func (p *metaParser) str(mem jsonc.Member, dst *string) {
+	if k := jsonc.KindOf(mem.Raw); k != jsonc.String {
+		if k != jsonc.Null {
+			p.note(mem.Name, "expected a string, got %s", k)
 		}
 		return
 	}
-	*dst, _ = scalar(mem.raw)
+	*dst, _ = jsonc.Scalar(mem.Raw)
 }
 
-func (p *metaParser) boolean(mem member, dst *bool) {
-	if k := kind(mem.raw); k != "a boolean" {
-		if k != "null" {
-			p.note(mem.name, "expected a boolean, got %s", k)
+func (p *metaParser) boolean(mem jsonc.Member, dst *bool) {
+	if k := jsonc.KindOf(mem.Raw); k != jsonc.Bool {
+		if k != jsonc.Null {
+			p.note(mem.Name, "expected a boolean, got %s", k)
 		}
 		return
 	}
-	_ = json.Unmarshal(mem.raw, dst)
+	_ = json.Unmarshal(mem.Raw, dst)
 }
 
-func (p *metaParser) list(mem member, dst *[]string) {
-	l, err := stringList(mem.raw)
+func (p *metaParser) list(mem jsonc.Member, dst *[]string) {
+	l, err := stringList(mem.Raw)
 	if err != nil {
-		p.note(mem.name, "%v", err)
+		p.note(mem.Name, "%v", err)
 		return
 	}
 	*dst = l
 }
 
-func (p *metaParser) object(mem member) []member {
-	if k := kind(mem.raw); k != "an object" {
-		if k != "null" {
-			p.note(mem.name, "expected an object, got %s", k)
+// stringList reads an array of strings; null is an empty one.
+func stringList(raw json.RawMessage) ([]string, error) {
+	switch k := jsonc.KindOf(raw); k {
+	case jsonc.Null:
+		return nil, nil
+	case jsonc.Array:
+	default:
+		return nil, fmt.Errorf("expected an array of strings, got %s", k)
+	}
+	var out []string
+	if err := json.Unmarshal(raw, &out); err != nil {
+		return nil, errors.New("expected an array of strings, and an item is not a string")
+	}
+	return out, nil
+}
+
+func (p *metaParser) object(mem jsonc.Member) []jsonc.Member {
+	if k := jsonc.KindOf(mem.Raw); k != jsonc.Object {
+		if k != jsonc.Null {
+			p.note(mem.Name, "expected an object, got %s", k)
 		}
 		return nil
 	}
-	mems, _ := members(mem.raw) // an object, checked above
+	mems, _ := jsonc.Members(mem.Raw) // an object, checked above
 	return mems
 }
 
-func (p *metaParser) options(mem member) {
+func (p *metaParser) options(mem jsonc.Member) {
 	for _, o := range p.object(mem) {
-		key := "options." + o.name
-		if o.name == "" {
+		key := "options." + o.Name
+		if o.Name == "" {
 			p.note("options", "an option has an empty id; it is left out")
 			continue
 		}
-		if k := kind(o.raw); k != "an object" {
+		if k := jsonc.KindOf(o.Raw); k != jsonc.Object {
 			p.note(key, "expected an object, got %s; the option is left out", k)
 			continue
 		}
-		opt := Option{ID: o.name}
-		props, _ := members(o.raw)
+		opt := Option{ID: o.Name}
+		props, _ := jsonc.Members(o.Raw)
 		for _, prop := range props {
-			switch prop.name {
+			switch prop.Name {
 			case "type":
-				if s, ok := scalar(prop.raw); ok && kind(prop.raw) == "a string" {
+				if s, ok := jsonc.Scalar(prop.Raw); ok && jsonc.KindOf(prop.Raw) == jsonc.String {
 					opt.Type = s
 					if s != "string" && s != "boolean" {
 						p.note(key+".type", "%q is not one of the spec's types (string, boolean); its value is passed as text", s)
 					}
 				} else {
-					p.note(key+".type", "expected a string, got %s", kind(prop.raw))
+					p.note(key+".type", "expected a string, got %s", jsonc.KindOf(prop.Raw))
 				}
 			case "description":
-				if s, ok := scalar(prop.raw); ok {
+				if s, ok := jsonc.Scalar(prop.Raw); ok {
 					opt.Description = s
 				}
 			case "default":
-				if s, ok := scalar(prop.raw); ok {
+				if s, ok := jsonc.Scalar(prop.Raw); ok {
 					opt.Default, opt.HasDefault = s, true
-				} else if k := kind(prop.raw); k != "null" {
+				} else if k := jsonc.KindOf(prop.Raw); k != jsonc.Null {
 					p.note(key+".default", "expected a string or a boolean, got %s", k)
 				}
 			case "enum", "proposals":
-				vals, err := scalars(prop.raw)
+				vals, err := scalars(prop.Raw)
 				if err != nil {
-					p.note(key+"."+prop.name, "%v", err)
+					p.note(key+"."+prop.Name, "%v", err)
 					continue
 				}
-				if prop.name == "enum" {
+				if prop.Name == "enum" {
 					opt.Enum = vals
 				} else {
 					opt.Proposals = vals
@@ -253,7 +291,7 @@ func (p *metaParser) options(mem member) {
 // scalars reads an array of strings, booleans or numbers as text (enum
 // and proposals are strings, but files write numbers too).
 func scalars(raw json.RawMessage) ([]string, error) {
-	if k := kind(raw); k != "an array" {
+	if k := jsonc.KindOf(raw); k != jsonc.Array {
 		return nil, fmt.Errorf("expected an array, got %s", k)
 	}
 	var items []json.RawMessage
@@ -262,59 +300,61 @@ func scalars(raw json.RawMessage) ([]string, error) {
 	}
 	out := make([]string, 0, len(items))
 	for _, it := range items {
-		s, ok := scalar(it)
+		s, ok := jsonc.Scalar(it)
 		if !ok {
-			return nil, fmt.Errorf("expected strings, got %s", kind(it))
+			return nil, fmt.Errorf("expected strings, got %s", jsonc.KindOf(it))
 		}
 		out = append(out, s)
 	}
 	return out, nil
 }
 
-func (p *metaParser) containerEnv(mem member) {
+func (p *metaParser) containerEnv(mem jsonc.Member) {
 	for _, e := range p.object(mem) {
-		s, ok := scalar(e.raw)
-		if !ok || kind(e.raw) != "a string" {
-			p.note("containerEnv `"+e.name+"`", "expected a string, got %s; it is left out", kind(e.raw))
+		s, ok := jsonc.Scalar(e.Raw)
+		if !ok || jsonc.KindOf(e.Raw) != jsonc.String {
+			p.note("containerEnv `"+e.Name+"`", "expected a string, got %s; it is left out", jsonc.KindOf(e.Raw))
 			continue
 		}
 		if p.m.ContainerEnv == nil {
 			p.m.ContainerEnv = make(map[string]string)
 		}
-		p.m.ContainerEnv[e.name] = s
+		p.m.ContainerEnv[e.Name] = s
 	}
 }
 
 // dependsOn reads the dependsOn object: feature ID -> options object, or a
 // string, the spec's short form of {"version": value}.
-func (p *metaParser) dependsOn(mem member) {
+func (p *metaParser) dependsOn(mem jsonc.Member) {
 	for _, d := range p.object(mem) {
-		f := devcontainer.Feature{ID: d.name, Options: map[string]string{}}
-		switch k := kind(d.raw); k {
-		case "a string":
-			f.Options["version"], _ = scalar(d.raw)
-		case "an object":
-			opts, _ := members(d.raw)
+		f := devcontainer.Feature{ID: d.Name, Options: map[string]string{}}
+		switch k := jsonc.KindOf(d.Raw); k {
+		case jsonc.String:
+			f.Options["version"], _ = jsonc.Scalar(d.Raw)
+		case jsonc.Object:
+			opts, _ := jsonc.Members(d.Raw)
 			for _, o := range opts {
-				v, ok := scalar(o.raw)
+				v, ok := jsonc.Scalar(o.Raw)
 				if !ok {
-					p.note("dependsOn `"+d.name+"` option "+o.name, "expected a string or a boolean, got %s; it is left out", kind(o.raw))
+					p.note("dependsOn `"+d.Name+"` option "+o.Name, "expected a string or a boolean, got %s; it is left out", jsonc.KindOf(o.Raw))
 					continue
 				}
-				f.Options[o.name] = v
+				f.Options[o.Name] = v
 			}
-		case "null":
+		case jsonc.Null:
 		default:
-			p.note("dependsOn `"+d.name+"`", "expected an object of options, got %s; its defaults are used", k)
+			p.note("dependsOn `"+d.Name+"`", "expected an object of options, got %s; its defaults are used", k)
 		}
 		p.m.DependsOn = append(p.m.DependsOn, f)
 	}
 }
 
-func (p *metaParser) lifecycle(mem member) {
-	cmds, err := commands(mem.raw)
-	if err != nil {
-		p.note(mem.name, "%v; it is left out", err)
+// lifecycle reads a lifecycle entry (devcontainer.ParseCommands). A
+// command it cannot read leaves the whole entry out.
+func (p *metaParser) lifecycle(mem jsonc.Member) {
+	cmds, errs := devcontainer.ParseCommands(mem.Raw)
+	if len(errs) > 0 {
+		p.note(mem.Name, "%v; it is left out", errs[0])
 		return
 	}
 	if len(cmds) == 0 {
@@ -323,60 +363,18 @@ func (p *metaParser) lifecycle(mem member) {
 	if p.m.Lifecycle == nil {
 		p.m.Lifecycle = make(map[string]devcontainer.Lifecycle)
 	}
-	p.m.Lifecycle[mem.name] = devcontainer.Lifecycle{Origin: "feature " + p.feature, Commands: cmds}
+	p.m.Lifecycle[mem.Name] = devcontainer.Lifecycle{Origin: "feature " + p.feature, Commands: cmds}
 }
 
-// commands reads a lifecycle entry: a string (run by /bin/sh -c), an array
-// (run without a shell) or an object of named strings and arrays (run in
-// parallel). Empty commands are dropped.
-func commands(raw json.RawMessage) ([]devcontainer.Command, error) {
-	one := func(name string, raw json.RawMessage) (devcontainer.Command, bool, error) {
-		switch k := kind(raw); k {
-		case "a string":
-			s, _ := scalar(raw)
-			return devcontainer.Command{Name: name, Shell: s}, strings.TrimSpace(s) != "", nil
-		case "an array":
-			argv, err := stringList(raw)
-			if err != nil {
-				return devcontainer.Command{}, false, err
-			}
-			return devcontainer.Command{Name: name, Argv: argv}, len(argv) > 0, nil
-		case "null":
-			return devcontainer.Command{}, false, nil
-		default:
-			return devcontainer.Command{}, false, fmt.Errorf("expected a string or an array, got %s", k)
-		}
-	}
-	if kind(raw) != "an object" {
-		c, ok, err := one("", raw)
-		if err != nil || !ok {
-			return nil, err
-		}
-		return []devcontainer.Command{c}, nil
-	}
-	mems, _ := members(raw)
-	var out []devcontainer.Command
-	for _, m := range mems {
-		c, ok, err := one(m.name, m.raw)
-		if err != nil {
-			return nil, fmt.Errorf("command %q: %w", m.name, err)
-		}
-		if ok {
-			out = append(out, c)
-		}
-	}
-	return out, nil
-}
-
-func (p *metaParser) mounts(mem member) {
-	if k := kind(mem.raw); k != "an array" {
-		if k != "null" {
-			p.note(mem.name, "expected an array, got %s", k)
+func (p *metaParser) mounts(mem jsonc.Member) {
+	if k := jsonc.KindOf(mem.Raw); k != jsonc.Array {
+		if k != jsonc.Null {
+			p.note(mem.Name, "expected an array, got %s", k)
 		}
 		return
 	}
 	var items []json.RawMessage
-	_ = json.Unmarshal(mem.raw, &items) // an array, checked above
+	_ = json.Unmarshal(mem.Raw, &items) // an array, checked above
 	for _, it := range items {
 		m, err := parseMount(it)
 		if err != nil {
@@ -392,12 +390,12 @@ func (p *metaParser) mounts(mem member) {
 func parseMount(raw json.RawMessage) (devcontainer.Mount, error) {
 	var m devcontainer.Mount
 	var typ string
-	switch k := kind(raw); k {
-	case "an object":
-		mems, _ := members(raw)
+	switch k := jsonc.KindOf(raw); k {
+	case jsonc.Object:
+		mems, _ := jsonc.Members(raw)
 		for _, mem := range mems {
 			var dst *string
-			switch mem.name {
+			switch mem.Name {
 			case "type":
 				dst = &typ
 			case "source":
@@ -407,13 +405,13 @@ func parseMount(raw json.RawMessage) (devcontainer.Mount, error) {
 			default:
 				continue
 			}
-			if kind(mem.raw) != "a string" {
-				return m, fmt.Errorf("%s is %s, not a string", mem.name, kind(mem.raw))
+			if jsonc.KindOf(mem.Raw) != jsonc.String {
+				return m, fmt.Errorf("%s is %s, not a string", mem.Name, jsonc.KindOf(mem.Raw))
 			}
-			*dst, _ = scalar(mem.raw)
+			*dst, _ = jsonc.Scalar(mem.Raw)
 		}
-	case "a string":
-		s, _ := scalar(raw)
+	case jsonc.String:
+		s, _ := jsonc.Scalar(raw)
 		for field := range strings.SplitSeq(s, ",") {
 			key, value, hasValue := strings.Cut(strings.TrimSpace(field), "=")
 			switch strings.ToLower(key) {

@@ -124,6 +124,10 @@ func TestParseMetadata_Notes(t *testing.T) {
 			"feature f: devcontainer-feature.json onCreateCommand: expected a string or an array, got a number; it is left out",
 			`feature f: devcontainer-feature.json postCreateCommand: command "x": expected a string or an array, got a number; it is left out`,
 		}},
+		{"bad_lifecycle_argv", `{"id": "f", "onCreateCommand": ["a", null], "postCreateCommand": {"x": "ok", "y": ["b", 1]}}`, []string{
+			"feature f: devcontainer-feature.json onCreateCommand: expected an array of strings, got null in it; it is left out",
+			`feature f: devcontainer-feature.json postCreateCommand: command "y": expected an array of strings, got a number in it; it is left out`,
+		}},
 		{"bad_depends_on", `{"id": "f", "dependsOn": {"ghcr.io/a/b:1": [1], "ghcr.io/a/c:1": {"o": {}}}}`, []string{
 			"feature f: devcontainer-feature.json dependsOn `ghcr.io/a/b:1`: expected an object of options, got an array; its defaults are used",
 			"feature f: devcontainer-feature.json dependsOn `ghcr.io/a/c:1` option o: expected a string or a boolean, got an object; it is left out",
