@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/docker/go-units"
 
@@ -35,6 +36,7 @@ const (
 	KeyCPUs         = "sandbox-cpus"
 	KeyPersist      = "sandbox-persist"
 	KeyDevcontainer = "sandbox-devcontainer"
+	KeyLifecycle    = "sandbox-lifecycle-timeout"
 )
 
 // Defaults the settings do not spell out.
@@ -43,6 +45,13 @@ const (
 	DefaultBase = "debian:bookworm-slim"
 	// DefaultAgent is installed when sandbox-agents is not set.
 	DefaultAgent = "claude"
+	// DefaultLifecycleTimeout bounds each lifecycle command of a
+	// devcontainer.json. The scripts they run live in the checkout,
+	// which agents edit: one made to hang must not hold up the sandbox
+	// (and the lock every session of the project takes) for ever.
+	DefaultLifecycleTimeout = 30 * time.Minute
+	// MaxLifecycleTimeout is the longest sandbox-lifecycle-timeout.
+	MaxLifecycleTimeout = 24 * time.Hour
 )
 
 // Values of sandbox-network (Resolved.Network). open, allowlist and none
@@ -82,12 +91,14 @@ const (
 	kindAllow
 	kindMemory
 	kindCPUs
+	kindDuration
 )
 
 // Keys are the settings keys, in the order settings tables list them.
 var Keys = []string{
 	KeyEnabled, KeyImage, KeyBase, KeyPackages, KeySetup, KeyAgents, KeyMount,
 	KeyEnv, KeyUser, KeyNetwork, KeyNetworkAllow, KeyMemory, KeyCPUs, KeyPersist, KeyDevcontainer,
+	KeyLifecycle,
 }
 
 var kinds = map[string]kind{
@@ -106,6 +117,7 @@ var kinds = map[string]kind{
 	KeyCPUs:         kindCPUs,
 	KeyPersist:      kindBool,
 	KeyDevcontainer: kindBool,
+	KeyLifecycle:    kindDuration,
 }
 
 // layer is the keys one level of a settings file sets, parsed: bool,
@@ -337,6 +349,15 @@ func parseValue(k kind, raw json.RawMessage) (any, string) {
 			return nil, fmt.Sprintf("must be a positive number of CPUs such as 0.5 or 4, not %q", s)
 		}
 		return v, ""
+	case kindDuration:
+		if s == "" {
+			return DefaultLifecycleTimeout, ""
+		}
+		v, err := time.ParseDuration(s)
+		if err != nil || v <= 0 || v > MaxLifecycleTimeout {
+			return nil, fmt.Sprintf("must be a duration such as 45m or 2h, at most 24h, not %q", s)
+		}
+		return v, ""
 	}
 	return s, ""
 }
@@ -438,6 +459,9 @@ type Resolved struct {
 	Persist     bool
 	// Devcontainer: read the project's devcontainer.json.
 	Devcontainer bool
+	// LifecycleTimeout bounds each of the devcontainer's lifecycle
+	// commands: one still running then is killed, and up fails.
+	LifecycleTimeout time.Duration
 	// Sources maps every key to where its value came from: SourceDefault,
 	// the settings file, or the file followed by " (project override)".
 	Sources map[string]string
@@ -456,6 +480,8 @@ func Effective(s Settings, project string) Resolved {
 		Persist:      true,
 		Devcontainer: true,
 		Sources:      map[string]string{},
+
+		LifecycleTimeout: DefaultLifecycleTimeout,
 	}
 	for _, k := range Keys {
 		r.Sources[k] = SourceDefault
@@ -512,8 +538,22 @@ func (r *Resolved) apply(l layer, source string) {
 			r.Mounts = v.([]string)
 		case KeyEnv:
 			r.Env = v.([]string)
+		case KeyLifecycle:
+			r.LifecycleTimeout = v.(time.Duration)
 		}
 	}
+}
+
+// FormatDuration writes d as a setting would: 30m, 1h30m, 45s.
+func FormatDuration(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
 }
 
 func cmpOr(s, def string) string {
@@ -579,6 +619,8 @@ func (r Resolved) Table() [][3]string {
 			if r.CPUs > 0 {
 				v = strconv.FormatFloat(r.CPUs, 'f', -1, 64)
 			}
+		case KeyLifecycle:
+			v = FormatDuration(r.LifecycleTimeout) + " per lifecycle command"
 		}
 		src := r.Sources[k]
 		if src == "" {

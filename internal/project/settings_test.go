@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -32,7 +33,7 @@ func TestParseSettings_Defaults(t *testing.T) {
 		r := project.Effective(s, "/home/me/code/api")
 		want := project.Resolved{
 			Base: "debian:bookworm-slim", Agents: []string{"claude"}, Network: "open",
-			Persist: true, Devcontainer: true, Sources: map[string]string{},
+			Persist: true, Devcontainer: true, LifecycleTimeout: project.DefaultLifecycleTimeout, Sources: map[string]string{},
 		}
 		for _, k := range project.Keys {
 			want.Sources[k] = "default"
@@ -59,7 +60,8 @@ func TestParseSettings_Values(t *testing.T) {
 		"sandbox-memory": "8g",
 		"sandbox-cpus": 4,
 		"sandbox-persist": "0",
-		"sandbox-devcontainer": false
+		"sandbox-devcontainer": false,
+		"sandbox-lifecycle-timeout": " 1h30m "
 	}`)
 	if len(notes) != 0 {
 		t.Fatalf("notes %q, want none", notes)
@@ -71,7 +73,7 @@ func TestParseSettings_Values(t *testing.T) {
 		Mounts: []string{"~/.gitconfig:~/.gitconfig:ro"}, Env: []string{"FOO=bar", "TOKEN=s3cret"},
 		User: "host", Network: "open", NetworkAllow: []string{"github.com", "*.npmjs.org", "registry.npmjs.org:443"},
 		MemoryBytes: 8 << 30, CPUs: 4, Persist: false, Devcontainer: false,
-		Sources: map[string]string{},
+		LifecycleTimeout: 90 * time.Minute, Sources: map[string]string{},
 	}
 	for _, k := range project.Keys {
 		want.Sources[k] = settingsFile
@@ -121,10 +123,11 @@ func TestParseSettings_BadEntries(t *testing.T) {
 		"sandbox-memory": "lots",
 		"sandbox-cpus": -1,
 		"sandbox-devcontainer": null,
+		"sandbox-lifecycle-timeout": "forever",
 		"sandbox-colour": "blue",
 		"projects": {
 			"relative/path": {"sandbox-enabled": true},
-			"/home/me/code/api": {"sandbox-memory": "1k", "sandbox-cpus": "0", "colour": 1, "sandbox-mount": "/data", "sandbox-network-allow": 443},
+			"/home/me/code/api": {"sandbox-memory": "1k", "sandbox-cpus": "0", "colour": 1, "sandbox-mount": "/data", "sandbox-network-allow": 443, "sandbox-lifecycle-timeout": "48h"},
 			"/home/me/code/web": [1]
 		}
 	}`)
@@ -135,7 +138,8 @@ func TestParseSettings_BadEntries(t *testing.T) {
 	}
 	r := project.Effective(s, "/home/me/code/api")
 	if r.Enabled || !r.Persist || r.Image != "" || r.Base != "debian:bookworm-slim" || r.Packages != nil ||
-		r.Setup != nil || r.Env != nil || r.User != "" || r.Network != "open" || r.NetworkAllow != nil || r.MemoryBytes != 0 || r.CPUs != 0 {
+		r.Setup != nil || r.Env != nil || r.User != "" || r.Network != "open" || r.NetworkAllow != nil || r.MemoryBytes != 0 || r.CPUs != 0 ||
+		r.LifecycleTimeout != project.DefaultLifecycleTimeout {
 		t.Errorf("bad entries changed the effective settings: %+v", r)
 	}
 	if got, want := r.Mounts, []string{"/data"}; !cmp.Equal(got, want) {
@@ -194,7 +198,7 @@ func TestEffective_ProjectOverride(t *testing.T) {
 func table(rows [][3]string) string {
 	var b strings.Builder
 	for _, r := range rows {
-		fmt.Fprintf(&b, "%-22s %-45s %s\n", r[0], r[1], r[2])
+		fmt.Fprintf(&b, "%-26s %-45s %s\n", r[0], r[1], r[2])
 	}
 	return b.String()
 }

@@ -1,6 +1,7 @@
 package project
 
 import (
+	"cmp"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -9,6 +10,7 @@ import (
 	"path"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/hutchsandbox/hutch/internal/devcontainer"
 	"github.com/hutchsandbox/hutch/internal/errdefs"
@@ -127,6 +129,9 @@ type Spec struct {
 	// Lifecycle are the devcontainer's lifecycle commands the sandbox
 	// runs, by hook (initializeCommand never: it is the host's).
 	Lifecycle map[string][]devcontainer.Lifecycle `json:",omitempty"`
+	// LifecycleTimeout bounds each lifecycle command
+	// (sandbox-lifecycle-timeout); it shapes nothing of the container.
+	LifecycleTimeout time.Duration `json:"-"`
 	// User is the user the container runs as, as the engine's --user.
 	User string
 	// UserOrigin names the setting User came from ("remoteUser in
@@ -222,6 +227,8 @@ func Resolve(in Input) (Spec, error) {
 		NanoCPUs:    int64(math.Round(st.CPUs * 1e9)),
 		PidsLimit:   DefaultPidsLimit,
 		AdoptEditor: st.Devcontainer,
+
+		LifecycleTimeout: cmp.Or(st.LifecycleTimeout, DefaultLifecycleTimeout),
 	}
 	var notes []string
 	note := func(format string, a ...any) { notes = append(notes, fmt.Sprintf(format, a...)) }

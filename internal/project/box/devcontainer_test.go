@@ -205,3 +205,55 @@ func TestCLI_DevcontainerLifecycle(t *testing.T) {
 		t.Errorf("a command after the failed create hook: %q", out)
 	}
 }
+
+// TestCLI_DevcontainerLifecycleHostile plays an agent that edited the
+// scripts a trusted devcontainer.json's lifecycle commands run (they live
+// in the checkout, out of trust's reach): one hangs, a process it starts
+// in a session of its own keeps the output open, and another writes a
+// long line without a newline. up must end after sandbox-lifecycle-timeout
+// with the reason, kill the command, keep hutch's memory bounded (the
+// long line is cut), and leave the sandbox usable.
+func TestCLI_DevcontainerLifecycleHostile(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, nil)
+	f.writeSettings(t, map[string]any{project.KeyImage: f.busybox, project.KeyUser: "root", project.KeyLifecycle: "3s"})
+	dc := filepath.Join(f.project, ".devcontainer", "devcontainer.json")
+	if err := os.MkdirAll(filepath.Dir(dc), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(dc, []byte(`{
+  "postStartCommand": {
+    "hang": "setsid sleep 3600 & exec sleep 3601",
+    "spam": "head -c 20000 /dev/zero | tr '\\0' x"
+  }
+}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f.mustHutch(t, "trust")
+	_, errOut, code := f.hutch(t, "up")
+	if code == 0 {
+		t.Fatalf("up succeeded past a hanging postStartCommand:\n%s", errOut)
+	}
+	if want := "The postStartCommand from devcontainer.json (setsid sleep 3600 & exec sleep 3601) was still running after 3s (sandbox-lifecycle-timeout) and was stopped."; !strings.Contains(errOut, want) {
+		t.Errorf("up does not say %q:\n%s", want, errOut)
+	}
+	spam := 0
+	for _, line := range strings.Split(errOut, "\n") {
+		if rest, ok := strings.CutPrefix(line, "[spam] "); ok {
+			spam += len(rest)
+			if len(rest) > 4096 {
+				t.Errorf("a line of %d bytes was held whole", len(rest))
+			}
+		}
+	}
+	if spam != 20000 {
+		t.Errorf("the long line's pieces hold %d bytes, want 20000", spam)
+	}
+	// The sandbox is up, and the command was killed. What it left in a
+	// session of its own runs on, as one started with exec would; it
+	// kept the output open, and up returned all the same.
+	out, _ := f.mustHutch(t, "exec", "--", "sh", "-c", "ps -o args | grep -c '^sleep 3601' || true")
+	if strings.TrimSpace(out) != "0" {
+		t.Errorf("the timed-out command still runs: %q", out)
+	}
+}

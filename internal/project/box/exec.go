@@ -55,6 +55,12 @@ type IO struct {
 // Exec runs argv in the target's dir (the workdir when empty) through
 // the agent, without a TTY, and returns how it ended.
 func (t *Target) Exec(ctx context.Context, argv []string, dir string, stdio IO) (sandbox.ExecResult, error) {
+	return t.exec(ctx, argv, dir, stdio, 0)
+}
+
+// exec is Exec with a timeout (0: none), past which the agent kills the
+// command's process group and reports TimedOut.
+func (t *Target) exec(ctx context.Context, argv []string, dir string, stdio IO, timeout time.Duration) (sandbox.ExecResult, error) {
 	if dir == "" {
 		dir = t.Workdir
 	}
@@ -65,12 +71,13 @@ func (t *Target) Exec(ctx context.Context, argv []string, dir string, stdio IO) 
 		}
 	}
 	return t.agent.Exec(ctx, sandbox.ExecRequest{
-		Argv:   loginExec(argv),
-		Dir:    dir,
-		Env:    env,
-		Stdin:  stdio.Stdin,
-		Stdout: stdio.Stdout,
-		Stderr: stdio.Stderr,
+		Argv:    loginExec(argv),
+		Dir:     dir,
+		Env:     env,
+		Stdin:   stdio.Stdin,
+		Stdout:  stdio.Stdout,
+		Stderr:  stdio.Stderr,
+		Timeout: timeout,
 	})
 }
 

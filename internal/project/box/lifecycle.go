@@ -2,17 +2,20 @@ package box
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 
 	"github.com/hutchsandbox/hutch/internal/atomicfile"
 	"github.com/hutchsandbox/hutch/internal/devcontainer"
 	"github.com/hutchsandbox/hutch/internal/errdefs"
+	"github.com/hutchsandbox/hutch/internal/project"
 )
 
 // createHooks run once in a container's life, after it is first
@@ -100,12 +103,19 @@ func (b *Box) runCommand(ctx context.Context, t *Target, hook, origin string, c 
 		argv = []string{"/bin/sh", "-c", c.Shell}
 		what = c.Shell
 	}
-	res, err := t.Exec(ctx, argv, "", IO{Stdin: strings.NewReader(""), Stdout: w, Stderr: w})
+	limit := cmp.Or(b.spec.LifecycleTimeout, project.DefaultLifecycleTimeout)
+	res, err := t.exec(ctx, argv, "", IO{Stdin: strings.NewReader(""), Stdout: w, Stderr: w}, limit)
 	if err != nil {
 		return fmt.Errorf("%s from %s (%s): %w", hook, origin, what, err)
 	}
 	how := ""
 	switch {
+	case res.TimedOut:
+		how = fmt.Sprintf("was still running after %s (sandbox-lifecycle-timeout) and was stopped", project.FormatDuration(limit))
+	case res.Aborted:
+		how = "was interrupted"
+	case res.OOMKilled:
+		how = "ran out of the sandbox's memory (sandbox-memory)"
 	case res.Signal != "":
 		how = "was killed by " + res.Signal
 	case res.ExitCode != 0:
@@ -132,6 +142,12 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 	return l.w.Write(p)
 }
 
+// maxPrefixLine is the longest line a prefixWriter holds back: a
+// command that writes without newlines (its output is the checkout's,
+// which agents edit) is cut into lines of this length rather than
+// filling hutch's memory.
+const maxPrefixLine = 4096
+
 // prefixWriter writes whole lines, each with a prefix (the command's
 // name), so the output of commands running at once stays readable.
 type prefixWriter struct {
@@ -145,7 +161,12 @@ func (p *prefixWriter) Write(b []byte) (int, error) {
 	for {
 		i := bytes.IndexByte(p.buf, '\n')
 		if i < 0 {
-			break
+			if len(p.buf) < maxPrefixLine {
+				break
+			}
+			// A line this long is written in pieces, each a line.
+			p.buf = slices.Insert(p.buf, maxPrefixLine, '\n')
+			i = maxPrefixLine
 		}
 		if _, err := p.w.Write(append([]byte(p.prefix), p.buf[:i+1]...)); err != nil {
 			return 0, err
