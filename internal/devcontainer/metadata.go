@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"unicode"
 
 	"github.com/hutchsandbox/hutch/internal/jsonc"
 )
@@ -51,8 +52,8 @@ func ParseMetadata(label string, vars Vars) (entries []*Config, notes []string) 
 			notes = append(notes, fmt.Sprintf("%s entry %d is %s, not an object; it is skipped.", ImageOrigin, i+1, jsonc.KindOf(raw)))
 			continue
 		}
-		p := &parser{c: &Config{}, sub: sub, origin: ImageOrigin}
 		mems, _ := jsonc.Members(raw)
+		p := &parser{c: &Config{}, sub: sub, origin: entryOrigin(mems)}
 		for _, m := range mems {
 			switch m.Name {
 			case "image", "build", "dockerFile", "context", "workspaceFolder", "workspaceMount",
@@ -67,6 +68,22 @@ func ParseMetadata(label string, vars Vars) (entries []*Config, notes []string) 
 		entries = append(entries, p.c)
 	}
 	return entries, notes
+}
+
+// entryOrigin names where an entry of the label came from, for
+// lifecycle commands and notes: a feature's entry carries the feature's
+// id (as the reference CLI writes it, and hutch when it installs
+// features), the image's own entries none.
+func entryOrigin(mems []jsonc.Member) string {
+	for _, m := range mems {
+		if m.Name != "id" {
+			continue
+		}
+		if id, ok := jsonc.StringValue(m.Raw); ok && id != "" && len(id) <= 200 && !strings.ContainsFunc(id, unicode.IsControl) {
+			return "the feature " + id + " (in " + ImageOrigin + ")"
+		}
+	}
+	return ImageOrigin
 }
 
 // Merge folds partial configurations into one, as the spec merges an

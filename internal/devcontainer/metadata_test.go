@@ -60,7 +60,7 @@ func TestParseMetadata(t *testing.T) {
 	want.Lifecycle = map[string][]devcontainer.Lifecycle{
 		"onCreateCommand": {{Origin: devcontainer.ImageOrigin, Commands: []devcontainer.Command{{Argv: []string{"bash", "-c", "echo /workspaces/api"}}}}},
 		"postCreateCommand": {
-			{Origin: devcontainer.ImageOrigin, Commands: []devcontainer.Command{{Shell: "echo from-go"}}},
+			{Origin: "the feature ghcr.io/devcontainers/features/go:1 (in the image's devcontainer.metadata)", Commands: []devcontainer.Command{{Shell: "echo from-go"}}},
 			{Origin: "devcontainer.json", Commands: []devcontainer.Command{{Shell: "make"}}},
 		},
 	}
