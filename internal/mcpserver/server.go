@@ -9,6 +9,7 @@ import (
 
 	"github.com/hutchsandbox/hutch/internal/keyedlock"
 	"github.com/hutchsandbox/hutch/internal/mcptools"
+	"github.com/hutchsandbox/hutch/internal/metrics"
 	"github.com/hutchsandbox/hutch/internal/office"
 	"github.com/hutchsandbox/hutch/internal/sandbox"
 	"github.com/hutchsandbox/hutch/internal/service"
@@ -133,7 +134,12 @@ type handlers struct {
 	log  *slog.Logger
 }
 
-func (h *handlers) bash(ctx context.Context, _ *mcp.CallToolRequest, in tools.BashInput) (*mcp.CallToolResult, tools.BashOutput, error) {
+// bash runs a command. A client that gave the call a progress token is
+// sent progress while it runs (progress.go). A client that cancels the
+// call (notifications/cancelled, or a streamable HTTP request it closes)
+// cancels ctx, which kills the command's process group as its timeout
+// would.
+func (h *handlers) bash(ctx context.Context, req *mcp.CallToolRequest, in tools.BashInput) (*mcp.CallToolResult, tools.BashOutput, error) {
 	unlock, err := h.lock(ctx)
 	if err != nil {
 		return fail[tools.BashOutput](h, "bash", err)
@@ -142,6 +148,11 @@ func (h *handlers) bash(ctx context.Context, _ *mcp.CallToolRequest, in tools.Ba
 	sb, err := h.sandboxOf(ctx)
 	if err != nil {
 		return fail[tools.BashOutput](h, "bash", err)
+	}
+	if token := req.Params.GetProgressToken(); token != nil {
+		p := startProgress(ctx, req.Session, token, h.log)
+		defer p.stop()
+		sb = p.sandbox(sb)
 	}
 	out, err := tools.Bash(ctx, sb, in)
 	if res, ok := mcptools.CommandResult(out.Text, err); ok {
@@ -225,7 +236,9 @@ func (h *handlers) lock(ctx context.Context) (func(), error) {
 	return conversations.Lock(ctx, string(h.conv.Key()))
 }
 
-// fail is mcptools.Fail with this conversation's log.
+// fail is mcptools.Fail with this conversation's log; a refusal is
+// counted in the daemon's metrics.
 func fail[Out any](h *handlers, tool string, err error) (*mcp.CallToolResult, Out, error) {
+	h.svc.CountRefusal(metrics.SurfaceMCP, err)
 	return mcptools.Fail[Out](h.log, tool, err)
 }

@@ -1,0 +1,220 @@
+package mcpserver_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/hutchsandbox/hutch/internal/mcpserver"
+	"github.com/hutchsandbox/hutch/internal/sandbox"
+)
+
+// progressLog records the progress notifications a client receives, and
+// whether any came after the call's result.
+type progressLog struct {
+	mu    sync.Mutex
+	got   []*mcp.ProgressNotificationParams
+	ended bool
+	late  int
+}
+
+func (l *progressLog) handle(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.got = append(l.got, req.Params)
+	if l.ended {
+		l.late++
+	}
+}
+
+func (l *progressLog) end() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.ended = true
+}
+
+func (l *progressLog) notifications() []*mcp.ProgressNotificationParams {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]*mcp.ProgressNotificationParams(nil), l.got...)
+}
+
+// connectRecording joins a client that records progress to srv.
+func connectRecording(t *testing.T, srv *mcp.Server) (*mcp.ClientSession, *progressLog) {
+	t.Helper()
+	ctx := context.Background()
+	log := &progressLog{}
+	st, ct := mcp.NewInMemoryTransports()
+	ss, err := srv.Connect(ctx, st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, &mcp.ClientOptions{ProgressNotificationHandler: log.handle}).Connect(ctx, ct, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cs.Close()
+		_ = ss.Wait()
+	})
+	return cs, log
+}
+
+// callWithToken calls bash with a progress token (none when token is nil).
+func callWithToken(t *testing.T, cs *mcp.ClientSession, log *progressLog, token any, command string) *mcp.CallToolResult {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	params := &mcp.CallToolParams{Name: "bash", Arguments: map[string]any{"command": command}}
+	if token != nil {
+		params.SetProgressToken(token)
+	}
+	res, err := cs.CallTool(ctx, params)
+	log.end()
+	if err != nil {
+		t.Fatalf("bash: protocol error: %v", err)
+	}
+	return res
+}
+
+var progressMessage = regexp.MustCompile(`^\d+(\.\d)? (B|KiB|MiB|GiB) of output(; last line: .{1,110})?$`)
+
+func TestBash_Progress(t *testing.T) {
+	e := newHostEnv(t)
+	cs, log := connectRecording(t, mcpserver.New(e.svc, sandbox.DefaultMode, e.addr, "", nil))
+	res := callWithToken(t, cs, log, "bash-1", `for i in 1 2 3 4 5 6; do echo "step $i of 6"; sleep 0.5; done`)
+	if res.IsError {
+		t.Fatalf("bash: %s", textOf(t, res))
+	}
+	got := log.notifications()
+	if len(got) < 2 {
+		t.Fatalf("%d progress notifications in a 3 s command, want one a second", len(got))
+	}
+	var last float64
+	for i, n := range got {
+		if n.ProgressToken != "bash-1" {
+			t.Errorf("notification %d: token %v, want the request's", i, n.ProgressToken)
+		}
+		if n.Progress <= last {
+			t.Errorf("notification %d: progress %v after %v, want it to grow", i, n.Progress, last)
+		}
+		last = n.Progress
+		if !progressMessage.MatchString(n.Message) || !strings.Contains(n.Message, "; last line: step ") {
+			t.Errorf("notification %d: message %q", i, n.Message)
+		}
+		if n.Total != 0 {
+			t.Errorf("notification %d: total %v, want none (unknown)", i, n.Total)
+		}
+	}
+	if last > float64(len("step 1 of 6\n")*6) {
+		t.Errorf("progress %v is more than the output's bytes", last)
+	}
+	if log.late != 0 {
+		t.Errorf("%d notifications came after the result", log.late)
+	}
+}
+
+func TestBash_NoProgressWithoutToken(t *testing.T) {
+	e := newHostEnv(t)
+	cs, log := connectRecording(t, mcpserver.New(e.svc, sandbox.DefaultMode, e.addr, "", nil))
+	res := callWithToken(t, cs, log, nil, `for i in 1 2 3; do echo "step $i"; sleep 0.5; done`)
+	if res.IsError || textOf(t, res) != "step 1\nstep 2\nstep 3" {
+		t.Fatalf("bash: IsError %v, %q", res.IsError, textOf(t, res))
+	}
+	if got := log.notifications(); len(got) != 0 {
+		t.Errorf("%d progress notifications for a call without a token: %+v", len(got), got[0])
+	}
+}
+
+// TestBash_ProgressOfSilentCommand: progress counts output, so a command
+// that writes nothing sends no notification (progress must grow).
+func TestBash_ProgressOfSilentCommand(t *testing.T) {
+	e := newHostEnv(t)
+	cs, log := connectRecording(t, mcpserver.New(e.svc, sandbox.DefaultMode, e.addr, "", nil))
+	if res := callWithToken(t, cs, log, 7, `sleep 2.5`); res.IsError {
+		t.Fatalf("bash: %s", textOf(t, res))
+	}
+	if got := log.notifications(); len(got) != 0 {
+		t.Errorf("%d progress notifications for a silent command", len(got))
+	}
+}
+
+// startChild is a command that starts a background child in its process
+// group, writes the child's pid to child.pid in the office, and waits.
+const startChild = `sleep 600 & echo $! > child.pid; echo started; wait`
+
+// childPID waits for the pid startChild writes in dir.
+func childPID(t *testing.T, dir string) int {
+	t.Helper()
+	for range 600 {
+		data, err := os.ReadFile(filepath.Join(dir, "child.pid"))
+		if pid, perr := strconv.Atoi(strings.TrimSpace(string(data))); err == nil && perr == nil {
+			return pid
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatal("the command wrote no child.pid")
+	return 0
+}
+
+// alive says whether process pid is still running (a zombie waiting to
+// be reaped is not).
+func alive(pid int) bool {
+	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return false
+	}
+	s := string(data)
+	fields := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+	return len(fields) > 0 && fields[0] != "Z"
+}
+
+// waitGone fails the test unless pid is gone within a minute.
+func waitGone(t *testing.T, pid int) {
+	t.Helper()
+	for range 1200 {
+		if !alive(pid) {
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Errorf("process %d still runs", pid)
+}
+
+// TestBash_CancelKillsGroup: a client that gives up on a call sends
+// notifications/cancelled; the command's process group is killed (a
+// background child included) and the tool call ends, so the next one runs.
+func TestBash_CancelKillsGroup(t *testing.T) {
+	e := newHostEnv(t)
+	cs := connect(t, mcpserver.New(e.svc, sandbox.DefaultMode, e.addr, "", nil))
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	errc := make(chan error, 1)
+	go func() {
+		_, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "bash", Arguments: map[string]any{"command": startChild}})
+		errc <- err
+	}()
+	pid := childPID(t, e.officeDir(e.addr))
+	if !alive(pid) {
+		t.Fatalf("child %d is not running", pid)
+	}
+	cancel()
+	if err := <-errc; !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled call: %v, want context.Canceled", err)
+	}
+	waitGone(t, pid)
+	// bash runs one command of a conversation at a time: this one runs
+	// only once the cancelled call has ended.
+	if res := call(t, cs, "bash", map[string]any{"command": "echo next"}); res.IsError || textOf(t, res) != "next" {
+		t.Errorf("the call after the cancelled one: IsError %v, %q", res.IsError, textOf(t, res))
+	}
+}
