@@ -79,6 +79,12 @@ func actionPortal(t *testing.T, fake *fakeLifecycle) (*portal, *browser, string)
 	if fake != nil {
 		withFakeLifecycle(t, fake)
 	}
+	// The conversation the actions name has an office (its first command
+	// registered it): the office page of one without is a 404.
+	addr, _ := office.NewAddress("web", "x")
+	if err := p.svc.SetChannelKind(addr, "im"); err != nil {
+		t.Fatal(err)
+	}
 	link, _, _ := p.srv.Link("ada", 0)
 	b := p.browser(t)
 	csrf := b.signIn(link)

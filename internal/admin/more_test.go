@@ -84,7 +84,8 @@ func TestMigrations_PendingWithFixes(t *testing.T) {
 		`<th scope="row"><code>12345</code></th>`,
 		"<td>needs-owner</td>",
 		"With the daemon stopped, name its platform: <code>hutch office claim 12345 <platform></code>; the next start (or hutch migrate) moves it to its office.",
-		"<code>" + filepath.Join(ws, "12345") + "</code>",
+		// A path wraps after its slashes only.
+		`<code class="path">` + strings.ReplaceAll(filepath.Join(ws, "12345"), "/", "/<wbr>") + "</code>",
 		// failed
 		`<th scope="row"><code>C9LOST</code></th>`,
 		"<td>failed</td>",
@@ -190,7 +191,7 @@ func TestProjects_Listed(t *testing.T) {
 		"<caption>Project sandboxes, by project folder</caption>",
 		`<th scope="col">Project folder</th>`,
 		`<th scope="row"><code>` + name + `</code></th>`,
-		"<td><code>" + html.EscapeString(dir) + "</code></td>",
+		`<td><code class="path">` + string(wrapPath(dir)) + "</code></td>",
 		"<td>created",
 		"<code>" + img + "</code>",
 		"<p>Engine: ",

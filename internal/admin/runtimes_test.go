@@ -55,7 +55,7 @@ func TestHome_IdleStopAndRecreated(t *testing.T) {
 		"busy":    "<td>busy</td>\n  <td>-</td>",
 		"stopped": "<td>-</td>\n  <td>-</td>",
 	} {
-		_, rest, ok := strings.Cut(body, "<code>"+name+"</code></th>")
+		_, rest, ok := strings.Cut(body, `<code class="id" title="`+name+`">`+name+"</code></th>")
 		if row, _, _ := strings.Cut(rest, "</tr>"); !ok || !strings.Contains(row, want) {
 			t.Errorf("runtime %s: want %q in its row:\n%s", name, want, row)
 		}

@@ -137,7 +137,7 @@ func (s *Server) Handler() http.Handler {
 	s.usageRoutes(mux)
 	s.moreRoutes(mux)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		refuse(w, http.StatusNotFound, "There is no such page.")
+		notFound(w, "There is no such page.")
 	})
 	return s.headers(s.cop.Handler(mux))
 }
@@ -259,7 +259,24 @@ func (s *Server) render(w http.ResponseWriter, status int, name string, data any
 func refuse(w http.ResponseWriter, status int, msg string) {
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.WriteHeader(status)
-	_ = refusalPage().Execute(w, msg)
+	_ = refusalPage().Execute(w, refusal{Msg: msg})
+}
+
+// notFound answers 404 with a plain page holding msg and a link back to
+// the portal's home: what was asked for is not there, and nothing else is
+// shown (no actions on what does not exist). The link leads to a sign-in
+// refusal for a browser without a session, so it gives nothing away.
+func notFound(w http.ResponseWriter, msg string) {
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.WriteHeader(http.StatusNotFound)
+	_ = refusalPage().Execute(w, refusal{Msg: msg, Back: true})
+}
+
+// refusal is what the refusal page shows.
+type refusal struct {
+	Msg string
+	// Back: a link back to the portal's home follows the message.
+	Back bool
 }
 
 // refusalPage is parsed on first use: every hutch process runs this
@@ -268,6 +285,7 @@ var refusalPage = sync.OnceValue(func() *template.Template {
 	return template.Must(template.New("refusal").Parse(`<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
 <title>hutch admin</title><link rel="stylesheet" href="/admin/static/admin.css"></head>
-<body><main><h1>hutch admin</h1><p role="alert">{{.}}</p></main></body></html>
+<body><main><h1>hutch admin</h1><p role="alert">{{.Msg}}</p>{{if .Back}}
+<p><a href="/admin/">Back to offices and runtimes</a></p>{{end}}</main></body></html>
 `))
 })

@@ -13,6 +13,7 @@ import (
 
 	"github.com/hutchsandbox/hutch/internal/egress"
 	"github.com/hutchsandbox/hutch/internal/errdefs"
+	"github.com/hutchsandbox/hutch/internal/metrics"
 	"github.com/hutchsandbox/hutch/internal/office"
 	"github.com/hutchsandbox/hutch/internal/projection"
 	"github.com/hutchsandbox/hutch/internal/sandbox"
@@ -31,7 +32,7 @@ var funcs = template.FuncMap{
 		if n <= 0 {
 			return "-"
 		}
-		return units.BytesSize(float64(n))
+		return byteSize(float64(n))
 	},
 	"cpus": func(f float64) string {
 		if f <= 0 {
@@ -45,8 +46,44 @@ var funcs = template.FuncMap{
 		}
 		return strconv.FormatInt(n, 10)
 	},
+	"limits":    limitsLine,
+	"path":      wrapPath,
 	"idleStop":  idleStop,
 	"recreated": recreated,
+}
+
+// byteSize renders a size in binary units, three digits at most, with
+// a space: "1 GiB", "1.5 GiB", "5.17 MiB". Every size the pages show
+// goes through it, so one runtime's memory reads the same everywhere.
+func byteSize(n float64) string {
+	return units.CustomSize("%.3g %s", n, 1024, []string{"B", "KiB", "MiB", "GiB", "TiB", "PiB"})
+}
+
+// wrapPath escapes a path for a page with a line-break opportunity
+// after each slash, so a long path wraps between its parts, never inside
+// a name.
+func wrapPath(p string) template.HTML {
+	parts := strings.Split(p, "/")
+	for i := range parts {
+		parts[i] = template.HTMLEscapeString(parts[i])
+	}
+	return template.HTML(strings.Join(parts, "/<wbr>")) //nolint:gosec // G203: every part is escaped above
+}
+
+// limitsLine renders a runtime's limits in full: "0.5 CPUs, 1 GiB of
+// memory, 1024 processes"; an unset one is "no … limit".
+func limitsLine(l sandbox.Limits) string {
+	parts := []string{"no CPU limit", "no memory limit", "no process limit"}
+	if l.CPUs > 0 {
+		parts[0] = sandbox.CPUCount(l.CPUs)
+	}
+	if l.MemoryBytes > 0 {
+		parts[1] = byteSize(float64(l.MemoryBytes)) + " of memory"
+	}
+	if l.Pids > 0 {
+		parts[2] = strconv.FormatInt(l.Pids, 10) + " processes"
+	}
+	return strings.Join(parts, ", ")
 }
 
 // idleStop says when a runtime stops for idling: "in 7m12s", "now" once
@@ -171,7 +208,25 @@ func (s *Server) officePage(w http.ResponseWriter, r *request) error {
 	if err != nil {
 		return err
 	}
+	if err := s.officeExists(addr); err != nil {
+		return err
+	}
 	return s.renderOffice(w, r, addr, http.StatusOK, "", "")
+}
+
+// officeExists refuses, as not found, a conversation with no registered
+// office: the page of one would offer actions on nothing.
+func (s *Server) officeExists(addr office.Address) error {
+	recs, err := s.svc.Offices()
+	if err != nil {
+		return err
+	}
+	for _, rec := range recs {
+		if rec.Address() == addr {
+			return nil
+		}
+	}
+	return errdefs.New(errdefs.ErrNotFound, fmt.Sprintf("There is no office for %s: no command has run in this conversation.", addr))
 }
 
 func (s *Server) renderOffice(w http.ResponseWriter, r *request, addr office.Address, status int, flash, failure string) error {
@@ -179,9 +234,24 @@ func (s *Server) renderOffice(w http.ResponseWriter, r *request, addr office.Add
 	if err != nil {
 		return err
 	}
-	// The runtime's actions show only where there is a runtime to act on.
+	// The runtime's state, limits and actions show only where there is a
+	// runtime to act on.
 	lc, _ := lifecycleFor(s, r.Context())
 	managed := lc != nil
+	var rt *sandbox.Status
+	var rtFailure string
+	var idle time.Duration
+	if managed {
+		st, err := lc.Status(r.Context(), string(pol.Key))
+		if err != nil {
+			rtFailure = err.Error()
+		} else {
+			rt = &st
+		}
+		if idle, err = s.svc.IdleDuration(); err != nil {
+			return err
+		}
+	}
 	p := s.page(r, "Office "+addr.String())
 	p.Flash, p.Error = flash, failure
 	// The journal is best read: a missing one means nothing was sent.
@@ -190,7 +260,8 @@ func (s *Server) renderOffice(w http.ResponseWriter, r *request, addr office.Add
 		"Page": p, "Address": addr, "Policy": pol, "DoorWords": projection.DoorWords,
 		"Chart":   s.chartView(r.Context(), addr),
 		"Managed": managed,
-		"Egress":  events,
+		"Runtime": rt, "RuntimeFailure": rtFailure, "Idle": idle, "Now": s.now(),
+		"Egress": events,
 	})
 	return nil
 }
@@ -265,6 +336,11 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 	}
 	if status == http.StatusInternalServerError {
 		s.log.Error("admin: request failed", "path", r.URL.Path, "error", err)
+	}
+	s.svc.CountRefusal(metrics.SurfacePortal, err)
+	if status == http.StatusNotFound {
+		notFound(w, err.Error())
+		return
 	}
 	refuse(w, status, err.Error())
 }

@@ -218,3 +218,22 @@ func TestBash_CancelKillsGroup(t *testing.T) {
 		t.Errorf("the call after the cancelled one: IsError %v, %q", res.IsError, textOf(t, res))
 	}
 }
+
+// TestBash_ProgressPastCaptureLimit: bash keeps 16 MiB of each stream;
+// progress counts all of the output, and the result still says the
+// capture was cut.
+func TestBash_ProgressPastCaptureLimit(t *testing.T) {
+	e := newHostEnv(t)
+	cs, log := connectRecording(t, mcpserver.New(e.svc, sandbox.DefaultMode, e.addr, "", nil))
+	res := callWithToken(t, cs, log, "big", `head -c 20000000 /dev/zero | tr '\0' 'z'; sleep 1.5`)
+	if text := textOf(t, res); res.IsError || !strings.Contains(text, "only the first 16.0 MiB") {
+		t.Errorf("bash: IsError %v, %.300q; want the capture limit's notice", res.IsError, text[max(0, len(text)-300):])
+	}
+	got := log.notifications()
+	if len(got) == 0 {
+		t.Fatal("no progress notification")
+	}
+	if last := got[len(got)-1]; last.Progress != 20000000 || last.Message != "19.1 MiB of output; last line: …"+strings.Repeat("z", 100) {
+		t.Errorf("last notification: progress %.0f, %q; want 20000000 bytes", last.Progress, last.Message)
+	}
+}
