@@ -18,6 +18,16 @@ type listingLifecycle struct {
 
 func (f *listingLifecycle) List(context.Context) ([]sandbox.Status, error) { return f.runtimes, nil }
 
+// Status answers the listed runtime of key, else a missing one.
+func (f *listingLifecycle) Status(_ context.Context, key string) (sandbox.Status, error) {
+	for _, st := range f.runtimes {
+		if st.OfficeKey == key {
+			return st, nil
+		}
+	}
+	return sandbox.Status{OfficeKey: key, State: sandbox.StateMissing}, nil
+}
+
 // TestHome_IdleStopAndRecreated: the runtimes table says when each
 // runtime stops for idling (from its last activity and the default idle
 // timeout, 10 minutes) and when and why it was last re-created.
