@@ -3,6 +3,9 @@ package mcpserver_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"net/http/httptest"
+	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -235,5 +238,60 @@ func TestBash_ProgressPastCaptureLimit(t *testing.T) {
 	}
 	if last := got[len(got)-1]; last.Progress != 20000000 || last.Message != "19.1 MiB of output; last line: …"+strings.Repeat("z", 100) {
 		t.Errorf("last notification: progress %.0f, %q; want 20000000 bytes", last.Progress, last.Message)
+	}
+}
+
+// TestProxy_ProgressAndCancel: hutch mcp serving a daemon's tools passes
+// the daemon's progress on under the client's own token, and a call the
+// client cancels kills the command in the daemon.
+func TestProxy_ProgressAndCancel(t *testing.T) {
+	e := newHostEnv(t)
+	ts := httptest.NewServer(mcpserver.HTTPHandler(e.svc, sandbox.DefaultMode, nil))
+	t.Cleanup(ts.Close)
+	q := url.Values{"platform": {"web"}, "conversationId": {e.addr.ConversationID}}
+	ctx := context.Background()
+	p, err := mcpserver.DialProxy(ctx, ts.URL+"/mcp?"+q.Encode(), ts.Client(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = p.Close() })
+	srv, err := p.Server(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs, log := connectRecording(t, srv)
+
+	res := callWithToken(t, cs, log, 42, `for i in 1 2 3 4 5; do echo "step $i"; sleep 0.5; done`)
+	if res.IsError {
+		t.Fatalf("bash: %s", textOf(t, res))
+	}
+	got := log.notifications()
+	if len(got) < 2 {
+		t.Fatalf("%d progress notifications through the proxy, want one a second", len(got))
+	}
+	for i, n := range got {
+		if fmt.Sprint(n.ProgressToken) != "42" || !strings.Contains(n.Message, "; last line: step ") || (i > 0 && n.Progress <= got[i-1].Progress) {
+			t.Errorf("notification %d: %+v", i, n)
+		}
+	}
+	if log.late != 0 {
+		t.Errorf("%d notifications came after the result", log.late)
+	}
+
+	cctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	errc := make(chan error, 1)
+	go func() {
+		_, err := cs.CallTool(cctx, &mcp.CallToolParams{Name: "bash", Arguments: map[string]any{"command": startChild}})
+		errc <- err
+	}()
+	pid := childPID(t, e.officeDir(e.addr))
+	cancel()
+	if err := <-errc; !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled call: %v", err)
+	}
+	waitGone(t, pid)
+	if res := call(t, cs, "bash", map[string]any{"command": "echo next"}); res.IsError || textOf(t, res) != "next" {
+		t.Errorf("the call after the cancelled one: IsError %v, %q", res.IsError, textOf(t, res))
 	}
 }

@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"strconv"
 	"sync"
+	"sync/atomic"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -23,8 +25,9 @@ import (
 //
 // It is a client of the endpoint on one side and a server on the other,
 // not a relay of bytes: the handshake, protocol version and session of
-// each side are the SDK's, and a call the client cancels is cancelled
-// at the daemon.
+// each side are the SDK's, a call the client cancels is cancelled at the
+// daemon, and the daemon's progress of a call reaches the client that
+// asked for it.
 type Proxy struct {
 	endpoint string
 	hc       *http.Client
@@ -32,6 +35,14 @@ type Proxy struct {
 
 	mu sync.Mutex
 	cs *mcp.ClientSession
+
+	// lastToken numbers the progress tokens the proxy gives the daemon.
+	lastToken atomic.Int64
+	// pmu guards progress: for each call under way whose client asked for
+	// progress, by the token the daemon was given, what passes a
+	// notification on.
+	pmu      sync.Mutex
+	progress map[string]func(*mcp.ProgressNotificationParams)
 }
 
 // DialProxy connects to the MCP endpoint at endpoint (a URL naming the
@@ -42,7 +53,7 @@ func DialProxy(ctx context.Context, endpoint string, hc *http.Client, log *slog.
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	p := &Proxy{endpoint: endpoint, hc: hc, log: log}
+	p := &Proxy{endpoint: endpoint, hc: hc, log: log, progress: map[string]func(*mcp.ProgressNotificationParams){}}
 	if _, err := p.session(ctx); err != nil {
 		return nil, err
 	}
@@ -100,7 +111,7 @@ func (p *Proxy) session(ctx context.Context) (*mcp.ClientSession, error) {
 	if p.cs != nil {
 		return p.cs, nil
 	}
-	c := mcp.NewClient(&mcp.Implementation{Name: "hutch-mcp", Version: Version}, &mcp.ClientOptions{Logger: p.log})
+	c := mcp.NewClient(&mcp.Implementation{Name: "hutch-mcp", Version: Version}, &mcp.ClientOptions{Logger: p.log, ProgressNotificationHandler: p.progressed})
 	// hutch's server sends nothing unasked, so no standalone stream is
 	// kept open.
 	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: p.endpoint, HTTPClient: p.hc, DisableStandaloneSSE: true, MaxRetries: -1}, nil)
@@ -135,10 +146,24 @@ func (p *Proxy) call(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallTo
 		return &mcp.CallToolResult{Content: mcptools.Text(err.Error()), IsError: true}, nil
 	}
 	// The stdio client's _meta is not passed on: it describes that side's
-	// session (its protocol version among others), not this one's.
+	// session (its protocol version among others), not this one's. Its
+	// progress token is one of that session's, so the daemon is given one
+	// of this session's, and the daemon's notifications under it are
+	// passed on under the client's.
 	params := &mcp.CallToolParams{Name: req.Params.Name}
 	if len(req.Params.Arguments) > 0 {
 		params.Arguments = req.Params.Arguments
+	}
+	if token := req.Params.GetProgressToken(); token != nil {
+		ours := "hutch-mcp-" + strconv.FormatInt(p.lastToken.Add(1), 10)
+		params.SetProgressToken(ours)
+		p.follow(ours, func(n *mcp.ProgressNotificationParams) {
+			err := req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: token, Progress: n.Progress, Total: n.Total, Message: n.Message})
+			if err != nil && ctx.Err() == nil {
+				p.log.Debug("progress not passed on", "error", err)
+			}
+		})
+		defer p.unfollow(ours)
 	}
 	res, err := cs.CallTool(ctx, params)
 	var rpcErr *jsonrpc.Error
@@ -151,4 +176,31 @@ func (p *Proxy) call(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallTo
 	p.log.Warn("the daemon's MCP session broke; the next call connects again", "error", err)
 	p.drop(cs)
 	return &mcp.CallToolResult{Content: mcptools.Text(p.unavailable(err).Error()), IsError: true}, nil
+}
+
+// follow passes the daemon's progress under token on with pass, until
+// unfollow.
+func (p *Proxy) follow(token string, pass func(*mcp.ProgressNotificationParams)) {
+	p.pmu.Lock()
+	defer p.pmu.Unlock()
+	p.progress[token] = pass
+}
+
+func (p *Proxy) unfollow(token string) {
+	p.pmu.Lock()
+	defer p.pmu.Unlock()
+	delete(p.progress, token)
+}
+
+// progressed passes a progress notification of the daemon on to the
+// client whose call it is about; one about no call under way (it came
+// after the result) is dropped. It passes it on under pmu, so none is
+// passed on once unfollow returned, and so after the call's result.
+func (p *Proxy) progressed(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
+	token, _ := req.Params.ProgressToken.(string)
+	p.pmu.Lock()
+	defer p.pmu.Unlock()
+	if pass := p.progress[token]; pass != nil {
+		pass(req.Params)
+	}
 }
