@@ -177,7 +177,7 @@ func TestBrowser_ImageMode(t *testing.T) {
 	if row := b.text(runtimeRow); !strings.Contains(row, "running (boosted)") {
 		t.Errorf("home's runtime row after the boost: %q", row)
 	}
-	if cpus, mem := cell("CPUs"), cell("Memory"); cpus != "1" || mem != "1.5 GiB" {
+	if cpus, mem := cell("CPU limit"), cell("Memory limit"); cpus != "1" || mem != "1.5 GiB" {
 		t.Errorf("home shows the boosted runtime with %q CPUs and %q of memory, want 1 and 1.5 GiB", cpus, mem)
 	}
 	testenv.Screenshot(t, b.ctx, "image-boosted")

@@ -29,8 +29,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/docker/go-units"
-
 	"github.com/hutchsandbox/hutch/internal/errdefs"
 	"github.com/hutchsandbox/hutch/internal/office"
 	"github.com/hutchsandbox/hutch/internal/sandbox"
@@ -391,7 +389,7 @@ func (u *sampler) record(at time.Time, got []reading) {
 		ser.ring.add(s)
 		hot := s.MemLimit > 0 && float64(s.Mem) >= hotMemory*float64(s.MemLimit)
 		if hot && !ser.hot {
-			changes = append(changes, fmt.Sprintf("%s uses %s of its %s of memory", runtimeName(g.status), units.BytesSize(float64(s.Mem)), units.BytesSize(float64(s.MemLimit))))
+			changes = append(changes, fmt.Sprintf("%s uses %s of its %s of memory", runtimeName(g.status), byteSize(float64(s.Mem)), byteSize(float64(s.MemLimit))))
 		}
 		ser.hot = hot
 	}
@@ -511,19 +509,14 @@ func (u *sampler) view() *usageView {
 		if st.Platform != "" {
 			row.Link = "/admin/office?" + url.Values{"platform": {st.Platform}, "conversation": {st.ConversationID}}.Encode()
 		}
-		if st.Limits.CPUs > 0 {
-			row.CPULimit = "of " + strconv.FormatFloat(st.Limits.CPUs, 'f', -1, 64) + " CPU"
-			if st.Limits.CPUs != 1 {
-				row.CPULimit += "s"
-			}
-		}
 		if l, ok := ser.ring.last(); ok && l.At.Equal(u.sampledAt) {
 			if l.CPUKnown {
-				row.CPU = formatPercent(l.CPU)
+				share := cpuShareOf(st.Limits.CPUs)
+				row.CPU, row.CPULimit = formatPercent(share.percent(l.CPU)), "of "+share.of
 			}
-			row.Memory = units.BytesSize(float64(l.Mem))
+			row.Memory = byteSize(float64(l.Mem))
 			if l.MemLimit > 0 {
-				row.MemoryLimit = units.BytesSize(float64(l.MemLimit))
+				row.MemoryLimit = byteSize(float64(l.MemLimit))
 			}
 			row.Pids = strconv.FormatUint(l.Pids, 10)
 			limit := l.PidsLimit
@@ -542,6 +535,30 @@ func (u *sampler) view() *usageView {
 
 func formatPercent(f float64) string { return strconv.FormatFloat(f, 'f', 1, 64) + " %" }
 
+// cpuShare is what a CPU figure is a share of, wherever the portal shows
+// one: a runtime's CPU limit when it has one ("80 % of 0.5 CPUs (its
+// limit)" is 0.4 CPUs busy, and 100 % is the most it can get), else one
+// CPU, as docker stats counts (200 % is two CPUs busy).
+type cpuShare struct {
+	cpus float64 // the CPUs 100 % stands for
+	// of says it: "0.5 CPUs (its limit)", "one CPU"; words says it in a
+	// sentence: "its limit of 0.5 CPUs", "one CPU".
+	of, words string
+	// limited: 100 % is the runtime's limit.
+	limited bool
+}
+
+func cpuShareOf(limit float64) cpuShare {
+	if limit > 0 {
+		n := sandbox.CPUCount(limit)
+		return cpuShare{cpus: limit, of: n + " (its limit)", words: "its limit of " + n, limited: true}
+	}
+	return cpuShare{cpus: 1, of: "one CPU", words: "one CPU"}
+}
+
+// percent turns a sample's CPU figure (percent of one CPU) into a share.
+func (c cpuShare) percent(ofOne float64) float64 { return ofOne / c.cpus }
+
 // Chart geometry, in the SVG's user units.
 const (
 	chartW, chartH          = 640, 240
@@ -550,6 +567,8 @@ const (
 	plotWidth, plotHeight   = plotRight - plotLeft, plotBottom - plotTop
 	axisLabelY              = plotBottom + 20
 	rightLabelX, leftLabelX = plotRight + 6, plotLeft - 6
+	// limitAt is the share of an axis's height its limit is drawn at.
+	limitAt = 0.8
 )
 
 // chartView is what the "chart" template shows.
@@ -570,11 +589,18 @@ type chartView struct {
 	// Ticks label the axes.
 	XTicks             []axisTick
 	CPUTicks, MemTicks []axisTick
-	W, H               int
-	Left, Right        int
-	Top, Bottom        int
-	LabelY             int
-	LeftX, RightX      int
+	// Limits are the lines drawn at the runtime's CPU and memory limits:
+	// one when both fall at the same height (each axis puts its limit at
+	// the same share of its range), none without limits.
+	Limits []axisTick
+	// CPUOf says what the CPU axis is a share of ("one CPU", "its limit
+	// of 1.5 CPUs").
+	CPUOf         string
+	W, H          int
+	Left, Right   int
+	Top, Bottom   int
+	LabelY        int
+	LeftX, RightX int
 }
 
 type chartPoint struct{ X, Y float64 }
@@ -629,37 +655,47 @@ func renderChart(name string, now, started time.Time, limits sandbox.Limits, sam
 		v.Summary = "No resource use was recorded for this runtime in the last hour: it was not running while the portal measured." + since
 		return v
 	}
-	// Scales: CPU up to the runtime's CPU limit (100 % per CPU), memory up
-	// to its memory limit, either raised to the peak when that is higher.
+	// Scales: each axis puts the runtime's limit at limitAt of its
+	// height (with room above it for a figure over it, such as a burst
+	// past a CPU quota), so a line near the limit line is a runtime near
+	// its limit; an axis without a limit goes up to its peak.
+	share := cpuShareOf(limits.CPUs)
 	var cpuPeak, cpuSum float64
 	var cpuN int
 	var memPeak uint64
 	for _, s := range samples {
 		if s.CPUKnown {
-			cpuPeak = max(cpuPeak, s.CPU)
-			cpuSum += s.CPU
+			c := share.percent(s.CPU)
+			cpuPeak = max(cpuPeak, c)
+			cpuSum += c
 			cpuN++
 		}
 		memPeak = max(memPeak, s.Mem)
 	}
 	last := samples[len(samples)-1]
-	cpuTop := math.Max(100, limits.CPUs*100)
-	if cpuPeak > cpuTop {
-		cpuTop = niceCeil(cpuPeak)
+	// An axis: its top, the values of its ticks, and its limit (0: none).
+	type axis struct{ top, limit float64 }
+	scale := func(limit, peak float64) axis {
+		if limit > 0 {
+			return axis{top: math.Max(limit/limitAt, niceCeil(peak)), limit: limit}
+		}
+		return axis{top: niceCeil(math.Max(peak, 1))}
 	}
-	memTop := mib(last.MemLimit)
-	if memTop == 0 || mib(memPeak) > memTop {
-		memTop = niceCeil(math.Max(mib(memPeak), 1))
+	cpuAxis := scale(0, math.Max(cpuPeak, 100))
+	if share.limited {
+		cpuAxis = scale(100, cpuPeak)
 	}
+	memAxis := scale(mib(last.MemLimit), mib(memPeak))
 	x := func(t time.Time) float64 {
 		return round1(plotLeft + float64(t.Sub(from))/float64(usageWindow)*plotWidth)
 	}
 	y := func(v, top float64) float64 { return round1(plotBottom - math.Min(v/top, 1)*plotHeight) }
+	v.CPUOf = share.words
 	v.CPU, v.CPUDots = chartLines(samples, gap, func(s sample) (chartPoint, bool) {
-		return chartPoint{x(s.At), y(s.CPU, cpuTop)}, s.CPUKnown
+		return chartPoint{x(s.At), y(share.percent(s.CPU), cpuAxis.top)}, s.CPUKnown
 	})
 	v.Mem, v.MemDots = chartLines(samples, gap, func(s sample) (chartPoint, bool) {
-		return chartPoint{x(s.At), y(mib(s.Mem), memTop)}, true
+		return chartPoint{x(s.At), y(mib(s.Mem), memAxis.top)}, true
 	})
 	for i := range 5 {
 		mins := 60 - 15*i
@@ -669,29 +705,60 @@ func renderChart(name string, now, started time.Time, limits sandbox.Limits, sam
 		}
 		v.XTicks = append(v.XTicks, axisTick{Pos: float64(plotLeft + plotWidth*i/4), Label: label})
 	}
-	for _, f := range []float64{0, 0.5, 1} {
-		pos := round1(plotBottom - f*plotHeight)
-		v.CPUTicks = append(v.CPUTicks, axisTick{Pos: pos, Label: trimFloat(f*cpuTop) + " %"})
-		v.MemTicks = append(v.MemTicks, axisTick{Pos: pos, Label: trimFloat(f*memTop) + " MiB"})
+	// Ticks: 0, half and all of the limit where there is one, else of the
+	// axis's top.
+	ticks := func(a axis, unit string) []axisTick {
+		full := a.top
+		if a.limit > 0 {
+			full = a.limit
+		}
+		var out []axisTick
+		for _, f := range []float64{0, 0.5, 1} {
+			out = append(out, axisTick{Pos: y(f*full, a.top), Label: trimFloat(f*full) + unit})
+		}
+		return out
 	}
-	v.Desc = fmt.Sprintf("Line chart from %s to %s: CPU use in percent of one CPU (solid line, left axis, 0 to %s %%) and memory use in MiB (dashed line, right axis, 0 to %s MiB), one sample every %d seconds; a break in a line is a time the runtime was not measured.",
-		timeOfDay(from), timeOfDay(now), trimFloat(cpuTop), trimFloat(memTop), int(sampleEvery/time.Second))
+	v.CPUTicks, v.MemTicks = ticks(cpuAxis, " %"), ticks(memAxis, " MiB")
+	var cpuLine, memLine float64
+	if cpuAxis.limit > 0 {
+		cpuLine = y(cpuAxis.limit, cpuAxis.top)
+	}
+	if memAxis.limit > 0 {
+		memLine = y(memAxis.limit, memAxis.top)
+	}
+	switch {
+	case cpuLine > 0 && cpuLine == memLine:
+		v.Limits = []axisTick{{Pos: cpuLine, Label: "limit"}}
+	default:
+		if cpuLine > 0 {
+			v.Limits = append(v.Limits, axisTick{Pos: cpuLine, Label: "CPU limit"})
+		}
+		if memLine > 0 {
+			v.Limits = append(v.Limits, axisTick{Pos: memLine, Label: "memory limit"})
+		}
+	}
+	limitWords := ""
+	switch len(v.Limits) {
+	case 1:
+		limitWords = "; the dotted line is the " + v.Limits[0].Label
+	case 2:
+		limitWords = "; the dotted lines are the CPU and the memory limit"
+	}
+	v.Desc = fmt.Sprintf("Line chart from %s to %s: CPU use in percent of %s (solid line, left axis, 0 to %s %%) and memory use in MiB (dashed line, right axis, 0 to %s MiB), one sample every %d seconds%s; a break in a line is a time the runtime was not measured.",
+		timeOfDay(from), timeOfDay(now), share.words, trimFloat(cpuAxis.top), trimFloat(memAxis.top), int(sampleEvery/time.Second), limitWords)
 	var b strings.Builder
-	b.WriteString("CPU (100 % is one CPU busy): ")
+	fmt.Fprintf(&b, "CPU, in percent of %s: ", share.words)
 	if cpuN == 0 {
 		b.WriteString("not known yet, it takes two samples")
 	} else {
 		if last.CPUKnown {
-			fmt.Fprintf(&b, "now %s, ", formatPercent(last.CPU))
+			fmt.Fprintf(&b, "now %s, ", formatPercent(share.percent(last.CPU)))
 		}
 		fmt.Fprintf(&b, "peak %s, average %s", formatPercent(cpuPeak), formatPercent(cpuSum/float64(cpuN)))
 	}
-	if limits.CPUs > 0 {
-		fmt.Fprintf(&b, ", limit %s", formatPercent(limits.CPUs*100))
-	}
-	fmt.Fprintf(&b, ". Memory: now %s, peak %s", units.BytesSize(float64(last.Mem)), units.BytesSize(float64(memPeak)))
+	fmt.Fprintf(&b, ". Memory: now %s, peak %s", byteSize(float64(last.Mem)), byteSize(float64(memPeak)))
 	if last.MemLimit > 0 {
-		fmt.Fprintf(&b, ", limit %s", units.BytesSize(float64(last.MemLimit)))
+		fmt.Fprintf(&b, ", limit %s", byteSize(float64(last.MemLimit)))
 	}
 	n := strconv.Itoa(len(samples)) + " samples"
 	if len(samples) == 1 {

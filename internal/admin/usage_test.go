@@ -119,9 +119,12 @@ func TestChart(t *testing.T) {
 	for _, want := range []string{
 		`<svg class="chart-svg" viewBox="0 0 640 240" role="img" aria-labelledby="usage-chart-title usage-chart-desc">`,
 		`<title id="usage-chart-title">CPU and memory use of web/chart&#39;s runtime over the last hour</title>`,
-		`<desc id="usage-chart-desc">Line chart from 11:00:00 UTC to 12:00:00 UTC: CPU use in percent of one CPU (solid line, left axis, 0 to 100 %) and memory use in MiB (dashed line, right axis, 0 to 512 MiB), one sample every 10 seconds; a break in a line is a time the runtime was not measured.</desc>`,
-		`<p id="usage-chart-summary">CPU (100 % is one CPU busy): now 58.0 %, peak 58.0 %, average 30.0 %, limit 100.0 %. Memory: now 129MiB, peak 129MiB, limit 512MiB. 30 samples, the last at 12:00:00 UTC. The portal has measured since 11:50:00 UTC.</p>`,
+		`<desc id="usage-chart-desc">Line chart from 11:00:00 UTC to 12:00:00 UTC: CPU use in percent of its limit of 1 CPU (solid line, left axis, 0 to 125 %) and memory use in MiB (dashed line, right axis, 0 to 640 MiB), one sample every 10 seconds; the dotted line is the limit; a break in a line is a time the runtime was not measured.</desc>`,
+		`<p id="usage-chart-summary">CPU, in percent of its limit of 1 CPU: now 58.0 %, peak 58.0 %, average 30.0 %. Memory: now 129 MiB, peak 129 MiB, limit 512 MiB. 30 samples, the last at 12:00:00 UTC. The portal has measured since 11:50:00 UTC.</p>`,
 		`>−60 min</text>`, `>now</text>`, `>100 %</text>`, `>512 MiB</text>`, `>256 MiB</text>`,
+		// Both limits sit at four fifths of their axes: one line, "limit".
+		`<g class="limit"><line x1="64" x2="576" y1="55.2" y2="55.2"/><text x="576" y="55.2" dx="-4" dy="-5" text-anchor="end">limit</text></g>`,
+		`<span class="key cpu"></span> CPU use, % of its limit of 1 CPU (left axis)`,
 	} {
 		if !strings.Contains(svg, want) {
 			t.Errorf("the chart lacks %s\n%s", want, svg)
@@ -140,9 +143,9 @@ func TestChart(t *testing.T) {
 	if lines, dots := countPoints(mem[1]); len(lines) != 1 || lines[0] != 30 || dots != 0 {
 		t.Errorf("memory: polylines of %v points and %d dots, want one of 30", lines, dots)
 	}
-	// The newest point is at the right edge, at its value: 58 % of 100 %,
-	// 129 of 512 MiB.
-	if !strings.Contains(cpu[1], " 576,98.3\"") || !strings.Contains(mem[1], " 576,162.6\"") {
+	// The newest point is at the right edge, at its value: 58 % of an
+	// axis of 125 %, 129 of 640 MiB.
+	if !strings.Contains(cpu[1], " 576,121.1\"") || !strings.Contains(mem[1], " 576,172.5\"") {
 		t.Errorf("last points: cpu %s mem %s", cpu[1], mem[1])
 	}
 
@@ -153,6 +156,19 @@ func TestChart(t *testing.T) {
 	v = renderChart("web/chart", now, time.Time{}, sandbox.Limits{}, gappy, 25*time.Second)
 	if len(v.Mem) != 2 || len(v.MemDots) != 1 || len(v.CPU) != 2 || len(v.CPUDots) != 1 {
 		t.Errorf("with gaps: %d+%d memory lines+dots, %d+%d CPU, want 2+1 each", len(v.Mem), len(v.MemDots), len(v.CPU), len(v.CPUDots))
+	}
+	// Without a CPU limit, CPU is a share of one CPU, and the one line
+	// drawn is the memory limit's.
+	if v.CPUOf != "one CPU" || len(v.Limits) != 1 || v.Limits[0].Label != "memory limit" || !strings.HasPrefix(v.Summary, "CPU, in percent of one CPU: ") {
+		t.Errorf("without a CPU limit: CPU of %q, limit lines %+v, summary %q", v.CPUOf, v.Limits, v.Summary)
+	}
+	// A CPU figure past the limit (a burst over its quota) raises the CPU
+	// axis: the two limits part, each drawn and named.
+	burst := chartFixture(now)
+	burst[len(burst)-1].CPU = 180
+	v = renderChart("web/chart", now, time.Time{}, sandbox.Limits{CPUs: 1}, burst, 25*time.Second)
+	if len(v.Limits) != 2 || v.Limits[0].Label != "CPU limit" || v.Limits[1].Label != "memory limit" || v.Limits[0].Pos == v.Limits[1].Pos {
+		t.Errorf("a burst past the CPU limit: limit lines %+v, want a CPU and a memory line apart", v.Limits)
 	}
 
 	// No sample: no chart, a sentence.
@@ -300,8 +316,8 @@ func TestSampler(t *testing.T) {
 		`aria-live="off"`,
 		`<a href="/admin/office?conversation=alpha&amp;platform=web">web/alpha</a>`,
 		`<a href="/admin/office?conversation=beta&#43;%26&#43;co&amp;platform=web">web/beta &amp; co</a>`,
-		`<td class="num">10.0 % <span class="muted">of 1 CPU</span></td>`, // 0.1 s over 1 s
-		`<td class="num">50MiB / 256MiB</td>`, `<td class="num">100MiB / 256MiB</td>`,
+		`<td class="num">10.0 % <span class="muted">of 1 CPU (its limit)</span></td>`, // 0.1 s over 1 s
+		`<td class="num">50 MiB / 256 MiB</td>`, `<td class="num">100 MiB / 256 MiB</td>`,
 		`<time datetime="2026-11-30T12:00:00Z">12:00:00 UTC</time>`,
 	} {
 		if !strings.Contains(body, want) {
@@ -326,7 +342,7 @@ func TestSampler(t *testing.T) {
 		t.Errorf("second reading's calls: %q", c)
 	}
 	body = get("/admin/usage")
-	news := `aria-atomic="true">12:00:10 UTC: web/alpha uses 240MiB of its 256MiB of memory; web/beta &amp; co stopped.</p>`
+	news := `aria-atomic="true">12:00:10 UTC: web/alpha uses 240 MiB of its 256 MiB of memory; web/beta &amp; co stopped.</p>`
 	if !strings.Contains(body, news) || !strings.Contains(body, `<td class="num">10.0 % `) || strings.Contains(body, "beta &amp; co</a>") {
 		t.Errorf("after beta stopped:\n%s", body)
 	}
@@ -355,7 +371,7 @@ func TestSampler(t *testing.T) {
 	rts.set(a.OfficeKey, 4_000_000_000, 180_000_000_000, 60)
 	u.tick(ctx)
 	body = get("/admin/usage")
-	if !strings.Contains(body, "12:00:40 UTC: resource use is read again.</p>") || !strings.Contains(body, `<td class="num">60MiB / 256MiB</td>`) {
+	if !strings.Contains(body, "12:00:40 UTC: resource use is read again.</p>") || !strings.Contains(body, `<td class="num">60 MiB / 256 MiB</td>`) {
 		t.Errorf("engine back:\n%s", body)
 	}
 
@@ -364,13 +380,13 @@ func TestSampler(t *testing.T) {
 	body = get("/admin/usage/chart?platform=web&conversation=alpha")
 	for _, want := range []string{
 		`<section id="usage-chart" class="chart" aria-labelledby="usage-chart-h" hx-get="/admin/usage/chart?conversation=alpha&amp;platform=web" hx-trigger="every 10s" hx-swap="outerMorph" hx-status:4xx=`,
-		"CPU (100 % is one CPU busy): now 5.0 %, peak 10.0 %, average 8.8 %, limit 100.0 %. Memory: now 60MiB, peak 240MiB, limit 256MiB. 4 samples, the last at 12:00:40 UTC. The portal has measured since 12:00:00 UTC.",
+		"CPU, in percent of its limit of 1 CPU: now 5.0 %, peak 10.0 %, average 8.8 %. Memory: now 60 MiB, peak 240 MiB, limit 256 MiB. 4 samples, the last at 12:00:40 UTC. The portal has measured since 12:00:00 UTC.",
 	} {
 		if !strings.Contains(body, want) {
 			t.Errorf("alpha's chart lacks %s\n%s", want, body)
 		}
 	}
-	if body = get("/admin/usage/chart?platform=web&conversation=beta+%26+co"); !strings.Contains(body, "Memory: now 100MiB, peak 100MiB, limit 256MiB. 1 sample,") {
+	if body = get("/admin/usage/chart?platform=web&conversation=beta+%26+co"); !strings.Contains(body, "Memory: now 100 MiB, peak 100 MiB, limit 256 MiB. 1 sample,") {
 		t.Errorf("beta's chart:\n%s", body)
 	}
 	if body = get("/admin/usage/chart?platform=web&conversation=never"); !strings.Contains(body, "No resource use was recorded") {
@@ -574,5 +590,24 @@ func TestBrowser_UsageRefreshes(t *testing.T) {
 	if got := js(`Array.from(document.querySelectorAll('main > *')).map(e => e.outerHTML).join('\n')`); got != "<h1>Resource use</h1>\n"+
 		`<p role="alert">You are not signed in, or your session ended. Ask for a new link: hutch admin link (or /admin in a chat).</p>` {
 		t.Errorf("after the session ended, the page holds:\n%s", got)
+	}
+}
+
+// TestCPUShare: a CPU figure is a share of the runtime's CPU limit when
+// it has one, else of one CPU, and says which.
+func TestCPUShare(t *testing.T) {
+	for _, tc := range []struct {
+		limit, ofOne, want float64
+		of, words          string
+	}{
+		{1.5, 75, 50, "1.5 CPUs (its limit)", "its limit of 1.5 CPUs"},
+		{0.5, 50, 100, "0.5 CPUs (its limit)", "its limit of 0.5 CPUs"},
+		{1, 20, 20, "1 CPU (its limit)", "its limit of 1 CPU"},
+		{0, 250, 250, "one CPU", "one CPU"},
+	} {
+		s := cpuShareOf(tc.limit)
+		if got := s.percent(tc.ofOne); got != tc.want || s.of != tc.of || s.words != tc.words || s.limited != (tc.limit > 0) {
+			t.Errorf("cpuShareOf(%v): %v %% of one CPU is %v %% of %q (%q), want %v %% of %q (%q)", tc.limit, tc.ofOne, got, s.of, s.words, tc.want, tc.of, tc.words)
+		}
 	}
 }
