@@ -135,10 +135,9 @@ type handlers struct {
 }
 
 // bash runs a command. A client that gave the call a progress token is
-// sent progress while it runs (progress.go). A client that cancels the
-// call (notifications/cancelled, or a streamable HTTP request it closes)
-// cancels ctx, which kills the command's process group as its timeout
-// would.
+// sent progress while it runs (progress.go). A client's
+// notifications/cancelled naming the call cancels ctx (the SDK does
+// that), which kills the command's process group as its timeout would.
 func (h *handlers) bash(ctx context.Context, req *mcp.CallToolRequest, in tools.BashInput) (*mcp.CallToolResult, tools.BashOutput, error) {
 	unlock, err := h.lock(ctx)
 	if err != nil {
