@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
 
 	"github.com/docker/go-units"
@@ -11,6 +12,7 @@ import (
 	"github.com/hutchsandbox/hutch/internal/errdefs"
 	"github.com/hutchsandbox/hutch/internal/office"
 	"github.com/hutchsandbox/hutch/internal/sandbox"
+	"github.com/hutchsandbox/hutch/internal/sandbox/managed"
 	"github.com/hutchsandbox/hutch/internal/settings"
 )
 
@@ -209,14 +211,23 @@ type limitField struct {
 	Key, ID, Label, Help string
 	// Current is the value set now ("" when the default applies).
 	Current string
+	// InForce is the value that applies now, set or default ("0.5
+	// CPUs"); Default names where a default comes from when it is not
+	// a number of its own ("the boost size"), "" otherwise.
+	InForce, Default string
 	// Value is what was typed, shown again with Error when refused.
 	Value, Error string
 	Clear        bool
 }
 
-// limitFields returns the limits page's fields with their current values.
+// limitFields returns the limits page's fields with their current values
+// and the values in force, defaults included.
 func (s *Server) limitFields() ([]limitField, error) {
 	set, err := s.svc.RuntimeSettings()
+	if err != nil {
+		return nil, err
+	}
+	inForce, err := s.limitsInForce()
 	if err != nil {
 		return nil, err
 	}
@@ -233,17 +244,58 @@ func (s *Server) limitFields() ([]limitField, error) {
 	for i, k := range limitKeys {
 		out[i] = limitField{
 			Key: k.key, ID: strings.ReplaceAll(k.key, ".", "-"), Label: k.label,
-			Help: help[k.key], Current: current[k.key],
+			Help: help[k.key], Current: current[k.key], InForce: inForce[k.key],
+		}
+		if out[i].Current == "" {
+			out[i].Default = defaultFrom[k.key]
 		}
 	}
 	return out, nil
 }
 
+// defaultFrom says where an unset limit's default comes from, where that
+// is another setting rather than a number of its own.
+var defaultFrom = map[string]string{
+	"sandbox.ceiling.cpus":   "the boost size",
+	"sandbox.ceiling.memory": "the boost size",
+	"sandbox.ceiling.pids":   "sandbox.pids",
+}
+
+// limitsInForce returns, by key, the value of each limit the runtimes get
+// now: the one set, else its default. It is what the managed modes
+// (image, gondolin, kube) apply: their defaults are one set.
+func (s *Server) limitsInForce() (map[string]string, error) {
+	rs, err := settings.LoadRuntime(settings.GlobalPath(s.svc.Layout().StateDir))
+	if err != nil {
+		return nil, err
+	}
+	base := sandbox.Limits{CPUs: rs.CPUs, MemoryBytes: rs.MemoryBytes, Pids: rs.Pids}.Over(managed.DefaultLimits)
+	boost, err := s.svc.BoostSize()
+	if err != nil {
+		return nil, err
+	}
+	ceiling, err := s.svc.Ceiling()
+	if err != nil {
+		return nil, err
+	}
+	pids := func(n int64) string { return strconv.FormatInt(n, 10) + " processes" }
+	mem := func(n int64) string { return byteSize(float64(n)) }
+	return map[string]string{
+		"sandbox.cpus": sandbox.CPUCount(base.CPUs), "sandbox.memory": mem(base.MemoryBytes), "sandbox.pids": pids(base.Pids),
+		"sandbox.boost.cpus": sandbox.CPUCount(boost.CPUs), "sandbox.boost.memory": mem(boost.MemoryBytes),
+		"sandbox.ceiling.cpus": sandbox.CPUCount(ceiling.CPUs), "sandbox.ceiling.memory": mem(ceiling.MemoryBytes), "sandbox.ceiling.pids": pids(ceiling.Pids),
+	}, nil
+}
+
 func (s *Server) renderLimits(w http.ResponseWriter, r *request, status int, fields []limitField, flash, failure string) {
 	p := s.page(r, "Global limits and boost size")
 	p.Flash, p.Error = flash, failure
+	note := ""
+	if !sandbox.CapabilitiesOf(s.mode.Kind).Limits {
+		note = fmt.Sprintf("%s mode applies no limits: these settings hold for the runtimes of image, gondolin and kube modes.", s.mode.Kind)
+	}
 	s.render(w, status, "limits.html", map[string]any{
-		"Page": p, "Defaults": fields[:3], "Boost": fields[3:],
+		"Page": p, "Defaults": fields[:3], "Boost": fields[3:5], "Ceiling": fields[5:], "Note": note,
 	})
 }
 

@@ -296,10 +296,28 @@ func TestLimits(t *testing.T) {
 	if _, home := b.do(http.MethodGet, p.ts.URL+"/admin/", nil); !strings.Contains(home, `<a href="/admin/limits">`) {
 		t.Errorf("the home page does not link to the limits:\n%s", home)
 	}
+	// Every field says the value in force: the one set, or the default,
+	// marked so, and where a default comes from another setting, which.
 	code, body := b.do(http.MethodGet, p.ts.URL+"/admin/limits", nil)
-	if code != http.StatusOK || !strings.Contains(body, "Global limits and boost size") ||
-		!strings.Contains(body, "Now: <code>512</code>.") || !strings.Contains(body, "Now: not set (the mode's default applies).") {
+	if code != http.StatusOK || !strings.Contains(body, "Global limits and boost size") {
 		t.Fatalf("limits page: %d\n%s", code, body)
+	}
+	for _, want := range []string{
+		`<p id="sandbox-cpus-now" class="muted">In force: <strong>0.5 CPUs</strong> (default).`,
+		`<p id="sandbox-memory-now" class="muted">In force: <strong>1 GiB</strong> (default).`,
+		`<p id="sandbox-pids-now" class="muted">In force: <strong>512 processes</strong>, set to <code>512</code>.`,
+		`<p id="sandbox-boost-cpus-now" class="muted">In force: <strong>2 CPUs</strong> (default).`,
+		`<p id="sandbox-boost-memory-now" class="muted">In force: <strong>4 GiB</strong> (default).`,
+		`<p id="sandbox-ceiling-cpus-now" class="muted">In force: <strong>2 CPUs</strong> (default: the boost size).`,
+		`<p id="sandbox-ceiling-memory-now" class="muted">In force: <strong>4 GiB</strong> (default: the boost size).`,
+		`<p id="sandbox-ceiling-pids-now" class="muted">In force: <strong>512 processes</strong> (default: sandbox.pids).`,
+		"<legend>Ceiling: the most a boost or temporary limits may give a runtime, whoever asks</legend>",
+		// The portal here runs in host mode, which applies none.
+		`<p role="note">host mode applies no limits: these settings hold for the runtimes of image, gondolin and kube modes.</p>`,
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("the limits page lacks %s", want)
+		}
 	}
 	for _, key := range []string{"sandbox.cpus", "sandbox.memory", "sandbox.pids", "sandbox.boost.cpus", "sandbox.boost.memory"} {
 		id := strings.ReplaceAll(key, ".", "-")
@@ -339,7 +357,8 @@ func TestLimits(t *testing.T) {
 	form.Set("sandbox.memory", "8g")
 	code, body = b.do(http.MethodPost, p.ts.URL+"/admin/limits", form)
 	const saved = "Saved: set sandbox.cpus to 2, set sandbox.memory to 8g, cleared sandbox.pids (its default applies), set sandbox.boost.cpus to 4, set sandbox.boost.memory to 16g. Running runtimes take on the limits at their next command; a boost size applies to the next boost."
-	if code != http.StatusOK || !strings.Contains(body, saved) || !strings.Contains(body, "Now: <code>8g</code>.") {
+	if code != http.StatusOK || !strings.Contains(body, saved) || !strings.Contains(body, "In force: <strong>8 GiB</strong>, set to <code>8g</code>.") ||
+		!strings.Contains(body, `<p id="sandbox-ceiling-cpus-now" class="muted">In force: <strong>4 CPUs</strong> (default: the boost size).`) {
 		t.Fatalf("limits: %d\n%s", code, body)
 	}
 	want := map[string]string{"sandbox.cpus": "2", "sandbox.memory": "8g", "sandbox.boost.cpus": "4", "sandbox.boost.memory": "16g"}

@@ -36,7 +36,7 @@ func newHostDaemon(t *testing.T, configure func(*api.Server)) hostDaemon {
 		t.Fatal(err)
 	}
 	svc := service.New(layout, nil)
-	m := metrics.New()
+	m := metrics.New("")
 	svc.SetMetrics(m)
 	srv := &api.Server{Service: svc, Mode: sandbox.Mode{Kind: sandbox.KindHost}, Version: "test", Metrics: m.Handler()}
 	if configure != nil {

@@ -42,7 +42,7 @@ func TestExec_ProvisioningFailureHasStatus(t *testing.T) {
 	testenv.CleanupContainers(t, cli, engine.LabelStateDir+"="+layout.StateDir)
 	svc := service.New(layout, nil)
 	svc.SetAgentBinary(testenv.HutchBinary(t))
-	m := metrics.New()
+	m := metrics.New("")
 	svc.SetMetrics(m)
 	t.Cleanup(func() { _ = svc.Close() })
 	mode := sandbox.Mode{Kind: sandbox.KindImage, Target: "hutch-test-no-such-image:" + strings.ToLower(testenv.Name(t))}

@@ -127,7 +127,7 @@ func Run(ctx context.Context, o Options) error {
 	}
 	svc := o.Service
 	layout := svc.Layout()
-	m := metrics.New()
+	m := metrics.New(o.Version)
 	svc.SetMetrics(m)
 	if err := validate(ctx, svc, o.Mode); err != nil {
 		return err
@@ -140,12 +140,8 @@ func Run(ctx context.Context, o Options) error {
 		}
 		o.Log.Info("reconciled", "adopted", len(rep.Adopted), "removed", len(rep.Removed))
 		m.Event(o.Mode.Kind, metrics.EventReconciled, len(rep.Removed))
-		m.WatchRuntimes(o.Mode.Kind, func(ctx context.Context) ([]sandbox.Status, error) {
-			lc, err := svc.ManagedFor(ctx, o.Mode)
-			if err != nil {
-				return nil, err
-			}
-			return lc.List(ctx)
+		m.WatchRuntimes(o.Mode.Kind, func(ctx context.Context) (metrics.Runtimes, error) {
+			return svc.ManagedFor(ctx, o.Mode)
 		})
 		if idle, err = svc.IdleDuration(); err != nil {
 			return err

@@ -1,13 +1,18 @@
 // Package metrics holds hutch's Prometheus metrics: commands by mode and
-// outcome, exec latency, runtimes by state, provisioning events (created,
-// started, re-created) and idle stops. A Set is made once per daemon and
-// injected; nothing here is global, and no label ever carries a secret or
-// a command line: only modes, outcomes and states.
+// outcome, exec latency, runtimes by state and each running runtime's CPU,
+// memory and processes, provisioning events (created, started,
+// re-created) and idle stops, refusals by surface and reason, and the
+// build. A Set is made once per daemon and injected; nothing here is
+// global, and no label ever carries a secret, a command line or a
+// conversation id: only modes, outcomes, states, fixed reasons and the
+// office keys of runtimes that exist. docs/metrics.md lists them all.
 package metrics
 
 import (
 	"context"
 	"net/http"
+	"runtime/debug"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -24,6 +29,7 @@ type Set struct {
 	latency   *prometheus.HistogramVec
 	lifecycle *prometheus.CounterVec
 	egress    *prometheus.CounterVec
+	refusals  *prometheus.CounterVec
 }
 
 // Outcomes of a command, the values of the outcome label.
@@ -43,8 +49,10 @@ const (
 	EventReconciled = "reconciled"
 )
 
-// New makes a Set with Go runtime and process collectors.
-func New() *Set {
+// New makes a Set with Go runtime and process collectors. version is
+// hutch_build_info's version label: the version hutch reports elsewhere
+// (/v1/health), or "" for the module version in the build info.
+func New(version string) *Set {
 	s := &Set{
 		reg: prometheus.NewRegistry(),
 		commands: prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -61,8 +69,80 @@ func New() *Set {
 			Name: "hutch_egress_placeholders_total", Help: "Placeholder secrets the egress proxies substituted or refused, by what happened and why (a refusal toward an unlisted host is an attempted exfiltration).",
 		}, []string{"kind", "reason"}),
 	}
-	s.reg.MustRegister(s.commands, s.latency, s.lifecycle, s.egress, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	s.refusals = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "hutch_refusals_total", Help: "Requests hutch refused, by the surface that answered (api, chat, mcp, portal) and why (a fixed set: unauthorized, forbidden, admission, ceiling, failed_precondition, not_supported).",
+	}, []string{"surface", "reason"})
+	s.reg.MustRegister(s.commands, s.latency, s.lifecycle, s.egress, s.refusals, buildInfo(version),
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return s
+}
+
+// The surfaces that count refusals: each serves callers, and answers a
+// refusal there.
+const (
+	SurfaceAPI    = "api"    // the HTTP API, on the socket or TCP
+	SurfaceChat   = "chat"   // /sandbox commands sent to /v1/chat
+	SurfaceMCP    = "mcp"    // the daemon's MCP endpoint (/mcp)
+	SurfacePortal = "portal" // the admin portal
+)
+
+// The reasons of a refusal, the values of the reason label.
+const (
+	// ReasonUnauthorized: no or a wrong bearer token, or no portal
+	// session.
+	ReasonUnauthorized = "unauthorized"
+	// ReasonForbidden: a portal request from another site, a form
+	// without its CSRF token, or a sign-in link that is not valid.
+	ReasonForbidden = "forbidden"
+	// ReasonAdmission: the mode cannot give a conversation what its door
+	// policy, vault or network setting asks for (sandbox.Admit).
+	ReasonAdmission = "admission"
+	// ReasonCeiling: a boost or temporary limits above the ceiling.
+	ReasonCeiling = "ceiling"
+	// ReasonFailedPrecondition: any other refusal of class
+	// errdefs.ErrFailedPrecondition: a path outside the sandbox's
+	// workspace, a runtime over its disk ceiling, a runtime that must
+	// run first.
+	ReasonFailedPrecondition = "failed_precondition"
+	// ReasonNotSupported: the mode cannot do this at all.
+	ReasonNotSupported = "not_supported"
+)
+
+// Refusal counts one refusal. surface and reason must be of the
+// constants above: they are labels, and must stay few. A nil Set
+// records nothing.
+func (s *Set) Refusal(surface, reason string) {
+	if s == nil || surface == "" || reason == "" {
+		return
+	}
+	s.refusals.WithLabelValues(surface, reason).Inc()
+}
+
+// buildInfo is hutch_build_info: 1, labelled with the version, commit and
+// Go version the binary was built from (runtime/debug.ReadBuildInfo;
+// "unknown" for what it does not say).
+func buildInfo(version string) prometheus.Collector {
+	commit, goversion := "unknown", "unknown"
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		goversion = bi.GoVersion
+		if version == "" {
+			version = bi.Main.Version
+		}
+		for _, st := range bi.Settings {
+			if st.Key == "vcs.revision" && st.Value != "" {
+				commit = st.Value
+			}
+		}
+	}
+	if version == "" {
+		version = "unknown"
+	}
+	g := prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "hutch_build_info", Help: "Always 1; its labels say which build of hutch runs.",
+		ConstLabels: prometheus.Labels{"version": version, "commit": commit, "goversion": goversion},
+	})
+	g.Set(1)
+	return g
 }
 
 // Command records one command's outcome and duration. A nil Set records nothing.
@@ -109,11 +189,20 @@ func (s *Set) Placeholder(kind, reason string) {
 	s.egress.WithLabelValues(kind, reason).Inc()
 }
 
-// WatchRuntimes adds a gauge of runtimes by state, read at each scrape
-// from list (the managed runtimes of the daemon's mode).
-func (s *Set) WatchRuntimes(mode sandbox.Kind, list func(ctx context.Context) ([]sandbox.Status, error)) {
-	s.reg.MustRegister(&runtimeCollector{mode: mode, list: list, desc: prometheus.NewDesc(
-		"hutch_runtimes", "Managed runtimes by state.", []string{"mode", "state"}, nil)})
+// Runtimes are the managed runtimes of a mode, as WatchRuntimes reads
+// them: service.ManagedRuntime is one.
+type Runtimes interface {
+	List(ctx context.Context) ([]sandbox.Status, error)
+	sandbox.UsageReader
+}
+
+// WatchRuntimes adds, read at each scrape from source (the managed
+// runtimes of the daemon's mode): hutch_runtimes, the runtimes by state,
+// and for each running runtime, labelled with its office key, its CPU
+// time, memory, processes and limits. A runtime's series go when it stops
+// or is removed: they are read from what runs at each scrape, never kept.
+func (s *Set) WatchRuntimes(mode sandbox.Kind, source func(ctx context.Context) (Runtimes, error)) {
+	s.reg.MustRegister(newRuntimeCollector(mode, source))
 }
 
 // Handler serves the metrics in the Prometheus text format.
@@ -121,27 +210,110 @@ func (s *Set) Handler() http.Handler {
 	return promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{})
 }
 
+// The bounds of a scrape's readings: Prometheus's default scrape timeout
+// is 10 s, and a runtime whose reading takes longer than scrapeBudget is
+// left out of that scrape rather than failing it.
+const (
+	scrapeBudget = 8 * time.Second
+	readParallel = 16
+)
+
 type runtimeCollector struct {
-	mode sandbox.Kind
-	list func(ctx context.Context) ([]sandbox.Status, error)
-	desc *prometheus.Desc
+	mode   sandbox.Kind
+	source func(ctx context.Context) (Runtimes, error)
+
+	up, runtimes, cpu, mem, memLimit, pids, pidsLimit, cpuLimit *prometheus.Desc
 }
 
-func (c *runtimeCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
+func newRuntimeCollector(mode sandbox.Kind, source func(ctx context.Context) (Runtimes, error)) *runtimeCollector {
+	per := func(name, help string) *prometheus.Desc {
+		return prometheus.NewDesc(name, help, []string{"mode", "office_key"}, nil)
+	}
+	return &runtimeCollector{
+		mode: mode, source: source,
+		up:        prometheus.NewDesc("hutch_runtimes_up", "1 when the mode's runtimes could be listed at this scrape (its engine, cluster or VM manager answered), 0 when not: hutch_runtimes and the per-runtime series are then missing.", []string{"mode"}, nil),
+		runtimes:  prometheus.NewDesc("hutch_runtimes", "Managed runtimes by state.", []string{"mode", "state"}, nil),
+		cpu:       per("hutch_runtime_cpu_seconds_total", "CPU time a running runtime has used since it started (rate() of it is CPUs busy; it starts again from 0 when the runtime is re-created)."),
+		cpuLimit:  per("hutch_runtime_cpu_limit", "The CPUs a running runtime may use (its limit in force, boosts included); absent when unlimited."),
+		mem:       per("hutch_runtime_memory_bytes", "Memory a running runtime uses, less the file cache the kernel drops first (as docker stats counts it)."),
+		memLimit:  per("hutch_runtime_memory_limit_bytes", "A running runtime's memory limit; absent when unlimited."),
+		pids:      per("hutch_runtime_processes", "Processes and threads in a running runtime."),
+		pidsLimit: per("hutch_runtime_processes_limit", "A running runtime's limit of processes and threads; absent when unlimited."),
+	}
+}
+
+func (c *runtimeCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{c.up, c.runtimes, c.cpu, c.cpuLimit, c.mem, c.memLimit, c.pids, c.pidsLimit} {
+		ch <- d
+	}
+}
 
 func (c *runtimeCollector) Collect(ch chan<- prometheus.Metric) {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), scrapeBudget)
 	defer cancel()
-	list, err := c.list(ctx)
+	rts, err := c.source(ctx)
+	var list []sandbox.Status
+	if err == nil {
+		list, err = rts.List(ctx)
+	}
+	mode := string(c.mode)
 	if err != nil {
-		ch <- prometheus.NewInvalidMetric(c.desc, err)
+		// The rest of the metrics are still served: an engine that does
+		// not answer must not hide the refusals and commands counted.
+		ch <- prometheus.MustNewConstMetric(c.up, prometheus.GaugeValue, 0, mode)
 		return
 	}
+	ch <- prometheus.MustNewConstMetric(c.up, prometheus.GaugeValue, 1, mode)
 	counts := map[sandbox.RuntimeState]int{sandbox.StateRunning: 0, sandbox.StateStopped: 0}
+	var running []sandbox.Status
 	for _, st := range list {
 		counts[st.State]++
+		if st.State == sandbox.StateRunning {
+			running = append(running, st)
+		}
 	}
 	for state, n := range counts {
-		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, float64(n), string(c.mode), string(state))
+		ch <- prometheus.MustNewConstMetric(c.runtimes, prometheus.GaugeValue, float64(n), mode, string(state))
+	}
+	// Each running runtime is read once, readParallel at a time; one
+	// that stopped since the listing, or cannot be read within the
+	// budget, is left out.
+	var mu sync.Mutex
+	sem := make(chan struct{}, readParallel)
+	var wg sync.WaitGroup
+	for _, st := range running {
+		wg.Go(func() {
+			select {
+			case sem <- struct{}{}:
+			case <-ctx.Done():
+				return
+			}
+			defer func() { <-sem }()
+			u, err := rts.Usage(ctx, st.OfficeKey)
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			c.usage(ch, mode, st, u)
+		})
+	}
+	wg.Wait()
+}
+
+// usage sends one running runtime's series.
+func (c *runtimeCollector) usage(ch chan<- prometheus.Metric, mode string, st sandbox.Status, u sandbox.Usage) {
+	key := st.OfficeKey
+	ch <- prometheus.MustNewConstMetric(c.cpu, prometheus.CounterValue, u.CPU.Seconds(), mode, key)
+	ch <- prometheus.MustNewConstMetric(c.mem, prometheus.GaugeValue, float64(u.Memory), mode, key)
+	ch <- prometheus.MustNewConstMetric(c.pids, prometheus.GaugeValue, float64(u.Pids), mode, key)
+	if st.Limits.CPUs > 0 {
+		ch <- prometheus.MustNewConstMetric(c.cpuLimit, prometheus.GaugeValue, st.Limits.CPUs, mode, key)
+	}
+	if u.MemoryLimit > 0 {
+		ch <- prometheus.MustNewConstMetric(c.memLimit, prometheus.GaugeValue, float64(u.MemoryLimit), mode, key)
+	}
+	if u.PidsLimit > 0 {
+		ch <- prometheus.MustNewConstMetric(c.pidsLimit, prometheus.GaugeValue, float64(u.PidsLimit), mode, key)
 	}
 }
