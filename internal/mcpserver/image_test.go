@@ -2,6 +2,7 @@ package mcpserver_test
 
 import (
 	"context"
+	"errors"
 	"net/http/httptest"
 	"net/url"
 	"os"
@@ -121,5 +122,37 @@ func TestHTTPHandler_ImageMode(t *testing.T) {
 	}
 	if res := call(t, cs, "read", map[string]any{"path": "/etc/passwd"}); !res.IsError {
 		t.Errorf("read outside the office over HTTP was not refused: %s", textOf(t, res))
+	}
+}
+
+// TestImageMode_ProgressAndCancel: in a managed container, progress
+// comes through the agent as it does on the host, and a cancelled call
+// has the agent kill the command's process group inside the container.
+func TestImageMode_ProgressAndCancel(t *testing.T) {
+	svc, img := imageService(t)
+	addr, err := office.NewAddress("web", testenv.Name(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs, log := connectRecording(t, mcpserver.New(svc, sandbox.Mode{Kind: sandbox.KindImage, Target: img}, addr, "", nil))
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	log.then = func(n *mcp.ProgressNotificationParams) {
+		if strings.HasSuffix(n.Message, "; last line: started") {
+			cancel()
+		}
+	}
+	params := &mcp.CallToolParams{Name: "bash", Arguments: map[string]any{"command": startChild}}
+	params.SetProgressToken("long")
+	if _, err := cs.CallTool(ctx, params); !errors.Is(err, context.Canceled) {
+		t.Fatalf("call: %v, want it cancelled once progress showed the command started", err)
+	}
+	if got := log.notifications(); len(got) == 0 || got[0].Progress != float64(len("started\n")) {
+		t.Errorf("progress: %+v", got)
+	}
+	// The agent is the container's init and reaps what it killed.
+	res := call(t, cs, "bash", map[string]any{"command": `child=$(cat child.pid); for i in $(seq 100); do [ -e /proc/$child ] || { echo gone; exit 0; }; sleep 0.1; done; echo "child $child still runs"`})
+	if res.IsError || textOf(t, res) != "gone" {
+		t.Errorf("after the cancel: IsError %v, %q", res.IsError, textOf(t, res))
 	}
 }

@@ -28,6 +28,8 @@ type progressLog struct {
 	got   []*mcp.ProgressNotificationParams
 	ended bool
 	late  int
+	// then, when set, is called with each notification.
+	then func(*mcp.ProgressNotificationParams)
 }
 
 func (l *progressLog) handle(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
@@ -36,6 +38,9 @@ func (l *progressLog) handle(_ context.Context, req *mcp.ProgressNotificationCli
 	l.got = append(l.got, req.Params)
 	if l.ended {
 		l.late++
+	}
+	if l.then != nil {
+		l.then(req.Params)
 	}
 }
 
