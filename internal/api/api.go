@@ -96,6 +96,7 @@ func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
 	routes := map[string]func(http.ResponseWriter, *http.Request) error{
 		"GET /v1/health":           s.health,
+		"GET /v1/version":          s.version,
 		"POST /v1/admin/link":      s.adminLink,
 		"GET /v1/offices":          s.offices,
 		"POST /v1/exec":            s.exec,
@@ -662,6 +663,10 @@ type Status struct {
 	// re-created, when known.
 	Recreated        time.Time `json:"recreated,omitzero"`
 	RecreatedBecause string    `json:"recreatedBecause,omitempty"`
+	// Mode is the managed mode the runtime belongs to (image, gondolin,
+	// kube), given by the lists of runtimes (GET /v1/sandbox/runtimes,
+	// hutch sandbox ls --json), which may span modes; omitted elsewhere.
+	Mode string `json:"mode,omitempty"`
 }
 
 // StatusOf is st as the API reports it.
@@ -774,7 +779,9 @@ func (s *Server) runtimes(w http.ResponseWriter, r *http.Request) error {
 	}
 	out := []Status{}
 	for _, st := range list {
-		out = append(out, StatusOf(st))
+		a := StatusOf(st)
+		a.Mode = string(s.Mode.Kind)
+		out = append(out, a)
 	}
 	writeJSON(w, http.StatusOK, out)
 	return nil
@@ -858,16 +865,7 @@ func (s *Server) writePolicy(w http.ResponseWriter, addr office.Address, user st
 	if err != nil {
 		return err
 	}
-	ans := PolicyAnswer{OfficeKey: string(pol.Key), Policy: pol.Decision.Policy.String(), Origin: pol.Decision.Origin(),
-		Warning: pol.Decision.Warning, Mounts: []Mount{}, Projection: pol.Projection,
-		ManagedProjection: pol.ManagedProjection}
-	for _, m := range pol.Mounts {
-		ans.Mounts = append(ans.Mounts, Mount{HostPath: m.HostPath, RuntimePath: m.RuntimePath, ReadOnly: m.ReadOnly})
-	}
-	if pol.Refusal != nil {
-		ans.Refusal = pol.Refusal.Error()
-	}
-	writeJSON(w, http.StatusOK, ans)
+	writeJSON(w, http.StatusOK, PolicyAnswerOf(pol))
 	return nil
 }
 
@@ -936,11 +934,7 @@ func (s *Server) writeVault(w http.ResponseWriter, key string) error {
 	if err != nil {
 		return err
 	}
-	out := []VaultEntry{}
-	for _, e := range entries {
-		out = append(out, VaultEntry{Name: e.Name, Kind: string(e.Kind)})
-	}
-	writeJSON(w, http.StatusOK, out)
+	writeJSON(w, http.StatusOK, VaultEntries(entries))
 	return nil
 }
 

@@ -64,7 +64,7 @@ func TestSandbox_Managed(t *testing.T) {
 		t.Fatal(err)
 	}
 	var list []api.Status
-	if err := json.NewDecoder(resp.Body).Decode(&list); err != nil || len(list) != 1 || list[0].OfficeKey != st.OfficeKey || list[0].Name != mock.Name(st.OfficeKey) {
+	if err := json.NewDecoder(resp.Body).Decode(&list); err != nil || len(list) != 1 || list[0].OfficeKey != st.OfficeKey || list[0].Name != mock.Name(st.OfficeKey) || list[0].Mode != "image" {
 		t.Errorf("runtimes: %+v, %v", list, err)
 	}
 	_ = resp.Body.Close()

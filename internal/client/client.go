@@ -78,6 +78,13 @@ func (c *Client) Health(ctx context.Context) (api.Health, error) {
 	return h, err
 }
 
+// Version asks the daemon what it was built from (GET /v1/version).
+func (c *Client) Version(ctx context.Context) (api.Version, error) {
+	var v api.Version
+	err := c.call(ctx, "GET", "/v1/version", nil, &v)
+	return v, err
+}
+
 // Call sends a JSON request and decodes a JSON answer; an error answer
 // becomes an error of its class with the daemon's text.
 func (c *Client) Call(ctx context.Context, path string, in, out any) error {
