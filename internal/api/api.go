@@ -17,6 +17,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/hutchsandbox/hutch/internal/errdefs"
+	"github.com/hutchsandbox/hutch/internal/metrics"
 	"github.com/hutchsandbox/hutch/internal/office"
 	"github.com/hutchsandbox/hutch/internal/projection"
 	"github.com/hutchsandbox/hutch/internal/sandbox"
@@ -263,6 +264,7 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 			got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 			if !ok || !constantTimeEqual(got, s.Token) {
 				writeJSON(w, http.StatusUnauthorized, ErrorBody{Error: "Missing or wrong bearer token", Code: "unauthorized"})
+				s.Service.CountRefused(surfaceOf(r), metrics.ReasonUnauthorized)
 				return
 			}
 		}
@@ -324,12 +326,25 @@ func (s *Server) wrap(limit int64, h func(http.ResponseWriter, *http.Request) er
 			if !errors.Is(err, errAlreadyWritten) {
 				writeError(w, err)
 			}
+			s.Service.CountRefusal(surfaceOf(r), err)
 		}
 		s.log().Debug("api", "method", r.Method, "path", r.URL.Path, "duration", time.Since(start), "error", err)
 	}
 }
 
 func bytesReader(b []byte) io.Reader { return strings.NewReader(string(b)) }
+
+// surfaceOf is the surface a request's refusals are counted under: chat
+// for /sandbox commands, mcp for the MCP endpoint, api for the rest.
+func surfaceOf(r *http.Request) string {
+	switch {
+	case r.URL.Path == "/v1/chat":
+		return metrics.SurfaceChat
+	case r.URL.Path == "/mcp":
+		return metrics.SurfaceMCP
+	}
+	return metrics.SurfaceAPI
+}
 
 // errAlreadyWritten marks an error reported inside a started response.
 var errAlreadyWritten = errors.New("response already written")

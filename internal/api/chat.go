@@ -4,6 +4,7 @@ import (
 	"net/http"
 
 	"github.com/hutchsandbox/hutch/internal/chat"
+	"github.com/hutchsandbox/hutch/internal/metrics"
 )
 
 // ChatRequest is /v1/chat's body: a chat message such as "/sandbox boost"
@@ -33,6 +34,9 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) error {
 	reply, err := chat.Handle(r.Context(), s.Service, s.Mode, addr, req.Message)
 	if err != nil {
 		return err
+	}
+	if reply.Refusal != "" {
+		s.Service.CountRefused(metrics.SurfaceChat, reply.Refusal)
 	}
 	writeJSON(w, http.StatusOK, ChatReply{Text: reply.Text})
 	return nil

@@ -9,6 +9,7 @@ import (
 	"github.com/docker/go-units"
 
 	"github.com/hutchsandbox/hutch/internal/errdefs"
+	"github.com/hutchsandbox/hutch/internal/metrics"
 	"github.com/hutchsandbox/hutch/internal/office"
 	"github.com/hutchsandbox/hutch/internal/projection"
 	"github.com/hutchsandbox/hutch/internal/sandbox"
@@ -25,6 +26,10 @@ type Reply struct {
 	// Text is the message, lines separated by "\n", without a trailing
 	// newline. Commands and words are in `backticks`.
 	Text string
+	// Refusal, when the reply refuses what was asked, is why, in
+	// hutch_refusals_total's words (metrics.Reason*); "" for any other
+	// reply, bad input included.
+	Refusal string
 }
 
 // BusyDoor is the reply to a door change while a command runs.
@@ -238,7 +243,9 @@ func (h *handler) needManaged(command string) (Reply, bool) {
 	if sandbox.CapabilitiesOf(h.mode.Kind).ManagedLifecycle {
 		return Reply{}, true
 	}
-	return text(fmt.Sprintf("`%s` needs image:*, gondolin:default or kube:* mode, where hutch runs one managed runtime per conversation; this conversation runs in `%s` mode.", command, h.mode)), false
+	r := text(fmt.Sprintf("`%s` needs image:*, gondolin:default or kube:* mode, where hutch runs one managed runtime per conversation; this conversation runs in `%s` mode.", command, h.mode))
+	r.Refusal = metrics.ReasonNotSupported
+	return r, false
 }
 
 // lifecycleReply turns the errors of a boost or limits change that the
@@ -246,9 +253,10 @@ func (h *handler) needManaged(command string) (Reply, bool) {
 func lifecycleReply(err error, what string) (Reply, bool) {
 	switch {
 	case errdefs.IsFailedPrecondition(err), errdefs.IsNotFound(err):
-		return text(fmt.Sprintf("This conversation's runtime is not running, and %s last one run of it. Run a command first, then try again.", what)), true
+		return Reply{Text: fmt.Sprintf("This conversation's runtime is not running, and %s last one run of it. Run a command first, then try again.", what),
+			Refusal: metrics.ReasonFailedPrecondition}, true
 	case errdefs.IsNotSupported(err), errdefs.IsInvalid(err): // a mode without it, a value above the ceiling
-		return text(err.Error()), true
+		return Reply{Text: err.Error(), Refusal: service.RefusalReason(err)}, true
 	}
 	return Reply{}, false
 }
@@ -343,8 +351,8 @@ func (h *handler) door(args []string) (Reply, error) {
 		return text(fmt.Sprintf("Door policy: %s\n\nChange it with `/sandbox door <word>`:\n%s", service.Describe(before.Decision), doorList())), nil
 	}
 	if sees := unenforced(h.mode); sees != "" {
-		return text(fmt.Sprintf("The door policy was not changed: `%s` mode cannot enforce one (its commands see %s, whatever the policy says), so a change from chat, where any participant can send one, would only widen what this conversation may run. The operator sets it with `hutch door set %s <word>` or in the admin portal.",
-			h.mode, sees, h.conv)), nil
+		return Reply{Text: fmt.Sprintf("The door policy was not changed: `%s` mode cannot enforce one (its commands see %s, whatever the policy says), so a change from chat, where any participant can send one, would only widen what this conversation may run. The operator sets it with `hutch door set %s <word>` or in the admin portal.",
+			h.mode, sees, h.conv), Refusal: metrics.ReasonFailedPrecondition}, nil
 	}
 	word := strings.ToLower(args[0])
 	setting, err := projection.ParseDoorWord(word)

@@ -179,7 +179,7 @@ func Run(ctx context.Context, o Options) error {
 			return err
 		}
 		srv.AdminLink = ad.Link
-		portal = &http.Server{Handler: ad.Handler(), ReadHeaderTimeout: readHeaderTimeout, IdleTimeout: idleTimeout}
+		portal = &http.Server{Handler: countPortalRefusals(svc, ad.Handler()), ReadHeaderTimeout: readHeaderTimeout, IdleTimeout: idleTimeout}
 	}
 	// Requests live under reqCtx: when the grace period ends, cancelling
 	// it aborts running commands (killing their process groups) and lets
@@ -286,6 +286,47 @@ func Run(ctx context.Context, o Options) error {
 	_ = svc.Close()
 	return errors.Join(errs...)
 }
+
+// countPortalRefusals counts in hutch_refusals_total the portal's
+// refusals of whoever asks, which it answers before any page runs: 401
+// (no session) as unauthorized, 403 (a request from another site, a
+// stale form, a sign-in link that is not valid) as forbidden. The portal
+// counts the refusals of what is asked itself, where it answers them.
+func countPortalRefusals(svc *service.Service, h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		sw := &statusWriter{ResponseWriter: w}
+		h.ServeHTTP(sw, r)
+		switch sw.status {
+		case http.StatusUnauthorized:
+			svc.CountRefused(metrics.SurfacePortal, metrics.ReasonUnauthorized)
+		case http.StatusForbidden:
+			svc.CountRefused(metrics.SurfacePortal, metrics.ReasonForbidden)
+		}
+	})
+}
+
+// statusWriter keeps the status a handler answered.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *statusWriter) WriteHeader(status int) {
+	if w.status == 0 {
+		w.status = status
+	}
+	w.ResponseWriter.WriteHeader(status)
+}
+
+func (w *statusWriter) Write(b []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+// Unwrap lets http.ResponseController reach the connection's writer.
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // validate refuses to start in a mode that cannot work here, with the
 // reason and a hint.

@@ -488,6 +488,9 @@ func TestDaemon_RestartAdopts(t *testing.T) {
 		t.Errorf("status after restart: %+v, %v", st, err)
 	}
 	execEcho(cl2, "second")
+	// The container is read as metrics: its engine's stats, under its
+	// office key, in an exposition promtool accepts.
+	checkRuntimeMetrics(t, d2.sock, string(addr.Key()))
 	id2, started2 := containerID()
 	if id2 != id1 || !started2.Equal(started1) {
 		t.Errorf("container after restart: %s started %s; before: %s started %s (want the same, not re-created or restarted)", id2, started2, id1, started1)

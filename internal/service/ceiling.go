@@ -8,6 +8,7 @@ import (
 	"github.com/docker/go-units"
 
 	"github.com/hutchsandbox/hutch/internal/errdefs"
+	"github.com/hutchsandbox/hutch/internal/metrics"
 	"github.com/hutchsandbox/hutch/internal/sandbox"
 	"github.com/hutchsandbox/hutch/internal/sandbox/managed"
 	"github.com/hutchsandbox/hutch/internal/settings"
@@ -87,7 +88,7 @@ func (c ceilinged) check(l sandbox.Limits) error {
 	if err != nil {
 		return err
 	}
-	return checkCeiling(l, ceiling)
+	return withReason(metrics.ReasonCeiling, checkCeiling(l, ceiling))
 }
 
 func (c ceilinged) Boost(ctx context.Context, key string, l sandbox.Limits) (sandbox.Status, error) {

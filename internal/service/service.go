@@ -174,13 +174,13 @@ func (s *Service) Resolve(addr office.Address, mode sandbox.Mode, user string) (
 			return Policy{}, err
 		}
 	}
-	p.Refusal = sandbox.Admit(mode.Kind, caps, sandbox.Requirements{
+	p.Refusal = withReason(metrics.ReasonAdmission, sandbox.Admit(mode.Kind, caps, sandbox.Requirements{
 		IsolatedOffice: dec.Policy.Isolated(),
 		ReadOnlyMemory: dec.Policy.ReadOnlyMemory(),
 		VaultFiles:     hasFiles,
 		Network:        p.Network.Mode,
 		Placeholders:   len(p.Placeholders) > 0,
-	})
+	}))
 	if p.Refusal == nil && caps.VaultFileMounts && hasFiles {
 		plan, err := s.vaults.Plan(p.VaultKey)
 		if err != nil {
@@ -190,7 +190,7 @@ func (s *Service) Resolve(addr office.Address, mode sandbox.Mode, user string) (
 		for _, m := range p.Mounts {
 			targets = append(targets, m.RuntimePath)
 		}
-		p.Refusal = vault.CheckTargets(plan.Files, targets)
+		p.Refusal = withReason(metrics.ReasonAdmission, vault.CheckTargets(plan.Files, targets))
 	}
 	return p, nil
 }

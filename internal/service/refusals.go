@@ -1,0 +1,68 @@
+package service
+
+import (
+	"errors"
+
+	"github.com/hutchsandbox/hutch/internal/errdefs"
+	"github.com/hutchsandbox/hutch/internal/metrics"
+)
+
+// reasoned is a refusal whose metrics reason is known where it is made:
+// its text and class are its cause's.
+type reasoned struct {
+	err    error
+	reason string
+}
+
+func (e *reasoned) Error() string { return e.err.Error() }
+func (e *reasoned) Unwrap() error { return e.err }
+
+// withReason tags err (nil stays nil) with a reason of package metrics.
+func withReason(reason string, err error) error {
+	if err == nil {
+		return nil
+	}
+	return &reasoned{err: err, reason: reason}
+}
+
+// RefusalReason is the metrics reason of a refusal (metrics.Reason*), or
+// "" for an error that is no refusal: bad input, a thing not found, an
+// engine that did not answer, a failure hutch did not foresee.
+func RefusalReason(err error) string {
+	if err == nil {
+		return ""
+	}
+	var r *reasoned
+	if errors.As(err, &r) {
+		return r.reason
+	}
+	switch {
+	case errdefs.IsFailedPrecondition(err):
+		return metrics.ReasonFailedPrecondition
+	case errdefs.IsNotSupported(err):
+		return metrics.ReasonNotSupported
+	}
+	return ""
+}
+
+// CountRefusal counts err in hutch_refusals_total when it is a refusal
+// (RefusalReason), under surface (metrics.Surface*). The surfaces that
+// answer callers call it where they turn an error into their answer, so
+// that each refusal is counted once, where it is told. Without metrics
+// (one-shot CLI commands) it counts nothing.
+func (s *Service) CountRefusal(surface string, err error) {
+	if s == nil {
+		return
+	}
+	if reason := RefusalReason(err); reason != "" {
+		s.metrics.Refusal(surface, reason)
+	}
+}
+
+// CountRefused counts a refusal that is no error (a bad token, a stale
+// form): reason is one of metrics.Reason*.
+func (s *Service) CountRefused(surface, reason string) {
+	if s != nil {
+		s.metrics.Refusal(surface, reason)
+	}
+}
