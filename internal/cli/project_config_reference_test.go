@@ -43,14 +43,13 @@ var mergedFails = map[string]bool{
 	"docker-from-docker-compose": true, "mastodon": true, "rails": true,
 }
 
-// missingDockerfiles are the Dockerfiles entries build from that the
-// corpus does not hold (moby's is the engine's own build, at the root of
-// its repository): the copy gets a stand-in FROM the stand-ins' base.
-// Without it hutch refuses the file (its Dockerfile does not exist) and
-// only the reference would read the rest of it.
-var missingDockerfiles = map[string]string{
-	"moby": "Dockerfile",
-}
+// checkoutsDir holds stand-in checkout files of entries whose
+// devcontainer.json names files of their repository the corpus does not
+// hold (moby's root Dockerfile is the engine's own build): checkouts/<entry>/
+// is overlaid on the entry's copy, as TestCLI_Corpus does. Without moby's,
+// hutch refuses the file (its Dockerfile does not exist) and only the
+// reference would read the rest of it.
+const checkoutsDir = "../devcontainer/testdata/checkouts"
 
 // difference is one way in which what hutch applies of a file differs
 // from what the reference CLI reports: Field (user, workspaceFolder,
@@ -314,10 +313,9 @@ func compareEntry(t *testing.T, refCLI, slug string) *comparison {
 			t.Fatal(err)
 		}
 	}
-	if rel, ok := missingDockerfiles[slug]; ok {
-		stand := "FROM " + testenv.DevcontainerBaseRef + " AS dev\n"
-		if err := os.WriteFile(filepath.Join(proj, rel), []byte(stand), 0o644); err != nil {
-			t.Fatal(err)
+	if _, err := os.Stat(filepath.Join(checkoutsDir, slug)); err == nil {
+		if err := os.CopyFS(proj, os.DirFS(filepath.Join(checkoutsDir, slug))); err != nil {
+			t.Fatalf("stand-in checkout files of %s: %v", slug, err)
 		}
 	}
 	c := &comparison{project: proj, user: fmt.Sprintf("%d:%d", os.Getuid(), os.Getgid())}

@@ -20,7 +20,8 @@ import (
 // FROM: DebianClientsRef with sudo (a passwordless rule for the sudo
 // group, which every stand-in user joins) and acl, which the corpus's
 // lifecycle commands call. Bump its tag whenever devcontainerBaseDockerfile
-// changes.
+// changes, and with it the FROM line of the stand-in checkout
+// internal/devcontainer/testdata/checkouts/moby/Dockerfile, which names it.
 const DevcontainerBaseRef = "hutch-test-devcontainer-base:1"
 
 // devcontainerBaseDockerfile is built FROM DebianClientsRef (BASE).
@@ -38,7 +39,7 @@ RUN apt-get update \
 // standInLabel label: an image of a corpus reference that carries an
 // older mark is built again; one without the label is a real image and
 // is left alone. Bump it whenever devcontainerStandIns changes.
-const standInVersion = "1"
+const standInVersion = "2"
 
 // standInLabel is the label that marks an image as a stand-in.
 const standInLabel = "org.hutchsandbox.test.devcontainer-stand-in"
@@ -70,6 +71,12 @@ type standIn struct {
 	// NVM adds /usr/local/share/nvm/nvm.sh defining an nvm function that
 	// does the same, for Dockerfiles that source it.
 	NVM bool
+	// SDKMAN adds /usr/local/sdkman/bin/sdkman-init.sh defining an sdk
+	// function that does the same, for Dockerfiles that source it.
+	SDKMAN bool
+	// Packages are Debian packages the real image has and lifecycle
+	// commands run for real (make), installed with apt-get.
+	Packages []string
 	// Metadata is the devcontainer.metadata label, modelled on the real
 	// image's; nil for images that carry none.
 	Metadata []map[string]any
@@ -251,8 +258,48 @@ var devcontainerStandIns = []standIn{
 	// Playwright's image (playwright): Ubuntu with browsers, the user
 	// pwuser and no devcontainer.metadata label.
 	{Ref: "mcr.microsoft.com/playwright:next", User: "pwuser", Stubs: stubsNode},
-	// CPython's own image (cpython): Fedora with dnf, root only, no label.
-	{Ref: "ghcr.io/python/devcontainer:2024.09.25.11038928730", Stubs: []string{"/usr/bin/dnf"}},
+	// CPython's own image (cpython): Fedora with dnf and the C toolchain,
+	// root only, no label. make is real: the stand-in checkout's Makefiles
+	// (internal/devcontainer/testdata/checkouts/cpython) run with it.
+	{Ref: "ghcr.io/python/devcontainer:2024.09.25.11038928730", Stubs: []string{"/usr/bin/dnf"}, Packages: []string{"make"}},
+	// src/go, Go 1.19 (gh-cli): as go:0-1.17-bullseye.
+	{Ref: "mcr.microsoft.com/devcontainers/go:1.19", User: "vscode", Path: pathsGo, Env: mergeEnv(envGo, envNVM),
+		Stubs: stubsGo, NVM: true,
+		Metadata: []map[string]any{mdCommonUtils, mdGo, mdNode, remoteUser("vscode")}},
+	// src/typescript-node, Node 18 on bookworm (the devcontainers-cli
+	// Dockerfile with VARIANT 18-bookworm): javascript-node with tsc, user
+	// node.
+	{Ref: "mcr.microsoft.com/devcontainers/typescript-node:1-18-bookworm", User: "node",
+		Stubs: append([]string{"/usr/local/bin/tsc"}, stubsNode...), NVM: true, Env: envNVM,
+		Metadata: []map[string]any{mdCommonUtils, mdGit, mdNode, remoteUser("node")}},
+	// src/typescript-node, the latest tag (anthropic-sdk-typescript).
+	{Ref: "mcr.microsoft.com/devcontainers/typescript-node:latest", User: "node",
+		Stubs: append([]string{"/usr/local/bin/tsc"}, stubsNode...), NVM: true, Env: envNVM,
+		Metadata: []map[string]any{mdCommonUtils, mdGit, mdNode, remoteUser("node")}},
+	// The earlier typescript-node image, Node 10 on buster (docusaurus).
+	{Ref: "mcr.microsoft.com/vscode/devcontainers/typescript-node:0-10-buster", User: "node",
+		Stubs: append([]string{"/usr/local/bin/tsc"}, stubsNode...), NVM: true, Env: envNVM,
+		Metadata: []map[string]any{mdCommonUtils, remoteUser("node")}},
+	// The earlier php image, PHP 7 on bullseye (the try-php Dockerfile with
+	// VARIANT 7-bullseye): nvm for its NODE_VERSION step, user vscode.
+	{Ref: "mcr.microsoft.com/vscode/devcontainers/php:0-7-bullseye", User: "vscode", NVM: true, Env: envNVM,
+		Metadata: []map[string]any{mdCommonUtils, remoteUser("vscode")}},
+	// The earlier java image, Java 17 on bullseye (the try-java Dockerfile
+	// with VARIANT 17-bullseye): SDKMAN for its Maven step, nvm for its
+	// Node.js step, user vscode.
+	{Ref: "mcr.microsoft.com/vscode/devcontainers/java:0-17-bullseye", User: "vscode", SDKMAN: true, NVM: true, Env: envNVM,
+		Metadata: []map[string]any{mdCommonUtils, remoteUser("vscode")}},
+	// The earlier python-3 image, Python 3 (the ml-for-beginners
+	// Dockerfile with VARIANT 3): as python:0-3.9-bullseye.
+	{Ref: "mcr.microsoft.com/vscode/devcontainers/python:0-3", User: "vscode", Stubs: stubsPython, NVM: true, Env: envNVM,
+		Metadata: []map[string]any{mdCommonUtils, remoteUser("vscode")}},
+	// Discourse's development image (discourse): Debian with Ruby, Node.js,
+	// PostgreSQL and Redis, the user discourse, no devcontainer.metadata
+	// label.
+	{Ref: "docker.io/discourse/discourse_dev:20241111-0710", User: "discourse", Stubs: stubsRuby},
+	// Coder's dogfood image (coder): Ubuntu with Go and Node.js, the user
+	// coder, no devcontainer.metadata label.
+	{Ref: "codercom/oss-dogfood:latest", User: "coder"},
 	// Docker Hub's node:20 (the claude-code Dockerfile): user node, no label.
 	{Ref: "node:20", User: "node", Stubs: stubsNode},
 	// Docker Hub's node:10 (the try-node Dockerfile): user node, no label.
@@ -389,6 +436,11 @@ func (s standIn) dockerfile() (string, error) {
 	var b strings.Builder
 	fmt.Fprintf(&b, "FROM %s\n", DevcontainerBaseRef)
 	var run []string
+	if len(s.Packages) > 0 {
+		run = append(run, "apt-get update",
+			"DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "+strings.Join(s.Packages, " "),
+			"rm -rf /var/lib/apt/lists/*")
+	}
 	if s.User != "" {
 		run = append(run, "useradd --create-home --uid 1000 --user-group --groups sudo --shell /bin/bash "+s.User)
 	}
@@ -401,6 +453,10 @@ func (s standIn) dockerfile() (string, error) {
 	if s.NVM {
 		run = append(run, "mkdir -p /usr/local/share/nvm",
 			writeLines("/usr/local/share/nvm/nvm.sh", "# hutch test stand-in for nvm: reports its arguments and succeeds.", `nvm() { echo "nvm (hutch stand-in) $*" >&2; }`))
+	}
+	if s.SDKMAN {
+		run = append(run, "mkdir -p /usr/local/sdkman/bin",
+			writeLines("/usr/local/sdkman/bin/sdkman-init.sh", "# hutch test stand-in for SDKMAN: reports its arguments and succeeds.", `sdk() { echo "sdk (hutch stand-in) $*" >&2; }`))
 	}
 	if len(run) > 0 {
 		fmt.Fprintf(&b, "RUN %s\n", strings.Join(run, " \\\n && "))

@@ -97,6 +97,12 @@ func TestDevcontainerStandIns(t *testing.T) {
 			if s.NVM {
 				script.WriteString(". /usr/local/share/nvm/nvm.sh && nvm install lts\n")
 			}
+			if s.SDKMAN {
+				script.WriteString(". /usr/local/sdkman/bin/sdkman-init.sh && sdk install maven\n")
+			}
+			for _, p := range s.Packages {
+				fmt.Fprintf(&script, "dpkg-query -W %s >/dev/null\n", p)
+			}
 			out, errOut, code := RunContainer(t, cli, s.Ref, label, "sh", "-c", script.String())
 			if code != 0 {
 				t.Fatalf("checks in %s: exit %d, stdout %q, stderr %q", s.Ref, code, out, errOut)
@@ -114,6 +120,9 @@ func TestDevcontainerStandIns(t *testing.T) {
 			}
 			if s.NVM && !strings.Contains(errOut, "nvm (hutch stand-in) install lts") {
 				t.Errorf("nvm: stderr %q", errOut)
+			}
+			if s.SDKMAN && !strings.Contains(errOut, "sdk (hutch stand-in) install maven") {
+				t.Errorf("sdk: stderr %q", errOut)
 			}
 		})
 	}

@@ -94,6 +94,12 @@ func TestResolve_Corpus(t *testing.T) {
 		"puppeteer":  {want: g("docker-in-docker:1", "node:1")},
 		"rails":      {want: g("github-cli:1", "node:1")},
 		"typescript": {want: g("go:1")},
+
+		// One feature each.
+		"anthropic-sdk-typescript": {want: g("node:1")},
+		"coder":                    {want: g("docker-in-docker:2")},
+		"devcontainers-cli":        {want: g("docker-in-docker:2")},
+		"gh-cli":                   {want: g("sshd:1")},
 	}
 
 	// Every corpus entry with features is here.
