@@ -114,6 +114,12 @@ var differences = []allowed{
 				// A compose file's workspace: the reference leaves it to
 				// the service; hutch mounts the project there too.
 				return !d.RefHas && d.Hutch == "bind "+c.project
+			case d.Field == "mount" && ws != "" && d.RefHas && !d.HutchHas && strings.HasPrefix(d.Key, ws+"/"):
+				// A mount the file puts below ${containerWorkspaceFolder}:
+				// hutch's is below the project's own path.
+				return c.hutchMounts()[c.project+strings.TrimPrefix(d.Key, ws)] == d.Ref
+			case d.Field == "mount" && ws != "" && !d.RefHas && d.HutchHas && strings.HasPrefix(d.Key, c.project+"/"):
+				return c.ref.effective().mounts[ws+strings.TrimPrefix(d.Key, c.project)] == d.Hutch
 			}
 			return d.RefHas && d.HutchHas && ws != "" && strings.ReplaceAll(d.Ref, ws, c.project) == d.Hutch
 		},
@@ -175,6 +181,14 @@ var differences = []allowed{
 			return !c.hutch.Applied && slices.ContainsFunc(c.hutch.Notes, func(n string) bool {
 				return strings.Contains(n, "is not applied: Refusing to mount /var/run/docker.sock at /var/run/docker.sock")
 			})
+		},
+	},
+	{
+		what: "postAttachCommand",
+		why:  "an editor runs it each time it attaches; hutch has no such moment (every command is its own), so it is not run and config does not list it (a note says so); the reference lists it with the other lifecycle commands",
+		doc:  docDifferences,
+		explains: func(c *comparison, d difference) bool {
+			return d.Field == "lifecycle" && d.Key == "postAttachCommand" && d.RefHas && !d.HutchHas
 		},
 	},
 	{
@@ -431,6 +445,16 @@ func readConfiguration(cli, dir, config string, env []string, merged bool) ([]by
 	return stdout.Bytes(), nil
 }
 
+// hutchMounts maps each target hutch mounts to "type source", as diff
+// writes them.
+func (c *comparison) hutchMounts() map[string]string {
+	h := map[string]string{}
+	for _, m := range c.hutch.Mounts {
+		h[m.Target] = m.Type + " " + m.Source
+	}
+	return h
+}
+
 // diff lists every difference between the two sides of c.
 func diff(c *comparison) []difference {
 	var out []difference
@@ -458,10 +482,7 @@ func diff(c *comparison) []difference {
 			add(part.field, k, rv, hv, rok, hok)
 		}
 	}
-	h := map[string]string{}
-	for _, m := range c.hutch.Mounts {
-		h[m.Target] = m.Type + " " + m.Source
-	}
+	h := c.hutchMounts()
 	for _, k := range sortedUnion(r.mounts, h) {
 		rv, rok := r.mounts[k]
 		hv, hok := h[k]
