@@ -19,6 +19,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/hutchsandbox/hutch/internal/errdefs"
 	"github.com/hutchsandbox/hutch/internal/sandbox"
 )
 
@@ -222,7 +223,7 @@ type runtimeCollector struct {
 	mode   sandbox.Kind
 	source func(ctx context.Context) (Runtimes, error)
 
-	up, runtimes, cpu, mem, memLimit, pids, pidsLimit, cpuLimit *prometheus.Desc
+	up, unread, runtimes, cpu, mem, memLimit, pids, pidsLimit, cpuLimit *prometheus.Desc
 }
 
 func newRuntimeCollector(mode sandbox.Kind, source func(ctx context.Context) (Runtimes, error)) *runtimeCollector {
@@ -232,6 +233,7 @@ func newRuntimeCollector(mode sandbox.Kind, source func(ctx context.Context) (Ru
 	return &runtimeCollector{
 		mode: mode, source: source,
 		up:        prometheus.NewDesc("hutch_runtimes_up", "1 when the mode's runtimes could be listed at this scrape (its engine, cluster or VM manager answered), 0 when not: hutch_runtimes and the per-runtime series are then missing.", []string{"mode"}, nil),
+		unread:    prometheus.NewDesc("hutch_runtimes_unread", "Running runtimes whose resource use could not be read at this scrape (their engine or agent did not answer in time), and so have no per-runtime series in it.", []string{"mode"}, nil),
 		runtimes:  prometheus.NewDesc("hutch_runtimes", "Managed runtimes by state.", []string{"mode", "state"}, nil),
 		cpu:       per("hutch_runtime_cpu_seconds_total", "CPU time a running runtime has used since it started (rate() of it is CPUs busy; it starts again from 0 when the runtime is re-created)."),
 		cpuLimit:  per("hutch_runtime_cpu_limit", "The CPUs a running runtime may use (its limit in force, boosts included); absent when unlimited."),
@@ -243,7 +245,7 @@ func newRuntimeCollector(mode sandbox.Kind, source func(ctx context.Context) (Ru
 }
 
 func (c *runtimeCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.up, c.runtimes, c.cpu, c.cpuLimit, c.mem, c.memLimit, c.pids, c.pidsLimit} {
+	for _, d := range []*prometheus.Desc{c.up, c.unread, c.runtimes, c.cpu, c.cpuLimit, c.mem, c.memLimit, c.pids, c.pidsLimit} {
 		ch <- d
 	}
 }
@@ -276,9 +278,12 @@ func (c *runtimeCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(c.runtimes, prometheus.GaugeValue, float64(n), mode, string(state))
 	}
 	// Each running runtime is read once, readParallel at a time; one
-	// that stopped since the listing, or cannot be read within the
-	// budget, is left out.
-	var mu sync.Mutex
+	// that stopped since the listing is left out, one that cannot be read
+	// within the budget is counted in hutch_runtimes_unread.
+	var (
+		mu     sync.Mutex
+		unread int
+	)
 	sem := make(chan struct{}, readParallel)
 	var wg sync.WaitGroup
 	for _, st := range running {
@@ -286,19 +291,26 @@ func (c *runtimeCollector) Collect(ch chan<- prometheus.Metric) {
 			select {
 			case sem <- struct{}{}:
 			case <-ctx.Done():
+				mu.Lock()
+				unread++
+				mu.Unlock()
 				return
 			}
 			defer func() { <-sem }()
 			u, err := rts.Usage(ctx, st.OfficeKey)
-			if err != nil {
-				return
-			}
 			mu.Lock()
 			defer mu.Unlock()
-			c.usage(ch, mode, st, u)
+			switch {
+			case errdefs.IsNotFound(err): // stopped since the listing
+			case err != nil:
+				unread++
+			default:
+				c.usage(ch, mode, st, u)
+			}
 		})
 	}
 	wg.Wait()
+	ch <- prometheus.MustNewConstMetric(c.unread, prometheus.GaugeValue, float64(unread), mode)
 }
 
 // usage sends one running runtime's series.

@@ -16,8 +16,9 @@ import (
 	"github.com/hutchsandbox/hutch/internal/testenv"
 )
 
-// runtimes are two running runtimes and a stopped one; the second
-// cannot be read (it stopped between the listing and its reading).
+// runtimes are three running runtimes and a stopped one; the second
+// stopped between the listing and its reading, the third's engine does
+// not answer.
 type runtimes struct{}
 
 func (runtimes) List(context.Context) ([]sandbox.Status, error) {
@@ -25,12 +26,16 @@ func (runtimes) List(context.Context) ([]sandbox.Status, error) {
 		{OfficeKey: "v1-web-a-0123456789abcdef", State: sandbox.StateRunning, Limits: sandbox.Limits{CPUs: 1.5, MemoryBytes: 1 << 30, Pids: 512}},
 		{OfficeKey: "v1-web-b-0123456789abcdef", State: sandbox.StateRunning},
 		{OfficeKey: "v1-web-c-0123456789abcdef", State: sandbox.StateStopped},
+		{OfficeKey: "v1-web-d-0123456789abcdef", State: sandbox.StateRunning},
 	}, nil
 }
 
 func (runtimes) Usage(_ context.Context, key string) (sandbox.Usage, error) {
-	if key != "v1-web-a-0123456789abcdef" {
+	switch key {
+	case "v1-web-b-0123456789abcdef":
 		return sandbox.Usage{}, errdefs.New(errdefs.ErrNotFound, "not running")
+	case "v1-web-d-0123456789abcdef":
+		return sandbox.Usage{}, errdefs.New(errdefs.ErrUnavailable, "the engine did not answer")
 	}
 	return sandbox.Usage{Instance: "c1", CPU: 2500 * time.Millisecond, Memory: 8 << 20, MemoryLimit: 1 << 30, Pids: 3, PidsLimit: 512}, nil
 }
@@ -70,7 +75,8 @@ func TestSet_ExposesCommandsEventsAndRuntimes(t *testing.T) {
 		`hutch_runtime_events_total{event="created",mode="image"} 1`,
 		`hutch_runtime_events_total{event="idle_stop",mode="image"} 2`,
 		`hutch_runtimes_up{mode="image"} 1`,
-		`hutch_runtimes{mode="image",state="running"} 2`,
+		`hutch_runtimes{mode="image",state="running"} 3`,
+		`hutch_runtimes_unread{mode="image"} 1`,
 		`hutch_runtimes{mode="image",state="stopped"} 1`,
 		`hutch_egress_placeholders_total{kind="substituted",reason=""} 1`,
 		`hutch_egress_placeholders_total{kind="refused",reason="host not listed for this secret"} 1`,
@@ -91,7 +97,7 @@ func TestSet_ExposesCommandsEventsAndRuntimes(t *testing.T) {
 		}
 	}
 	// A runtime that is not read, or not running, has no series.
-	for _, absent := range []string{`office_key="v1-web-b-`, `office_key="v1-web-c-`, `surface="mcp"`} {
+	for _, absent := range []string{`office_key="v1-web-b-`, `office_key="v1-web-c-`, `office_key="v1-web-d-`, `surface="mcp"`} {
 		if strings.Contains(body, absent) {
 			t.Errorf("metrics have %s", absent)
 		}
