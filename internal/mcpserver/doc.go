@@ -17,6 +17,12 @@
 // answers a line that is not a JSON-RPC message itself and keeps serving,
 // where the SDK's transport would end the session.
 //
+// bash reports progress to a client that gave the call a progress token:
+// the output's byte count and its last line, at most once per
+// ProgressInterval (progress.go). A client's notifications/cancelled
+// cancels the call's context, and with it the command, whose process
+// group the runtime kills as a timeout does.
+//
 // The stdio server is `hutch mcp` (package cli): New's server, or Proxy's
 // when a daemon serves the state dir, or Refusing's when hutch cannot
 // serve at all, each run on StdioTransport. HTTPHandler serves streamable

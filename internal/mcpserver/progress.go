@@ -36,9 +36,6 @@ const (
 	tailKeep = 512
 )
 
-// progressInterval is ProgressInterval; tests shorten it.
-var progressInterval = ProgressInterval
-
 // outputWatch counts a command's output and keeps the end of each
 // stream, in fixed memory, for the progress messages.
 type outputWatch struct {
@@ -153,10 +150,13 @@ func startProgress(ctx context.Context, session *mcp.ServerSession, token any, l
 	p := &progress{watch: newOutputWatch(), cancel: cancel, done: make(chan struct{})}
 	go func() {
 		defer close(p.done)
-		t := time.NewTicker(progressInterval)
+		// The wait starts again after each notification is sent: a slow
+		// client holds this goroutine, never the command, and two
+		// notifications are never closer than ProgressInterval.
+		t := time.NewTimer(ProgressInterval)
 		defer t.Stop()
 		var sent int64
-		for {
+		for ; ; t.Reset(ProgressInterval) {
 			select {
 			case <-ctx.Done():
 				return
@@ -167,8 +167,6 @@ func startProgress(ctx context.Context, session *mcp.ServerSession, token any, l
 				continue // nothing new: progress must increase
 			}
 			sent = total
-			// A slow client holds this goroutine, never the command: the
-			// ticker drops the ticks missed meanwhile.
 			err := session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{
 				ProgressToken: token,
 				Progress:      float64(total),
