@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -298,5 +299,37 @@ func TestProxy_ProgressAndCancel(t *testing.T) {
 	waitGone(t, pid)
 	if res := call(t, cs, "bash", map[string]any{"command": "echo next"}); res.IsError || textOf(t, res) != "next" {
 		t.Errorf("the call after the cancelled one: IsError %v, %q", res.IsError, textOf(t, res))
+	}
+}
+
+// TestBash_CancelWhileWaiting: a call cancelled while it waits for its
+// conversation's turn (another command runs) never runs, and the running
+// command is left alone.
+func TestBash_CancelWhileWaiting(t *testing.T) {
+	e := newHostEnv(t)
+	cs := connect(t, mcpserver.New(e.svc, sandbox.DefaultMode, e.addr, "", nil))
+	first := make(chan *mcp.CallToolResult, 1)
+	go func() {
+		res, _ := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "bash", Arguments: map[string]any{"command": startChild + "; echo done"}})
+		first <- res
+	}()
+	pid := childPID(t, e.officeDir(e.addr))
+
+	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	defer cancel()
+	if _, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "bash", Arguments: map[string]any{"command": "touch waited"}}); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("the waiting call: %v, want it to give up", err)
+	}
+	if !alive(pid) {
+		t.Fatal("cancelling the waiting call killed the running command")
+	}
+	if err := syscall.Kill(pid, syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if res := <-first; res == nil || res.IsError || textOf(t, res) != "started\ndone" {
+		t.Fatalf("the running command: %+v", res)
+	}
+	if res := call(t, cs, "bash", map[string]any{"command": "sleep 0.5; ls"}); res.IsError || strings.Contains(textOf(t, res), "waited") {
+		t.Errorf("the cancelled call ran: IsError %v, %q", res.IsError, textOf(t, res))
 	}
 }
