@@ -177,8 +177,8 @@ func TestBrowser_ImageMode(t *testing.T) {
 	if row := b.text(runtimeRow); !strings.Contains(row, "running (boosted)") {
 		t.Errorf("home's runtime row after the boost: %q", row)
 	}
-	if cpus, mem := cell("CPU limit"), cell("Memory limit"); cpus != "1" || mem != "1.5 GiB" {
-		t.Errorf("home shows the boosted runtime with %q CPUs and %q of memory, want 1 and 1.5 GiB", cpus, mem)
+	if limits, want := cell("Limits"), "1 CPU, 1.5 GiB of memory, 1024 processes"; limits != want {
+		t.Errorf("home shows the boosted runtime's limits as %q, want %q", limits, want)
 	}
 	testenv.Screenshot(t, b.ctx, "image-boosted")
 

@@ -126,8 +126,12 @@ func listProjects(ctx context.Context) ([]projectRow, string, error) {
 		if len(c.Names) > 0 {
 			name = strings.TrimPrefix(c.Names[0], "/")
 		}
+		status := c.Status
+		if strings.EqualFold(status, string(c.State)) {
+			status = "" // "created (Created)" says it twice
+		}
 		rows = append(rows, projectRow{
-			Name: name, Project: c.Labels[project.LabelProject], State: string(c.State), Status: c.Status,
+			Name: name, Project: c.Labels[project.LabelProject], State: string(c.State), Status: status,
 			// Podman reports short names fully qualified.
 			Image:   strings.TrimPrefix(c.Image, "docker.io/library/"),
 			Created: time.Unix(c.Created, 0),

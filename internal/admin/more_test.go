@@ -85,7 +85,7 @@ func TestMigrations_PendingWithFixes(t *testing.T) {
 		"<td>needs-owner</td>",
 		"With the daemon stopped, name its platform: <code>hutch office claim 12345 <platform></code>; the next start (or hutch migrate) moves it to its office.",
 		// A path wraps after its slashes only.
-		`<code class="path">` + strings.ReplaceAll(filepath.Join(ws, "12345"), "/", "/<wbr>") + "</code>",
+		`<code class="path">` + string(wrapPath(filepath.Join(ws, "12345"))) + "</code>",
 		// failed
 		`<th scope="row"><code>C9LOST</code></th>`,
 		"<td>failed</td>",

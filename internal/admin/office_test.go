@@ -89,3 +89,32 @@ func TestOfficePage_Runtime(t *testing.T) {
 		t.Errorf("the office page without a runtime:\n%s", page)
 	}
 }
+
+// TestWrapPath: a path may wrap after a slash, never inside a name, and
+// stays escaped.
+func TestWrapPath(t *testing.T) {
+	got := string(wrapPath("/srv/ws/v1-web-a&b"))
+	want := `/<wbr><span class="seg">srv</span>/<wbr><span class="seg">ws</span>/<wbr><span class="seg">v1-web-a&amp;b</span>`
+	if got != want {
+		t.Errorf("wrapPath: %s, want %s", got, want)
+	}
+}
+
+// TestByteSizeAndAgo: sizes and times read as a person writes them.
+func TestByteSizeAndAgo(t *testing.T) {
+	for n, want := range map[float64]string{
+		512: "512 B", 1536 << 20: "1.5 GiB", 1 << 30: "1 GiB", 1020 << 20: "1020 MiB", 5.168 * (1 << 20): "5.17 MiB", 256 << 20: "256 MiB",
+	} {
+		if got := byteSize(n); got != want {
+			t.Errorf("byteSize(%v) = %q, want %q", n, got, want)
+		}
+	}
+	for d, want := range map[time.Duration]string{
+		-time.Second: "0 s ago", 40 * time.Second: "40 s ago", 12*time.Minute + 5*time.Second: "12 min ago",
+		3*time.Hour + 5*time.Minute: "3 h 5 min ago", 73 * time.Hour: "3 days ago",
+	} {
+		if got := ago(d); got != want {
+			t.Errorf("ago(%s) = %q, want %q", d, got, want)
+		}
+	}
+}

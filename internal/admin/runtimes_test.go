@@ -60,12 +60,12 @@ func TestHome_IdleStopAndRecreated(t *testing.T) {
 		t.Errorf("no idle stop and last re-created columns:\n%s", body)
 	}
 	for name, want := range map[string]string{
-		"soon":    "<td>in 7m12s</td>\n  <td>3m0s ago: what it was built from changed (mounts)</td>",
+		"soon":    "<td>in 7m12s</td>\n  <td>3 min ago: what it was built from changed (mounts)</td>",
 		"due":     "<td>now</td>\n  <td>-</td>",
 		"busy":    "<td>busy</td>\n  <td>-</td>",
 		"stopped": "<td>-</td>\n  <td>-</td>",
 	} {
-		_, rest, ok := strings.Cut(body, `<code class="id" title="`+name+`">`+name+"</code></th>")
+		_, rest, ok := strings.Cut(body, `<code class="id muted" title="`+name+`">`+name+"</code></th>")
 		if row, _, _ := strings.Cut(rest, "</tr>"); !ok || !strings.Contains(row, want) {
 			t.Errorf("runtime %s: want %q in its row:\n%s", name, want, row)
 		}

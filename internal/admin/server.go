@@ -85,7 +85,16 @@ func New(o Options) (*Server, error) {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	pages, err := template.New("").Funcs(funcs).ParseFS(assets, "templates/*.html")
+	now := o.Now
+	pages, err := template.New("").Funcs(funcs).Funcs(template.FuncMap{
+		// since is on the portal's clock, as idle stops and re-creations are.
+		"since": func(t time.Time) string {
+			if t.IsZero() {
+				return "-"
+			}
+			return ago(now().Sub(t))
+		},
+	}).ParseFS(assets, "templates/*.html")
 	if err != nil {
 		return nil, fmt.Errorf("admin templates: %w", err)
 	}

@@ -677,7 +677,11 @@ func renderChart(name string, now, started time.Time, limits sandbox.Limits, sam
 	type axis struct{ top, limit float64 }
 	scale := func(limit, peak float64) axis {
 		if limit > 0 {
-			return axis{top: math.Max(limit/limitAt, niceCeil(peak)), limit: limit}
+			top := limit / limitAt
+			if peak > top {
+				top = niceCeil(peak)
+			}
+			return axis{top: top, limit: limit}
 		}
 		return axis{top: niceCeil(math.Max(peak, 1))}
 	}

@@ -4,12 +4,11 @@ import (
 	"context"
 	"fmt"
 	"html/template"
+	"math"
 	"net/http"
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/docker/go-units"
 
 	"github.com/hutchsandbox/hutch/internal/egress"
 	"github.com/hutchsandbox/hutch/internal/errdefs"
@@ -21,42 +20,46 @@ import (
 )
 
 var funcs = template.FuncMap{
-	"join": strings.Join,
-	"since": func(t time.Time) string {
-		if t.IsZero() {
-			return "-"
-		}
-		return time.Since(t).Round(time.Second).String() + " ago"
-	},
-	"bytes": func(n int64) string {
-		if n <= 0 {
-			return "-"
-		}
-		return byteSize(float64(n))
-	},
-	"cpus": func(f float64) string {
-		if f <= 0 {
-			return "-"
-		}
-		return strconv.FormatFloat(f, 'f', -1, 64)
-	},
-	"pids": func(n int64) string {
-		if n <= 0 {
-			return "-"
-		}
-		return strconv.FormatInt(n, 10)
-	},
-	"limits":    limitsLine,
-	"path":      wrapPath,
-	"idleStop":  idleStop,
-	"recreated": recreated,
+	"join":       strings.Join,
+	"since":      func(time.Time) string { return "-" }, // each Server's own clock replaces it (New)
+	"limits":     limitsLine,
+	"limitParts": limitParts,
+	"path":       wrapPath,
+	"idleStop":   idleStop,
+	"recreated":  recreated,
 }
 
 // byteSize renders a size in binary units, three digits at most, with
 // a space: "1 GiB", "1.5 GiB", "5.17 MiB". Every size the pages show
 // goes through it, so one runtime's memory reads the same everywhere.
 func byteSize(n float64) string {
-	return units.CustomSize("%.3g %s", n, 1024, []string{"B", "KiB", "MiB", "GiB", "TiB", "PiB"})
+	unit := 0
+	for n >= 1024 && unit < len(byteUnits)-1 {
+		n /= 1024
+		unit++
+	}
+	if n >= 100 { // whole units: 1020 MiB, never 1.02e+03 MiB
+		return strconv.FormatFloat(math.Round(n), 'f', -1, 64) + " " + byteUnits[unit]
+	}
+	return strconv.FormatFloat(n, 'g', 3, 64) + " " + byteUnits[unit]
+}
+
+var byteUnits = []string{"B", "KiB", "MiB", "GiB", "TiB", "PiB"}
+
+// ago says how long ago something happened, as precisely as a person
+// reading a table wants it: "40 s ago", "12 min ago", "3 h 5 min ago",
+// "4 days ago".
+func ago(d time.Duration) string {
+	d = max(d, 0)
+	switch {
+	case d < time.Minute:
+		return fmt.Sprintf("%d s ago", int(d/time.Second))
+	case d < time.Hour:
+		return fmt.Sprintf("%d min ago", int(d/time.Minute))
+	case d < 48*time.Hour:
+		return fmt.Sprintf("%d h %d min ago", int(d/time.Hour), int(d%time.Hour/time.Minute))
+	}
+	return fmt.Sprintf("%d days ago", int(d/(24*time.Hour)))
 }
 
 // wrapPath escapes a path for a page with a line-break opportunity
@@ -64,15 +67,20 @@ func byteSize(n float64) string {
 // a name.
 func wrapPath(p string) template.HTML {
 	parts := strings.Split(p, "/")
-	for i := range parts {
-		parts[i] = template.HTMLEscapeString(parts[i])
+	for i, part := range parts {
+		if part != "" {
+			parts[i] = `<span class="seg">` + template.HTMLEscapeString(part) + "</span>"
+		}
 	}
 	return template.HTML(strings.Join(parts, "/<wbr>")) //nolint:gosec // G203: every part is escaped above
 }
 
 // limitsLine renders a runtime's limits in full: "0.5 CPUs, 1 GiB of
 // memory, 1024 processes"; an unset one is "no … limit".
-func limitsLine(l sandbox.Limits) string {
+func limitsLine(l sandbox.Limits) string { return strings.Join(limitParts(l), ", ") }
+
+// limitParts are limitsLine's parts, which a table keeps each on a line.
+func limitParts(l sandbox.Limits) []string {
 	parts := []string{"no CPU limit", "no memory limit", "no process limit"}
 	if l.CPUs > 0 {
 		parts[0] = sandbox.CPUCount(l.CPUs)
@@ -83,7 +91,7 @@ func limitsLine(l sandbox.Limits) string {
 	if l.Pids > 0 {
 		parts[2] = strconv.FormatInt(l.Pids, 10) + " processes"
 	}
-	return strings.Join(parts, ", ")
+	return parts
 }
 
 // idleStop says when a runtime stops for idling: "in 7m12s", "now" once
@@ -109,11 +117,11 @@ func recreated(st sandbox.Status, now time.Time) string {
 	if st.Recreated.IsZero() {
 		return "-"
 	}
-	ago := max(now.Sub(st.Recreated).Round(time.Second), 0).String() + " ago"
+	when := ago(now.Sub(st.Recreated))
 	if st.RecreatedBecause == "" {
-		return ago
+		return when
 	}
-	return ago + ": " + st.RecreatedBecause
+	return when + ": " + st.RecreatedBecause
 }
 
 // officeRow is one office on the home page.
