@@ -57,7 +57,29 @@ type Ref struct {
 	Path string
 	// URL is a tarball's address.
 	URL string
+	// Retired: ID is the bare name of a feature once bundled with the
+	// editor, read as the ghcr.io feature that replaced it.
+	Retired bool
 }
+
+// retiredFeatures maps the bare names of the features once bundled with
+// the editor (a form real files still use) to the ghcr.io features that
+// replaced them, version 1, as the reference CLI reads them. Other bare
+// names (gradle, maven, jupyterlab became options of java and python)
+// stay refused.
+var retiredFeatures = map[string]string{
+	"aws-cli": "aws-cli", "azure-cli": "azure-cli", "desktop-lite": "desktop-lite",
+	"docker-in-docker": "docker-in-docker", "docker-from-docker": "docker-from-docker",
+	"dotnet": "dotnet", "git": "git", "git-lfs": "git-lfs", "github-cli": "github-cli",
+	"java": "java", "kubectl-helm-minikube": "kubectl-helm-minikube", "node": "node",
+	"powershell": "powershell", "python": "python", "ruby": "ruby", "rust": "rust",
+	"sshd": "sshd", "terraform": "terraform",
+	"golang": "go", "common": "common-utils",
+}
+
+// retiredIntoOptions are the bundled features that became options of
+// another feature.
+var retiredIntoOptions = map[string]string{"gradle": "java", "maven": "java", "jupyterlab": "python"}
 
 // Name is the feature's own name: the last component of its repository
 // or folder, or <name> of devcontainer-feature-<name>.tgz.
@@ -214,7 +236,13 @@ func parseOCI(id string, bad func(string, ...any) (Ref, error)) (Ref, error) {
 		r.Tag = "latest"
 	}
 	parts := strings.Split(resource, "/")
+	if now, ok := retiredFeatures[s]; ok {
+		return Ref{ID: id, Kind: OCI, Registry: "ghcr.io", Repository: "devcontainers/features/" + now, Tag: "1", Retired: true}, nil
+	}
 	if len(parts) == 1 {
+		if into, ok := retiredIntoOptions[parts[0]]; ok {
+			return bad("a bare name is the retired form of the bundled features, and %s is now an option of ghcr.io/devcontainers/features/%s:1; use that feature and its option", parts[0], into)
+		}
 		return bad("a bare name is the retired form of the bundled features; write the OCI reference, e.g. ghcr.io/devcontainers/features/%s:1", parts[0])
 	}
 	registry := parts[0]

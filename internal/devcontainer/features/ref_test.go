@@ -77,6 +77,22 @@ func TestParseRef(t *testing.T) {
 			reference: "registry.example.com:8443/team/tools/deep/feature-x:2",
 		},
 		{
+			// The bare names once bundled with the editor are read as
+			// the reference CLI reads them.
+			id:        "docker-in-docker",
+			want:      features.Ref{Kind: features.OCI, Registry: "ghcr.io", Repository: "devcontainers/features/docker-in-docker", Tag: "1", Retired: true},
+			name:      "docker-in-docker",
+			resource:  "ghcr.io/devcontainers/features/docker-in-docker",
+			reference: "ghcr.io/devcontainers/features/docker-in-docker:1",
+		},
+		{
+			id:        "golang",
+			want:      features.Ref{Kind: features.OCI, Registry: "ghcr.io", Repository: "devcontainers/features/go", Tag: "1", Retired: true},
+			name:      "go",
+			resource:  "ghcr.io/devcontainers/features/go",
+			reference: "ghcr.io/devcontainers/features/go:1",
+		},
+		{
 			id:       "./rust",
 			want:     features.Ref{Kind: features.Local, Path: "rust"},
 			name:     "rust",
@@ -106,7 +122,9 @@ func TestParseRef(t *testing.T) {
 		{id: "file:///etc/devcontainer-feature-x.tgz", wantErr: "not file"},
 		{id: "https://example.com/feature.tgz", wantErr: "must be named devcontainer-feature-<name>.tgz"},
 		{id: "https://user:secret@example.com/devcontainer-feature-go.tgz", wantErr: "carries credentials"},
-		{id: "node", wantErr: "feature node: a bare name is the retired form of the bundled features; write the OCI reference, e.g. ghcr.io/devcontainers/features/node:1"},
+		{id: "maven", wantErr: "feature maven: a bare name is the retired form of the bundled features, and maven is now an option of ghcr.io/devcontainers/features/java:1; use that feature and its option"},
+		{id: "fish", wantErr: "feature fish: a bare name is the retired form of the bundled features; write the OCI reference, e.g. ghcr.io/devcontainers/features/fish:1"},
+		{id: "node:1", wantErr: "feature node:1: a bare name is the retired form"},
 		{id: "devcontainers/features/node:1", wantErr: `"devcontainers" is not a registry`},
 		{id: "ghcr.io/node:1", wantErr: "needs a namespace"},
 		{id: "ghcr.io/devcontainers/features/node@sha256:abc", wantErr: "@sha256:<64 hex digits>"},

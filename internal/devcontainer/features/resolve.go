@@ -87,6 +87,9 @@ func Resolve(ctx context.Context, src Source, cfg *devcontainer.Config) (*Plan, 
 		if err != nil {
 			return nil, err
 		}
+		if ref.Retired {
+			r.notes = append(r.notes, fmt.Sprintf("Feature %s: a bare name is the retired form of the bundled features; it is read as %s, as the reference CLI reads it. Write that reference instead.", f.ID, ref.Reference()))
+		}
 		work = append(work, item{ref: ref, options: f.Options, parent: -1})
 	}
 	for len(work) > 0 {

@@ -106,6 +106,14 @@ func TestResolve(t *testing.T) {
 			want:     []string{"./local", "ghcr.io/a/f/zz:1", "ghcr.io/x/f/alpha:1", "ghcr.io/x/f/zeta:1", "https://h/devcontainer-feature-t.tgz"},
 		},
 		{
+			name:     "retired_bare_name_read_as_the_reference_cli_does",
+			meta:     map[string]string{"ghcr.io/devcontainers/features/node:1": plain},
+			features: []string{"node"},
+			want:     []string{"node"},
+			notes:    []string{"Feature node: a bare name is the retired form of the bundled features; it is read as ghcr.io/devcontainers/features/node:1, as the reference CLI reads it. Write that reference instead."},
+			fetched:  []string{"ghcr.io/devcontainers/features/node:1"},
+		},
+		{
 			name:     "installs_after",
 			meta:     map[string]string{a: `{"installsAfter": ["ghcr.io/x/f/b"]}`, b: plain},
 			features: []string{a, b},
@@ -341,9 +349,9 @@ func TestResolve_Errors(t *testing.T) {
 		},
 		{
 			name:     "bad_ref",
-			features: []string{"node"},
+			features: []string{"maven"},
 			class:    errdefs.IsInvalid,
-			want:     "feature node: a bare name",
+			want:     "feature maven: a bare name",
 		},
 		{
 			name:     "option_with_nul",
