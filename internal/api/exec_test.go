@@ -137,7 +137,10 @@ func scrape(t *testing.T, ts *httptest.Server) string {
 }
 
 // TestExec_RefusalCounted: a command the policy refuses over /v1/exec is
-// counted as refused in /metrics, as one refused through the CLI or MCP.
+// counted as refused in /metrics, as one refused through the CLI or MCP,
+// and as a refusal of the API's for its reason, admission; a boost in a
+// mode without managed runtimes is not_supported; bad input and a
+// missing route are no refusals.
 func TestExec_RefusalCounted(t *testing.T) {
 	d := newHostDaemon(t, nil)
 	// An isolated conversation (the default) is refused in host mode.
@@ -145,8 +148,27 @@ func TestExec_RefusalCounted(t *testing.T) {
 	if code != 412 || !strings.Contains(body, "Sandbox 'host' cannot provide an isolated conversation office") {
 		t.Fatalf("exec: %d %s; want the isolation refusal", code, body)
 	}
-	if got, want := scrape(t, d.ts), `hutch_commands_total{mode="host",outcome="refused"} 1`; !strings.Contains(got, want) {
-		t.Errorf("metrics lack %s:\n%s", want, grepLines(got, "hutch_commands_total"))
+	if code, body := post(t, d.ts, "/v1/sandbox/boost", `{`+conv+`}`); code != 501 {
+		t.Errorf("boost in host mode: %d %s; want 501", code, body)
+	}
+	if code, _ := post(t, d.ts, "/v1/exec", `{"conversation":`); code != 400 {
+		t.Errorf("malformed exec: %d; want 400", code)
+	}
+	if code, _ := post(t, d.ts, "/v1/nothing", `{}`); code != 404 {
+		t.Errorf("no such route: %d; want 404", code)
+	}
+	got := scrape(t, d.ts)
+	for _, want := range []string{
+		`hutch_commands_total{mode="host",outcome="refused"} 1`,
+		`hutch_refusals_total{reason="admission",surface="api"} 1`,
+		`hutch_refusals_total{reason="not_supported",surface="api"} 1`,
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("metrics lack %s:\n%s", want, grepLines(got, "hutch_"))
+		}
+	}
+	if n := strings.Count(got, "hutch_refusals_total{"); n != 2 {
+		t.Errorf("%d refusal series, want 2:\n%s", n, grepLines(got, "hutch_refusals_total"))
 	}
 }
 
