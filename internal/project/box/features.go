@@ -86,6 +86,16 @@ func (b *Box) ensureFeatures(ctx context.Context, fs project.Features) (string, 
 		}
 	}
 	b.buildNotes = append(b.buildNotes, plan.Notes...)
+	for _, f := range plan.Features {
+		if f.Metadata.Entrypoint != "" {
+			// The entrypoints in the wild start what the sandbox does not
+			// grant or use: docker-in-docker's dockerd needs a privileged
+			// container, sshd serves an editor's connection.
+			b.buildNotes = append(b.buildNotes, fmt.Sprintf(
+				"Feature %s has an entrypoint (%q), which the sandbox does not run: its container runs hutch's agent and is never privileged. Run it yourself with hutch project exec if it works unprivileged.",
+				f.Ref.ID, f.Metadata.Entrypoint))
+		}
+	}
 
 	build := features.Build{
 		Base: base, ImageUser: imageUser,

@@ -36,7 +36,7 @@ func TestCLI_DevcontainerFeatures(t *testing.T) {
 		"devcontainer-feature.json": `{"id": "tool", "version": "1.0.0", "name": "tool",
 			"options": {"flavour": {"type": "string", "default": "plain"}},
 			"containerEnv": {"TOOL_HOME": "/opt/tool", "PATH": "/opt/tool/bin:${PATH}"},
-			"postStartCommand": "echo tool-post-start >> \"$LOG\""}`,
+			"postStartCommand": "echo tool-post-start >> \"$LOG\"", "entrypoint": "/usr/local/share/tool-init.sh"}`,
 		"install.sh": "#!/bin/sh\nset -e\nmkdir -p /opt/tool/bin\nprintf '#!/bin/sh\\necho tool %s\\n' \"$FLAVOUR\" > /opt/tool/bin/tool\nchmod 0755 /opt/tool/bin/tool\n" +
 			"echo \"$_REMOTE_USER $_CONTAINER_USER\" > /opt/tool/users\n",
 	})
@@ -64,6 +64,15 @@ func TestCLI_DevcontainerFeatures(t *testing.T) {
 	progress := b.up(t, "up")
 	if !strings.Contains(progress, "Installing features into "+project.FeaturesRepo+":") || !strings.Contains(progress, ": ghcr.io/devcontainers/features/tool:1, ./greeter…") {
 		t.Errorf("up does not say it installs the features, in order:\n%s", progress)
+	}
+	for _, want := range []string{
+		// A feature's commands are named by the feature.
+		"Running postStartCommand from the feature ghcr.io/devcontainers/features/tool:1 (in the image's devcontainer.metadata)…",
+		`Feature ghcr.io/devcontainers/features/tool:1 has an entrypoint ("/usr/local/share/tool-init.sh"), which the sandbox does not run`,
+	} {
+		if !strings.Contains(progress, want) {
+			t.Errorf("up does not say %q:\n%s", want, progress)
+		}
 	}
 
 	out, _ := f.mustHutch(t, "exec", "--", "sh", "-c", `tool; cat /opt/tool/users /opt/greeter-installed; echo "$TOOL_HOME $GREETER"; cat lifecycle.log`)
