@@ -102,12 +102,16 @@ into a sandbox.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
+	// hutch completion is hutch's own (bash, zsh and fish; its help says
+	// how to install each).
 	root.CompletionOptions.DisableDefaultCmd = true
 	pf := root.PersistentFlags()
 	pf.StringVar(&g.stateDir, "state-dir", "", "state directory (default $HUTCH_STATE_DIR or ~/.hutch)")
 	pf.StringVar(&g.workspace, "workspace", "", "workspace root holding the offices (default $HUTCH_WORKSPACE or <state-dir>/workspace)")
 	pf.StringVar(&g.logLevel, "log-level", "warn", "log detail on stderr: debug, info, warn or error")
-	root.AddCommand(newOfficeCmd(g), newDoorCmd(g), newVaultCmd(g), newExecCmd(g), newFilesCmd(g), newModesCmd(g), newSandboxCmd(g), newServeCmd(g), newMCPCmd(g), newDoctorCmd(g), newImageCmd(g), newMicrovmCmd(g), newKubeCmd(g), newAdminCmd(g), newMigrateCmd(g), newProjectCmd(g), newBridgeCmd(g), newAgentCmd(g))
+	root.AddCommand(newOfficeCmd(g), newDoorCmd(g), newVaultCmd(g), newExecCmd(g), newFilesCmd(g), newModesCmd(g), newSandboxCmd(g), newServeCmd(g), newMCPCmd(g), newDoctorCmd(g), newImageCmd(g), newMicrovmCmd(g), newKubeCmd(g), newAdminCmd(g), newMigrateCmd(g), newProjectCmd(g), newBridgeCmd(g), newAgentCmd(g),
+		newVersionCmd(g), newCompletionCmd(g))
+	registerCompletions(g, root)
 	return root
 }
 

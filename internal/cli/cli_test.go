@@ -67,7 +67,7 @@ func TestHelp_Golden(t *testing.T) {
 		{"project"}, {"project", "up"}, {"project", "shell"}, {"project", "exec"}, {"project", "status"}, {"project", "stop"}, {"project", "rebuild"}, {"project", "down"}, {"project", "settings"}, {"project", "settings", "set"}, {"project", "settings", "unset"}, {"project", "config"}, {"project", "trust"}, {"project", "worktree"}, {"project", "enable"}, {"project", "disable"}, {"project", "mcp"}, {"bridge"}, {"bridge", "serve"},
 		{"door"}, {"door", "set"}, {"sandbox"}, {"sandbox", "ls"}, {"sandbox", "status"}, {"sandbox", "stop"}, {"sandbox", "rm"},
 		{"sandbox", "boost"}, {"sandbox", "limits"}, {"sandbox", "network"}, {"sandbox", "settings"}, {"sandbox", "reconcile"}, {"vault"}, {"vault", "set"}, {"vault", "put-file"}, {"vault", "ls"}, {"vault", "rm"},
-		{"exec"}, {"files"}, {"files", "get"}, {"files", "put"}, {"files", "ls"}, {"modes"}, {"serve"}, {"mcp"}, {"doctor"}, {"image"}, {"image", "build"}, {"microvm"}, {"microvm", "image"}, {"microvm", "image", "build"}, {"kube"}, {"kube", "agent-image"}, {"admin"}, {"admin", "link"},
+		{"exec"}, {"files"}, {"files", "get"}, {"files", "put"}, {"files", "ls"}, {"modes"}, {"serve"}, {"mcp"}, {"doctor"}, {"image"}, {"image", "build"}, {"microvm"}, {"microvm", "image"}, {"microvm", "image", "build"}, {"kube"}, {"kube", "agent-image"}, {"admin"}, {"admin", "link"}, {"version"}, {"completion"},
 	}
 	for _, c := range commands {
 		name := "hutch"

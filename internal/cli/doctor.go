@@ -15,6 +15,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/hutchsandbox/hutch/internal/api"
 	"github.com/hutchsandbox/hutch/internal/engine"
 	"github.com/hutchsandbox/hutch/internal/microvm/assets"
 	"github.com/hutchsandbox/hutch/internal/microvm/qemu"
@@ -27,7 +28,8 @@ import (
 )
 
 func newDoctorCmd(g *globals) *cobra.Command {
-	return &cobra.Command{
+	var asJSON bool
+	cmd := &cobra.Command{
 		Use:   "doctor",
 		Short: "Check what this machine offers hutch, and which modes can run here",
 		Long: `Check the container engine (its version and the negotiated API version),
@@ -37,13 +39,30 @@ sandbox mode whether it can run here and, when not, why.
 Each line is ok, missing (not there; the reason says what needs it), bad
 (there but unusable) or no (a mode that cannot run here). Doctor changes
 nothing: it does not create the state dir or start anything, and it exits 0
-whatever it finds.`,
+whatever it finds.
+
+--json prints an array of {name, status, detail}, one per line of the
+report.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			checks := diagnose(cmd.Context(), g.doctorProbes())
+			if asJSON {
+				return printJSON(g.stdout, doctorChecks(checks))
+			}
 			return renderDoctor(g.stdout, checks)
 		},
 	}
+	jsonFlag(cmd, &asJSON)
+	return cmd
+}
+
+// doctorChecks is the report as hutch doctor --json prints it.
+func doctorChecks(checks []check) []api.DoctorCheck {
+	out := make([]api.DoctorCheck, 0, len(checks))
+	for _, c := range checks {
+		out = append(out, api.DoctorCheck{Name: c.Name, Status: c.Status, Detail: c.Reason})
+	}
+	return out
 }
 
 // engineInfo is what doctor reports of a connected engine.

@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/hutchsandbox/hutch/internal/api"
 	"github.com/hutchsandbox/hutch/internal/errdefs"
 	"github.com/hutchsandbox/hutch/internal/office"
 	"github.com/hutchsandbox/hutch/internal/service"
@@ -19,6 +20,7 @@ import (
 func newMigrateCmd(g *globals) *cobra.Command {
 	var (
 		dryRun    bool
+		asJSON    bool
 		platforms string
 		batch     int
 	)
@@ -55,13 +57,18 @@ conversation, and so do containers not managed by hutch that bind a
 raw-id path.
 
 --dry-run prints the plan and exits 1 when anything would stop the
-migration, 0 when it would run to the end.
+migration, 0 when it would run to the end. With --json the plan is one
+JSON object: {workspace, platforms, moves, steps, skipped, blockers}
+(docs/api.md, "Machine-readable output"), printed before the exit 1.
 
 Enabled platforms come from --platforms, else the "platforms" setting
 (hutch office platforms), else those recorded by the last migration.`,
-		Example: "  hutch migrate --dry-run --platforms slack,telegram\n  hutch migrate --workspace /srv/agents",
+		Example: "  hutch migrate --dry-run --platforms slack,telegram\n  hutch migrate --dry-run --json | jq .blockers\n  hutch migrate --workspace /srv/agents",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if asJSON && !dryRun {
+				return errdefs.New(errdefs.ErrInvalid, "--json goes with --dry-run: a migration prints only what it did")
+			}
 			svc, err := g.service()
 			if err != nil {
 				return err
@@ -75,10 +82,11 @@ Enabled platforms come from --platforms, else the "platforms" setting
 					return errdefs.New(errdefs.ErrFailedPrecondition, "A hutch daemon is serving this state dir; it migrated at its start. Stop it to run hutch migrate.")
 				}
 			}
-			return runMigrate(cmd.Context(), g, svc, service.MigrateOptions{Platforms: ps, DryRun: dryRun, Batch: batch}, true)
+			return runMigrate(cmd.Context(), g, svc, service.MigrateOptions{Platforms: ps, DryRun: dryRun, Batch: batch}, migrateOutput{verbose: true, json: asJSON})
 		},
 	}
 	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "print every move and every blocker; change nothing")
+	jsonFlag(cmd, &asJSON)
 	cmd.Flags().StringVar(&platforms, "platforms", "", "enabled platforms, comma-separated (slack,discord,telegram,github,web)")
 	// Moves per pair of journal writes; tests use small batches to stop a
 	// run between them.
@@ -96,9 +104,17 @@ func platformsFlag(s string) ([]office.Platform, error) {
 	return settings.ParsePlatforms(s)
 }
 
-// runMigrate migrates and reports. verbose prints the plan of a dry run
-// and a line when there was nothing to do (hutch serve stays quiet then).
-func runMigrate(ctx context.Context, g *globals, svc *service.Service, o service.MigrateOptions, verbose bool) error {
+// migrateOutput is how runMigrate reports.
+type migrateOutput struct {
+	// verbose prints a line when there was nothing to do (hutch serve
+	// stays quiet then).
+	verbose bool
+	// json prints a dry run's plan as api.MigratePlan.
+	json bool
+}
+
+// runMigrate migrates and reports; a dry run prints its plan.
+func runMigrate(ctx context.Context, g *globals, svc *service.Service, o service.MigrateOptions, how migrateOutput) error {
 	o.Hook = testHook(g)
 	o.Progress = func(done, total int) {
 		if total >= progressThreshold {
@@ -113,7 +129,11 @@ func runMigrate(ctx context.Context, g *globals, svc *service.Service, o service
 		if err != nil {
 			return err
 		}
-		if err := printPlan(g.stdout, svc, rep); err != nil {
+		show := printPlan
+		if how.json {
+			show = printPlanJSON
+		}
+		if err := show(g.stdout, svc, rep); err != nil {
 			return err
 		}
 		// A script (or an operator's && chain) must not take a plan that
@@ -132,7 +152,7 @@ func runMigrate(ctx context.Context, g *globals, svc *service.Service, o service
 	case moved > 0:
 		out.printf("Migrated %d conversation director%s to offices (%d finished from an interrupted run), %d vault and host state director%s.\n",
 			rep.Moved+rep.Recovered, plural(rep.Moved+rep.Recovered, "y", "ies"), rep.Recovered, rep.HostMoved, plural(rep.HostMoved, "y", "ies"))
-	case verbose:
+	case how.verbose:
 		out.println("Nothing to migrate: the workspace is on the office layout.")
 	}
 	if n := len(rep.Containers.Migrated) + len(rep.Containers.Resumed); n > 0 {
@@ -178,6 +198,24 @@ func printPlan(w io.Writer, svc *service.Service, rep service.MigrateReport) err
 		out.println("Nothing will move until every blocker is resolved.")
 	}
 	return out.err
+}
+
+// printPlanJSON prints the plan of a dry run as api.MigratePlan.
+func printPlanJSON(w io.Writer, svc *service.Service, rep service.MigrateReport) error {
+	out := api.MigratePlan{Workspace: svc.Layout().Workspace, Platforms: []string{}, Moves: []api.MigrateMove{},
+		Steps: []string{}, Skipped: []api.MigrateSkip{}, Blockers: []string{}}
+	for _, p := range rep.Platforms {
+		out.Platforms = append(out.Platforms, string(p))
+	}
+	for _, m := range rep.Plan.Moves {
+		out.Moves = append(out.Moves, api.MigrateMove{RawID: m.RawID, Platform: string(m.Owner), OfficeKey: string(m.Key), Source: m.Source, Target: m.Target})
+	}
+	out.Steps = append(out.Steps, rep.Plan.Steps()...)
+	for _, s := range rep.Plan.Skipped {
+		out.Skipped = append(out.Skipped, api.MigrateSkip{Name: s.Name, Reason: s.Reason})
+	}
+	out.Blockers = append(out.Blockers, rep.Plan.Blockers()...)
+	return printJSON(w, out)
 }
 
 func plural(n int, one, many string) string {

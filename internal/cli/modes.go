@@ -5,19 +5,27 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/hutchsandbox/hutch/internal/api"
 	"github.com/hutchsandbox/hutch/internal/sandbox"
 )
 
 func newModesCmd(g *globals) *cobra.Command {
-	return &cobra.Command{
+	var asJSON bool
+	cmd := &cobra.Command{
 		Use:   "modes",
 		Short: "Show the sandbox modes and what each can enforce",
 		Long: `Show every sandbox mode, its capabilities and what it needs to run. A "no" is
 a refusal, never a silent downgrade: a conversation whose door policy or
 vault needs what its mode cannot enforce is refused before anything runs.
-hutch doctor says which modes can run on this machine.`,
+hutch doctor says which modes can run on this machine.
+
+--json prints an array of {mode, kind, capabilities, recommendation,
+needs}, one per mode (docs/api.md, "Machine-readable output").`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if asJSON {
+				return printJSON(g.stdout, modeInfos())
+			}
 			tw := tabwriter.NewWriter(g.stdout, 0, 4, 2, ' ', 0)
 			out := &printer{w: tw}
 			out.printf("CAPABILITY")
@@ -64,6 +72,30 @@ hutch doctor says which modes can run on this machine.`,
 			return out.flush(tw)
 		},
 	}
+	jsonFlag(cmd, &asJSON)
+	return cmd
+}
+
+// modeInfos is every mode as hutch modes --json prints it.
+func modeInfos() []api.ModeInfo {
+	out := make([]api.ModeInfo, 0, len(sandbox.Kinds))
+	for _, k := range sandbox.Kinds {
+		c := sandbox.CapabilitiesOf(k)
+		egress := make([]string, 0, len(c.Egress))
+		for _, m := range c.Egress {
+			egress = append(egress, string(m))
+		}
+		out = append(out, api.ModeInfo{
+			Mode: modeLabel(k), Kind: string(k), Recommendation: c.Recommendation, Needs: modeNeeds(k),
+			Capabilities: api.ModeCapabilities{
+				CommandExecution: c.CommandExecution, ManagedLifecycle: c.ManagedLifecycle, PerConversationRuntime: c.PerConversationRuntime,
+				VaultEnv: c.VaultEnv, PerConversationVault: c.PerConversationVault, VaultFileMounts: c.VaultFileMounts,
+				Workspace: string(c.Workspace), IsolatedOffice: c.IsolatedOffice, ReadOnlyMemory: c.ReadOnlyMemory,
+				IdleStop: c.IdleStop, Limits: c.Limits, Boost: c.Boost, Egress: egress, PlaceholderSecrets: c.PlaceholderSecrets,
+			},
+		})
+	}
+	return out
 }
 
 // modeNeeds says what a mode needs from the machine, the cluster or the

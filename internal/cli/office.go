@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/hutchsandbox/hutch/internal/api"
 	"github.com/hutchsandbox/hutch/internal/errdefs"
 	"github.com/hutchsandbox/hutch/internal/office"
 	"github.com/hutchsandbox/hutch/internal/projection"
@@ -59,16 +60,26 @@ negative id, as Telegram's group ids are, needs no -- before it.`,
 }
 
 func newOfficeListCmd(g *globals) *cobra.Command {
-	return &cobra.Command{
+	var asJSON, quiet bool
+	cmd := &cobra.Command{
 		Use:   "list",
 		Short: "List the registered offices",
 		Long: `List every office recorded in the office registry
 (<state-dir>/office-registry.json). An office is recorded before its
 directory is ever created, so this is the full list of conversations hutch
 has worked for. Migrations from the raw-id layout that are not finished
-(needs-owner, prepared, moving, failed) follow, with their errors.`,
-		Args: cobra.NoArgs,
+(needs-owner, prepared, moving, failed) follow, with their errors.
+
+--json prints what GET /v1/offices answers: an array of {platform,
+conversationId, officeKey, recordedAt}; unfinished migrations are then
+only counted, in a note on stderr. -q prints one conversation a line
+(<platform>/<conversation-id>), as other commands take it.`,
+		Example: "  hutch office list\n  hutch office list --json | jq -r '.[].officeKey'\n  hutch office list -q",
+		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if asJSON && quiet {
+				return errdefs.New(errdefs.ErrInvalid, "Give --json or --quiet, not both")
+			}
 			svc, err := g.service()
 			if err != nil {
 				return err
@@ -80,6 +91,24 @@ has worked for. Migrations from the raw-id layout that are not finished
 			pending, err := svc.PendingMigrations()
 			if err != nil {
 				return err
+			}
+			switch {
+			case asJSON:
+				body, err := api.OfficeList(svc)
+				if err != nil {
+					return err
+				}
+				if n := len(pending); n > 0 {
+					note(g.stderr, "hutch: %d migration%s from the raw-id layout not finished; hutch office list shows them\n", n, plural(n, "", "s"))
+				}
+				_, err = g.stdout.Write(body)
+				return err
+			case quiet:
+				out := &printer{w: g.stdout}
+				for _, r := range recs {
+					out.println(office.Address{Platform: r.Platform, ConversationID: r.ConversationID}.String())
+				}
+				return out.err
 			}
 			if len(recs) == 0 {
 				if err := printf(g.stdout, "No offices registered in %s.\n", svc.Layout().StateDir); err != nil {
@@ -119,10 +148,14 @@ has worked for. Migrations from the raw-id layout that are not finished
 			return out.flush(tw)
 		},
 	}
+	jsonFlag(cmd, &asJSON)
+	quietFlag(cmd, &quiet, "the conversations")
+	return cmd
 }
 
 func newOfficeShowCmd(g *globals) *cobra.Command {
 	var modeFlag, user string
+	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "show <platform>/<conversation-id>",
 		Short: "Show a conversation's office, door policy and projection",
@@ -131,7 +164,11 @@ policy and where it came from (a conversation setting, the global setting,
 or the recorded channel kind), and the projection: each path the runtime
 of --sandbox would see, with its host path and whether it is read-write.
 If the mode cannot enforce the policy, the refusal a command would get is
-shown too. Nothing is created.`,
+shown too. Nothing is created.
+
+--json prints what POST /v1/policy answers for the mode of --sandbox:
+{officeKey, policy, origin, warning, mounts, refusal, projection,
+managedProjection}.`,
 		Example: "  hutch office show slack/C0123ABC\n  hutch office show slack/C0123ABC --sandbox image:debian:12",
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -151,9 +188,13 @@ shown too. Nothing is created.`,
 			if err != nil {
 				return err
 			}
+			if asJSON {
+				return printJSON(g.stdout, api.PolicyAnswerOf(pol))
+			}
 			return printPolicy(g, pol)
 		},
 	}
+	jsonFlag(cmd, &asJSON)
 	cmd.Flags().StringVar(&modeFlag, "sandbox", sandbox.DefaultMode.String(), "mode to plan the projection for: host, container:<name>, image:<image>, cloudflare:<id>, gondolin:default, kube:<image>")
 	cmd.Flags().StringVar(&user, "user", "", "platform user whose vault host mode uses")
 	return cmd

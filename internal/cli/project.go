@@ -20,6 +20,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/hutchsandbox/hutch/internal/agentbin"
+	"github.com/hutchsandbox/hutch/internal/api"
 	"github.com/hutchsandbox/hutch/internal/atomicfile"
 	"github.com/hutchsandbox/hutch/internal/devcontainer"
 	"github.com/hutchsandbox/hutch/internal/engine"
@@ -766,14 +767,27 @@ func (p *projectCmd) runAgent(ctx context.Context, argv []string, dir string, sh
 }
 
 func (p *projectCmd) statusCmd() *cobra.Command {
-	return &cobra.Command{
+	var asJSON bool
+	cmd := &cobra.Command{
 		Use:   "status",
 		Short: "Show the project's sandbox: engine, container, owner, users, image, limits, network, notes",
-		Args:  cobra.NoArgs,
+		Long: `Show the project's sandbox: the engine, the container and its state, who
+made it, how many users are attached, its image, limits and network,
+whether the sandbox is enabled and kept, and notes on what it could not
+apply. Nothing changes.
+
+--json prints one object: {project, engine, container, state, owner,
+users, image, limits, network, enabled, persist, notes} (docs/api.md,
+"Machine-readable output").`,
+		Example: "  hutch project status\n  hutch project status --json | jq -r .state",
+		Args:    cobra.NoArgs,
 		RunE: p.onProject(false, func(ctx context.Context, l *loaded) error {
 			s, err := l.box.Status(ctx)
 			if err != nil {
 				return err
+			}
+			if asJSON {
+				return printJSON(p.g.stdout, projectStatus(l, s))
 			}
 			tw := tabwriter.NewWriter(p.g.stdout, 0, 4, 2, ' ', 0)
 			out := &printer{w: tw}
@@ -801,6 +815,24 @@ func (p *projectCmd) statusCmd() *cobra.Command {
 			return printNotesList(p.g.stdout, s.Notes)
 		}),
 	}
+	jsonFlag(cmd, &asJSON)
+	return cmd
+}
+
+// projectStatus is s as hutch project status --json prints it.
+func projectStatus(l *loaded, s box.Status) api.ProjectStatus {
+	notes := s.Notes
+	if notes == nil {
+		notes = []string{}
+	}
+	owner := s.Owner
+	if o, _, cut := strings.Cut(owner, " "); cut {
+		// "external (never stopped or removed by hutch)": the word; the
+		// field's documentation says the rest.
+		owner = o
+	}
+	return api.ProjectStatus{Project: l.dir, Engine: s.Engine, Container: s.Name, State: s.State, Owner: owner, Users: s.Sessions,
+		Image: s.Image, Limits: s.Limits, Network: s.Network, Enabled: l.settings.Enabled, Persist: l.settings.Persist, Notes: notes}
 }
 
 // persistText is the Persist line of status: what sandbox-persist does
@@ -876,13 +908,17 @@ func (p *projectCmd) downCmd() *cobra.Command {
 }
 
 func (p *projectCmd) settingsCmd() *cobra.Command {
+	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "settings",
 		Short: "Show the project's effective sandbox settings and where each came from",
 		Long: `Show every sandbox-* setting of the project: its effective value and where
 it came from (the default, the settings file, or the file's override for
 this project under "projects"). Entries that could not be used are listed
-as notes; they never stop the sandbox.`,
+as notes; they never stop the sandbox.
+
+--json prints one object: {project, settingsFile, settings: [{key, value,
+from}], notes} (docs/api.md, "Machine-readable output").`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			l, err := p.settings()
@@ -890,6 +926,17 @@ as notes; they never stop the sandbox.`,
 				return err
 			}
 			cfg, _ := p.configDir()
+			if asJSON {
+				if _, err := p.devcontainer(l); err != nil {
+					return err
+				}
+				out := api.ProjectSettings{Project: l.dir, SettingsFile: filepath.Join(cfg, "settings.json"), Settings: []api.ProjectSetting{}, Notes: []string{}}
+				for _, row := range l.settings.Table() {
+					out.Settings = append(out.Settings, api.ProjectSetting{Key: row[0], Value: row[1], From: row[2]})
+				}
+				out.Notes = append(out.Notes, l.notes...)
+				return printJSON(p.g.stdout, out)
+			}
 			if err := printf(p.g.stdout, "Project %s (settings: %s)\n", l.dir, filepath.Join(cfg, "settings.json")); err != nil {
 				return err
 			}
@@ -909,6 +956,7 @@ as notes; they never stop the sandbox.`,
 		},
 	}
 	cmd.AddCommand(p.settingsSetCmd(true), p.settingsSetCmd(false))
+	jsonFlag(cmd, &asJSON)
 	return cmd
 }
 

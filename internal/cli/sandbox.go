@@ -12,6 +12,7 @@ import (
 	"github.com/docker/go-units"
 	"github.com/spf13/cobra"
 
+	"github.com/hutchsandbox/hutch/internal/api"
 	"github.com/hutchsandbox/hutch/internal/client"
 	"github.com/hutchsandbox/hutch/internal/errdefs"
 	"github.com/hutchsandbox/hutch/internal/office"
@@ -42,15 +43,24 @@ re-creating the container.`,
 
 func newSandboxLsCmd(g *globals) *cobra.Command {
 	var modeFlag string
+	var asJSON, quiet bool
 	cmd := &cobra.Command{
 		Use:   "ls [--sandbox MODE]",
 		Short: "List the managed runtimes of every mode",
 		Long: `List the runtimes this installation owns in every managed mode (image:*
 containers, gondolin:default microVMs, kube:* pods), whatever mode
 $HUTCH_SANDBOX names; --sandbox lists one mode's. A mode whose engine is
-absent (no Docker, no QEMU, no cluster) is left out with a note on stderr.`,
-		Args: cobra.NoArgs,
+absent (no Docker, no QEMU, no cluster) is left out with a note on stderr.
+
+--json prints an array of the runtime status GET /v1/sandbox/runtimes
+answers, each with its mode (image, gondolin, kube). -q prints one
+conversation a line (<platform>/<conversation-id>).`,
+		Example: "  hutch sandbox ls\n  hutch sandbox ls --json | jq -r '.[] | select(.state == \"running\") | .name'\n  hutch sandbox ls -q --sandbox 'image:*'",
+		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if asJSON && quiet {
+				return errdefs.New(errdefs.ErrInvalid, "Give --json or --quiet, not both")
+			}
 			only, err := managedKindFlag(modeFlag)
 			if err != nil {
 				return err
@@ -65,6 +75,16 @@ absent (no Docker, no QEMU, no cluster) is left out with a note on stderr.`,
 				return err
 			}
 			printNotes(g, notes, "not listed")
+			switch {
+			case asJSON:
+				return printJSON(g.stdout, runtimesJSON(list))
+			case quiet:
+				out := &printer{w: g.stdout}
+				for _, r := range list {
+					out.printf("%s/%s\n", r.Status.Platform, r.Status.ConversationID)
+				}
+				return out.err
+			}
 			if len(list) == 0 {
 				return printf(g.stdout, "No managed runtimes.\n")
 			}
@@ -85,7 +105,21 @@ absent (no Docker, no QEMU, no cluster) is left out with a note on stderr.`,
 		},
 	}
 	cmd.Flags().StringVar(&modeFlag, "sandbox", "", "list one managed mode's runtimes: image:*, gondolin:default or kube:* (default: every mode)")
+	jsonFlag(cmd, &asJSON)
+	quietFlag(cmd, &quiet, "the conversations")
 	return cmd
+}
+
+// runtimesJSON is the list as hutch sandbox ls --json prints it: the
+// API's status of each runtime, with its mode. Never nil.
+func runtimesJSON(list []service.OwnedRuntime) []api.Status {
+	out := []api.Status{}
+	for _, r := range list {
+		st := api.StatusOf(r.Status)
+		st.Mode = string(r.Kind)
+		out = append(out, st)
+	}
+	return out
 }
 
 // networkWord is the runtime's egress policy, for the list: open is
@@ -161,10 +195,17 @@ func shortDigest(id string) string {
 }
 
 func newSandboxStatusCmd(g *globals) *cobra.Command {
-	return &cobra.Command{
-		Use:     "status <platform>/<conversation-id>",
-		Short:   "Show a conversation's runtime: state, image, limits, fingerprint",
-		Example: "  hutch sandbox status slack/C0123ABC",
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "status <platform>/<conversation-id>",
+		Short: "Show a conversation's runtime: state, image, limits, fingerprint",
+		Long: `Show a conversation's runtime in the managed mode of $HUTCH_SANDBOX (or of
+the daemon serving this state dir): its state, image, limits and
+fingerprint, and the egress policy it gets.
+
+--json prints what POST /v1/sandbox/status answers: {officeKey, name,
+state, image, imageId, cpus, memoryBytes, pids, boosted, tempLimits, ...}.`,
+		Example: "  hutch sandbox status slack/C0123ABC\n  hutch sandbox status slack/C0123ABC --json | jq .state",
 		RunE: func(cmd *cobra.Command, args []string) error {
 			addr, err := conversationArg(args)
 			if err != nil {
@@ -183,6 +224,9 @@ func newSandboxStatusCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			if asJSON {
+				return printJSON(g.stdout, api.StatusOf(st))
+			}
 			out := &printer{w: g.stdout}
 			out.printf("Conversation:  %s\n", addr)
 			kind := sandbox.KindImage
@@ -196,6 +240,8 @@ func newSandboxStatusCmd(g *globals) *cobra.Command {
 			return out.err
 		},
 	}
+	jsonFlag(cmd, &asJSON)
+	return cmd
 }
 
 func newSandboxStopCmd(g *globals) *cobra.Command {

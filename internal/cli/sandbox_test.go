@@ -1,11 +1,13 @@
 package cli
 
 import (
+	"encoding/json"
 	"os"
 	"strings"
 	"testing"
 
 	"github.com/hutchsandbox/hutch/internal/agent"
+	"github.com/hutchsandbox/hutch/internal/api"
 	"github.com/hutchsandbox/hutch/internal/engine"
 	"github.com/hutchsandbox/hutch/internal/settings"
 	"github.com/hutchsandbox/hutch/internal/testenv"
@@ -56,6 +58,18 @@ func TestImageMode_EndToEnd(t *testing.T) {
 	out = e.ok("sandbox", "ls")
 	if !strings.Contains(out, conv) || !strings.Contains(out, "running") || !strings.Contains(out, "hutch-"+k) {
 		t.Errorf("sandbox ls:\n%s", out)
+	}
+	var list []api.Status
+	if err := json.Unmarshal([]byte(e.ok("sandbox", "ls", "--json")), &list); err != nil || len(list) != 1 ||
+		list[0].Mode != "image" || list[0].State != "running" || list[0].Name != "hutch-"+k || list[0].OfficeKey != k {
+		t.Errorf("sandbox ls --json: %+v, %v", list, err)
+	}
+	if out := e.ok("sandbox", "ls", "-q"); out != conv+"\n" {
+		t.Errorf("sandbox ls -q: %q, want %q", out, conv+"\n")
+	}
+	var st api.Status
+	if err := json.Unmarshal([]byte(e.ok("sandbox", "status", conv, "--json")), &st); err != nil || st.State != "running" || st.OfficeKey != k || st.MemoryBytes != 1<<30 {
+		t.Errorf("sandbox status --json: %+v, %v", st, err)
 	}
 	out = e.ok("sandbox", "boost", conv)
 	if !strings.Contains(out, "State:         running (boosted)") || !strings.Contains(out, "Limits:        2 CPUs, 4GiB memory, 1024 processes") {

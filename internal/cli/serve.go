@@ -73,7 +73,7 @@ WORKSPACE, when given, is the workspace root (like --workspace).`,
 			defer stop()
 			// Nothing is accepted before the workspace is on the office
 			// layout: a blocker stops the start with its instructions.
-			if err := runMigrate(ctx, g, svc, service.MigrateOptions{Platforms: ps, Startup: true}, false); err != nil {
+			if err := runMigrate(ctx, g, svc, service.MigrateOptions{Platforms: ps, Startup: true}, migrateOutput{}); err != nil {
 				return err
 			}
 			if adminAddr == "off" {

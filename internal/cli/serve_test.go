@@ -166,6 +166,10 @@ func TestSandboxCommands_UseDaemon(t *testing.T) {
 		t.Errorf("sandbox status did not see the daemon's running command:\n%s", out)
 	}
 	<-done
+	// The lists through the daemon carry the daemon's mode.
+	if out, err := e.hutchCmd("sandbox", "ls", "--json").Output(); err != nil || !strings.Contains(string(out), `"conversationId":"busy"`) || !strings.Contains(string(out), `"mode":"image"`) {
+		t.Errorf("sandbox ls --json via the daemon: %v %s", err, out)
+	}
 	if out, err := e.hutchCmd("sandbox", "stop", "web/busy").CombinedOutput(); err != nil || !strings.Contains(string(out), "Stopped the runtime of web/busy") {
 		t.Errorf("sandbox stop via the daemon: %v %s", err, out)
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/hutchsandbox/hutch/internal/api"
 	"github.com/hutchsandbox/hutch/internal/errdefs"
 	"github.com/hutchsandbox/hutch/internal/office"
 	"github.com/hutchsandbox/hutch/internal/service"
@@ -162,12 +163,19 @@ run rather than run without the credential.`,
 
 func newVaultLsCmd(g *globals) *cobra.Command {
 	var f vaultFlags
+	var asJSON, quiet bool
 	cmd := &cobra.Command{
-		Use:     "ls (<platform>/<conversation-id> | --user ID | --container NAME)",
-		Short:   "List a vault's entries (names and kinds, never values)",
-		Long:    vaultLong,
-		Example: "  hutch vault ls slack/C0123ABC\n  hutch vault ls --container hutch-sandbox",
+		Use:   "ls (<platform>/<conversation-id> | --user ID | --container NAME)",
+		Short: "List a vault's entries (names and kinds, never values)",
+		Long: vaultLong + `
+
+--json prints what POST /v1/vault/list answers: an array of {name, kind}
+(kind env, file or dir), never a value. -q prints the names, one a line.`,
+		Example: "  hutch vault ls slack/C0123ABC\n  hutch vault ls --container hutch-sandbox\n  hutch vault ls slack/C0123ABC --json",
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if asJSON && quiet {
+				return errdefs.New(errdefs.ErrInvalid, "Give --json or --quiet, not both")
+			}
 			t, rest, err := f.target(args)
 			if err != nil {
 				return err
@@ -186,6 +194,16 @@ func newVaultLsCmd(g *globals) *cobra.Command {
 			entries, err := svc.Vaults().List(key)
 			if err != nil {
 				return err
+			}
+			switch {
+			case asJSON:
+				return printJSON(g.stdout, api.VaultEntries(entries))
+			case quiet:
+				out := &printer{w: g.stdout}
+				for _, e := range entries {
+					out.println(e.Name)
+				}
+				return out.err
 			}
 			marks, err := svc.Vaults().Placeholders(key)
 			if err != nil {
@@ -212,6 +230,8 @@ func newVaultLsCmd(g *globals) *cobra.Command {
 		},
 	}
 	f.register(cmd)
+	jsonFlag(cmd, &asJSON)
+	quietFlag(cmd, &quiet, "the entry names")
 	return cmd
 }
 
