@@ -67,6 +67,7 @@ func TestBrowser_EveryPage(t *testing.T) {
 	busy.st.Boosted = true
 	long := mk("web", "a-conversation-id-far-longer-than-any-column-of-a-table-should-ever-have-to-hold", sandbox.StateStopped, sandbox.Limits{CPUs: 0.5, MemoryBytes: 1 << 30, Pids: 1024})
 	never := mk("discord", "123456789012345678", sandbox.StateMissing, sandbox.Limits{})
+	pendMigrations(t, p)
 	lc := &listingLifecycle{runtimes: []sandbox.Status{busy.st, long.st}}
 	old := lifecycleFor
 	lifecycleFor = func(*Server, context.Context) (sandbox.Lifecycle, error) { return lc, nil }

@@ -37,8 +37,12 @@ func signedIn(t *testing.T, p *portal) *browser {
 // discord both claim (needs-owner), and a move that was interrupted and
 // whose directories are both gone (failed). The page shows each with the
 // command that resolves it.
-func TestMigrations_PendingWithFixes(t *testing.T) {
-	p := newPortal(t)
+// pendMigrations leaves p's workspace with two blocked migrations: a
+// numeric id that telegram and discord both claim (needs-owner), and a
+// move whose directories are both gone (failed). It returns the
+// workspace root, links resolved.
+func pendMigrations(t *testing.T, p *portal) string {
+	t.Helper()
 	layout := p.svc.Layout()
 	if err := legacytest.Populate(layout.Workspace, layout.StateDir, []legacytest.Conversation{{RawID: "12345"}}); err != nil {
 		t.Fatal(err)
@@ -69,6 +73,12 @@ func TestMigrations_PendingWithFixes(t *testing.T) {
 	if err != nil || len(pending) != 2 {
 		t.Fatalf("pending %+v, %v", pending, err)
 	}
+	return ws
+}
+
+func TestMigrations_PendingWithFixes(t *testing.T) {
+	p := newPortal(t)
+	ws := pendMigrations(t, p)
 
 	b := signedIn(t, p)
 	code, body := b.do(http.MethodGet, p.ts.URL+"/admin/migrations", nil)
@@ -82,13 +92,13 @@ func TestMigrations_PendingWithFixes(t *testing.T) {
 		"Enabled platforms: discord, slack, telegram",
 		// needs-owner
 		`<th scope="row"><code>12345</code></th>`,
-		"<td>needs-owner</td>",
+		`<td><span class="nowrap">needs-owner</span></td>`,
 		"With the daemon stopped, name its platform: <code>hutch office claim 12345 <platform></code>; the next start (or hutch migrate) moves it to its office.",
 		// A path wraps after its slashes only.
 		`<code class="path">` + string(wrapPath(filepath.Join(ws, "12345"))) + "</code>",
 		// failed
 		`<th scope="row"><code>C9LOST</code></th>`,
-		"<td>failed</td>",
+		`<td><span class="nowrap">failed</span></td>`,
 		"<td>Neither legacy source nor office target exists</td>",
 		"Fix the cause in the error, then with the daemon stopped claim it again: <code>hutch office claim C9LOST <platform></code>; the next start (or hutch migrate) retries the move.",
 		`<a href="/admin/migrations">Migrations</a>`,
