@@ -16,6 +16,7 @@ import (
 	"github.com/moby/moby/client"
 
 	"github.com/hutchsandbox/hutch/internal/mcpserver"
+	"github.com/hutchsandbox/hutch/internal/mcptools"
 	"github.com/hutchsandbox/hutch/internal/office"
 	"github.com/hutchsandbox/hutch/internal/sandbox"
 	"github.com/hutchsandbox/hutch/internal/sandbox/image"
@@ -93,7 +94,7 @@ func TestAttack_OutputFlood(t *testing.T) {
 		t.Errorf("the flood's result does not say it was cut: %.200q", textOf(t, res))
 	}
 	got := log.notifications()
-	if max := int(elapsed/mcpserver.ProgressInterval) + 1; len(got) > max {
+	if max := int(elapsed/mcptools.ProgressInterval) + 1; len(got) > max {
 		t.Errorf("%d progress notifications in %v, want at most %d", len(got), elapsed, max)
 	}
 	if len(got) == 0 {

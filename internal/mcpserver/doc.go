@@ -19,7 +19,7 @@
 //
 // bash reports progress to a client that gave the call a progress token:
 // the output's byte count and its last line, at most once per
-// ProgressInterval (progress.go). A client's notifications/cancelled
+// mcptools.ProgressInterval. A client's notifications/cancelled
 // cancels the call's context, and with it the command, whose process
 // group the runtime kills as a timeout does.
 //

@@ -135,7 +135,7 @@ type handlers struct {
 }
 
 // bash runs a command. A client that gave the call a progress token is
-// sent progress while it runs (progress.go). A client's
+// sent progress while it runs (mcptools.StartProgress). A client's
 // notifications/cancelled naming the call cancels ctx (the SDK does
 // that), which kills the command's process group as its timeout would.
 func (h *handlers) bash(ctx context.Context, req *mcp.CallToolRequest, in tools.BashInput) (*mcp.CallToolResult, tools.BashOutput, error) {
@@ -148,12 +148,9 @@ func (h *handlers) bash(ctx context.Context, req *mcp.CallToolRequest, in tools.
 	if err != nil {
 		return fail[tools.BashOutput](h, "bash", err)
 	}
-	if token := req.Params.GetProgressToken(); token != nil {
-		p := startProgress(ctx, req.Session, token, h.log)
-		defer p.stop()
-		sb = p.sandbox(sb)
-	}
-	out, err := tools.Bash(ctx, sb, in)
+	p := mcptools.StartProgress(ctx, req, h.log)
+	defer p.Stop()
+	out, err := tools.Bash(ctx, p.Sandbox(sb), in)
 	if res, ok := mcptools.CommandResult(out.Text, err); ok {
 		return res, out, nil
 	}

@@ -5,7 +5,8 @@
 // the same way in both: their names, titles and annotations, the parts of
 // their descriptions that do not depend on where they run, how a result
 // becomes MCP content (an image as image content, another binary file as
-// an embedded resource) and how a failure becomes a tool error.
+// an embedded resource), how a failure becomes a tool error, and bash's
+// progress notifications (StartProgress).
 package mcptools
 
 import (

@@ -1,10 +1,9 @@
-package mcpserver
+package mcptools
 
 import (
 	"bytes"
 	"context"
 	"log/slog"
-	"regexp"
 	"strings"
 	"sync"
 	"time"
@@ -13,12 +12,14 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/hutchsandbox/hutch/internal/lazyregexp"
 	"github.com/hutchsandbox/hutch/internal/sandbox"
 	"github.com/hutchsandbox/hutch/internal/tools"
 )
 
-// Progress of the bash tool. A client that puts a progressToken in a
-// call's _meta gets notifications/progress while the command runs: at
+// Progress of the bash tool (StartProgress). A client that puts a
+// progressToken in a call's _meta gets notifications/progress while the
+// command runs: at
 // most one per ProgressInterval, and only when the command wrote
 // something since the last one, so that progress (the count of output
 // bytes) increases with every notification, as MCP requires. However
@@ -89,7 +90,7 @@ func (w *outputWatch) snapshot() (int64, string) {
 
 // csi matches the terminal control sequences commands colour and move
 // their output with.
-var csi = regexp.MustCompile(`\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[@-_]`)
+var csi = lazyregexp.New(`\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[@-_]`)
 
 // lastLine is the last non-blank line of tail, as a terminal would show
 // it (after the last carriage return, without control sequences), cut to
@@ -103,7 +104,7 @@ func lastLine(tail []byte, cut bool) string {
 	if i := bytes.LastIndexByte(line, '\r'); i >= 0 {
 		line, partial = line[i+1:], false
 	}
-	s := csi.ReplaceAllString(strings.ToValidUTF8(string(line), "\uFFFD"), "")
+	s := csi.ReplaceAllStringFunc(strings.ToValidUTF8(string(line), "\uFFFD"), func(string) string { return "" })
 	s = strings.Map(func(r rune) rune {
 		switch {
 		case r == '\t':
@@ -137,17 +138,30 @@ func progressMessage(total int64, line string) string {
 	return msg
 }
 
-// progress reports one bash call's output to the client that asked.
-type progress struct {
+// Progress reports one bash call's output to the client that asked. A
+// nil *Progress reports nothing: its methods do nothing, and Sandbox
+// returns the sandbox it is given.
+type Progress struct {
 	watch  *outputWatch
 	cancel context.CancelFunc
 	done   chan struct{}
 }
 
-// startProgress starts reporting to session under token, until stop.
-func startProgress(ctx context.Context, session *mcp.ServerSession, token any, log *slog.Logger) *progress {
+// StartProgress starts reporting the output of the command that req's
+// handler runs through Sandbox, until Stop; it returns nil when req
+// carries no progress token. Use:
+//
+//	p := mcptools.StartProgress(ctx, req, log)
+//	defer p.Stop()
+//	out, err := tools.Bash(ctx, p.Sandbox(sb), in)
+func StartProgress(ctx context.Context, req *mcp.CallToolRequest, log *slog.Logger) *Progress {
+	token := req.Params.GetProgressToken()
+	if token == nil {
+		return nil
+	}
+	session := req.Session
 	ctx, cancel := context.WithCancel(ctx)
-	p := &progress{watch: newOutputWatch(), cancel: cancel, done: make(chan struct{})}
+	p := &Progress{watch: newOutputWatch(), cancel: cancel, done: make(chan struct{})}
 	go func() {
 		defer close(p.done)
 		// The wait starts again after each notification is sent: a slow
@@ -180,15 +194,21 @@ func startProgress(ctx context.Context, session *mcp.ServerSession, token any, l
 	return p
 }
 
-// stop ends the reports; none is sent once it returns, so none follows
+// Stop ends the reports; none is sent once it returns, so none follows
 // the call's result.
-func (p *progress) stop() {
+func (p *Progress) Stop() {
+	if p == nil {
+		return
+	}
 	p.cancel()
 	<-p.done
 }
 
-// sandbox returns sb, whose commands' output p watches.
-func (p *progress) sandbox(sb tools.Sandbox) tools.Sandbox {
+// Sandbox returns sb, whose commands' output p watches.
+func (p *Progress) Sandbox(sb tools.Sandbox) tools.Sandbox {
+	if p == nil {
+		return sb
+	}
 	return &watchedSandbox{Sandbox: sb, watch: p.watch}
 }
 
