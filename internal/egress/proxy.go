@@ -73,6 +73,11 @@ type Proxy struct {
 	// from the proxy's goroutines. Nil discards; OpenJournal(...).Record
 	// appends them to a file.
 	Record func(Event)
+	// Denied, when set, is called once for each connection or request
+	// the network policy refuses (a host not listed, network none, a name
+	// that resolves to an internal address), from the proxy's goroutines.
+	// It is told nothing of what was refused: the log line says that.
+	Denied func()
 }
 
 // Serve answers proxy requests on l until ctx ends, then closes l, every
@@ -136,6 +141,7 @@ type server struct {
 	ca            *CA
 	roots         *x509.CertPool
 	recordFn      func(Event)
+	deniedFn      func()
 
 	mu     sync.Mutex
 	closed bool
@@ -157,6 +163,7 @@ func (p *Proxy) newServer() *server {
 		ca:            p.CA,
 		roots:         p.UpstreamRoots,
 		recordFn:      p.Record,
+		deniedFn:      p.Denied,
 	}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
@@ -392,6 +399,7 @@ func (s *server) dialFailed(w http.ResponseWriter, r *http.Request, host string,
 	target := net.JoinHostPort(host, strconv.Itoa(port))
 	var refused *refusedAddr
 	if errors.As(err, &refused) {
+		s.denied()
 		s.decide(r.Context(), false, r.Method, host, port,
 			slog.String("reason", "resolves to internal address "+refused.addr.Addr().String()))
 		http.Error(w, fmt.Sprintf("hutch egress: %s resolves to %s, an internal address; "+
@@ -409,8 +417,16 @@ func (s *server) notListed(w http.ResponseWriter, r *http.Request, pol netpolicy
 	if pol.Mode == netpolicy.ModeNone {
 		reason = "network is none"
 	}
+	s.denied()
 	s.decide(r.Context(), false, r.Method, host, port, slog.String("reason", reason))
 	http.Error(w, pol.Refusal(host, port), http.StatusForbidden)
+}
+
+// denied tells Proxy.Denied of a refusal by the network policy.
+func (s *server) denied() {
+	if s.deniedFn != nil {
+		s.deniedFn()
+	}
 }
 
 func (s *server) tooMany(w http.ResponseWriter, r *http.Request, host string, port int) {

@@ -298,9 +298,11 @@ func TestProxy_ConnectEarlyDataAndHalfClose(t *testing.T) {
 }
 
 func TestProxy_ConnectDenied(t *testing.T) {
+	var deniedCalls atomic.Int32
 	h := start(t, func(h *harness, p *egress.Proxy) {
 		p.Policy = mustAllow(t, "origin.test", "*.npmjs.org")
 		p.Dial = h.routes(nil)
+		p.Denied = func() { deniedCalls.Add(1) }
 	})
 	testCases := []struct{ name, target string }{
 		{"unlisted", "evil.test:443"},
@@ -327,6 +329,9 @@ func TestProxy_ConnectDenied(t *testing.T) {
 	denied := logLines(h.logs.String(), "egress denied")
 	if len(denied) != len(testCases) {
 		t.Fatalf("want %d denied lines, got:\n%s", len(testCases), h.logs.String())
+	}
+	if n := deniedCalls.Load(); int(n) != len(testCases) {
+		t.Errorf("Denied called %d times, want %d (once per refusal)", n, len(testCases))
 	}
 	if !strings.Contains(denied[0], "host=evil.test") || !strings.Contains(denied[0], "port=443") ||
 		!strings.Contains(denied[0], "method=CONNECT") || !strings.Contains(denied[0], "office="+office) {
@@ -457,7 +462,11 @@ func TestProxy_InternalAddressGuard(t *testing.T) {
 	name := "localhost:" + port
 
 	t.Run("name_only", func(t *testing.T) {
-		h := start(t, func(h *harness, p *egress.Proxy) { p.Policy = mustAllow(t, name) })
+		var deniedCalls atomic.Int32
+		h := start(t, func(h *harness, p *egress.Proxy) {
+			p.Policy = mustAllow(t, name)
+			p.Denied = func() { deniedCalls.Add(1) }
+		})
 		res, body, _, _ := h.roundTrip(t, connectReq(name, ""))
 		if res.StatusCode != http.StatusForbidden || !strings.Contains(body, "internal address") {
 			t.Errorf("CONNECT %s: %s %q, want 403 naming an internal address", name, res.Status, body)
@@ -477,6 +486,9 @@ func TestProxy_InternalAddressGuard(t *testing.T) {
 		logs := h.logs.String()
 		if denied := logLines(logs, "egress denied"); len(denied) != 2 || !strings.Contains(denied[0], "resolves to internal address") {
 			t.Errorf("want two denied lines naming the internal address, got:\n%s", logs)
+		}
+		if n := deniedCalls.Load(); n != 2 {
+			t.Errorf("Denied called %d times, want 2", n)
 		}
 		if allowed := logLines(logs, "egress allowed"); len(allowed) != 0 {
 			t.Errorf("want no allowed line, got:\n%s", logs)

@@ -71,7 +71,7 @@ func New(version string) *Set {
 		}, []string{"kind", "reason"}),
 	}
 	s.refusals = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "hutch_refusals_total", Help: "Requests hutch refused, by the surface that answered (api, chat, mcp, portal) and why (a fixed set: unauthorized, forbidden, admission, ceiling, failed_precondition, not_supported).",
+		Name: "hutch_refusals_total", Help: "Requests hutch refused, by the surface that answered (api, chat, mcp, portal, egress) and why (a fixed set: unauthorized, forbidden, admission, ceiling, failed_precondition, not_supported, network).",
 	}, []string{"surface", "reason"})
 	s.reg.MustRegister(s.commands, s.latency, s.lifecycle, s.egress, s.refusals, buildInfo(version),
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -85,6 +85,7 @@ const (
 	SurfaceChat   = "chat"   // /sandbox commands sent to /v1/chat
 	SurfaceMCP    = "mcp"    // the daemon's MCP endpoint (/mcp)
 	SurfacePortal = "portal" // the admin portal
+	SurfaceEgress = "egress" // the egress proxies in front of runtimes
 )
 
 // The reasons of a refusal, the values of the reason label.
@@ -107,6 +108,10 @@ const (
 	ReasonFailedPrecondition = "failed_precondition"
 	// ReasonNotSupported: the mode cannot do this at all.
 	ReasonNotSupported = "not_supported"
+	// ReasonNetwork: an egress proxy refused a connection or request by
+	// the conversation's sandbox.network (a host not listed, network
+	// none, a name resolving to an internal address).
+	ReasonNetwork = "network"
 )
 
 // Refusal counts one refusal. surface and reason must be of the

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/hutchsandbox/hutch/internal/egress"
+	"github.com/hutchsandbox/hutch/internal/metrics"
 	"github.com/hutchsandbox/hutch/internal/netpolicy"
 	"github.com/hutchsandbox/hutch/internal/office"
 	"github.com/hutchsandbox/hutch/internal/sandbox"
@@ -84,8 +85,13 @@ func (s *Service) newEgressProxy(officeKey string) (*egress.Proxy, error) {
 		CA:            ca,
 		UpstreamRoots: s.egressRoots,
 		Record:        s.egressRecorder(officeKey),
+		Denied:        s.egressDenied,
 	}, nil
 }
+
+// egressDenied counts a connection or request the network policy
+// refused: an agent reaching for a host it may not.
+func (s *Service) egressDenied() { s.metrics.Refusal(metrics.SurfaceEgress, metrics.ReasonNetwork) }
 
 // egressRecorder is what an office's proxy tells of each placeholder use:
 // its journal (for the portal) and the metrics.

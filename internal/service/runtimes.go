@@ -157,6 +157,7 @@ func (s *Service) microvmLocked() (*microvm.Runtime, error) {
 		EgressSecrets:       s.EgressSecrets,
 		EgressCA:            s.EgressCA,
 		EgressRecord:        s.egressRecorder,
+		EgressDenied:        s.egressDenied,
 		EgressUpstreamRoots: s.egressRoots,
 	})
 	if err != nil {

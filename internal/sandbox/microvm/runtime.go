@@ -86,6 +86,9 @@ type Config struct {
 	// EgressRecord, asked once per boot, receives the office's
 	// placeholder events (Proxy.Record).
 	EgressRecord func(officeKey string) func(egress.Event)
+	// EgressDenied is called for each connection the network policy
+	// refuses (Proxy.Denied).
+	EgressDenied func()
 	// EgressDial and EgressUpstreamRoots replace the proxy's dialer and
 	// the roots it verifies intercepted upstreams with (tests).
 	EgressDial          func(ctx context.Context, network, addr string) (net.Conn, error)
