@@ -151,6 +151,10 @@ func (s *Server) confirmPage(w http.ResponseWriter, r *request) error {
 	if _, err := s.managedLifecycle(r.Context()); err != nil {
 		return err
 	}
+	// Nothing to confirm about a conversation without an office.
+	if err := s.officeExists(addr); err != nil {
+		return err
+	}
 	s.renderConfirm(w, r, action, d, addr)
 	return nil
 }

@@ -32,6 +32,11 @@ func TestOfficePage_NotFound(t *testing.T) {
 			t.Errorf("the 404 page holds %q\n%s", never, body)
 		}
 	}
+	// So is the confirmation of a stop or a remove of its runtime.
+	code, body = b.do(http.MethodGet, p.ts.URL+"/admin/confirm?action=stop&platform=web&conversation=nobody", nil)
+	if code != http.StatusNotFound || !strings.Contains(body, "There is no office for web/nobody") || strings.Contains(body, "<button") {
+		t.Errorf("confirming a stop for a conversation without an office: %d\n%s", code, body)
+	}
 	// An unknown page is a 404 with the same way back.
 	if code, body := b.do(http.MethodGet, p.ts.URL+"/admin/nowhere", nil); code != http.StatusNotFound || !strings.Contains(body, "There is no such page.") || !strings.Contains(body, `href="/admin/"`) {
 		t.Errorf("an unknown page: %d\n%s", code, body)
