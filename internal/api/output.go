@@ -211,7 +211,9 @@ type ProjectStatus struct {
 	Owner string `json:"owner"`
 	// Users is how many sessions (shells, agents) are attached.
 	Users int `json:"users"`
-	// Image is the image the container runs, "" when missing.
+	// Image is the image the container runs, or while it is missing the
+	// one it would be made from ("... (generated)" for the image hutch
+	// builds from the settings).
 	Image string `json:"image"`
 	// Limits are the memory, CPU and process caps, as text.
 	Limits string `json:"limits"`

@@ -22,6 +22,7 @@ import (
 	"github.com/hutchsandbox/hutch/internal/project/box"
 	"github.com/hutchsandbox/hutch/internal/sandbox"
 	"github.com/hutchsandbox/hutch/internal/service"
+	"github.com/hutchsandbox/hutch/internal/testenv"
 )
 
 // volatile are the values that differ from run to run; the goldens hold
@@ -244,5 +245,27 @@ func TestQuiet(t *testing.T) {
 	e.ok("vault", "set", "slack/C0123ABC", "GH_TOKEN=ghp_secret", "AWS_KEY=aws_secret")
 	if out, want := e.ok("vault", "ls", "slack/C0123ABC", "-q"), "AWS_KEY\nGH_TOKEN\n"; out != want {
 		t.Errorf("vault ls -q: %q, want %q", out, want)
+	}
+}
+
+// TestProjectStatus_JSON runs hutch project status --json on a real
+// engine, for a project whose sandbox is not made yet: nothing is made,
+// and the object has every key of api.ProjectStatus.
+func TestProjectStatus_JSON(t *testing.T) {
+	testenv.Docker(t)
+	e, proj, _ := projectEnv(t)
+	out := e.ok("project", "-C", proj, "status", "--json")
+	var got map[string]any
+	if err := json.Unmarshal([]byte(out), &got); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	for _, k := range []string{"project", "engine", "container", "state", "owner", "users", "image", "limits", "network", "enabled", "persist", "notes"} {
+		if _, ok := got[k]; !ok {
+			t.Errorf("project status --json lacks %q: %s", k, out)
+		}
+	}
+	var st api.ProjectStatus
+	if err := json.Unmarshal([]byte(out), &st); err != nil || st.Project != proj || st.State != "missing" || st.Enabled || !strings.HasPrefix(st.Container, "hutch-sbx-api-") || st.Notes == nil {
+		t.Errorf("project status --json: %+v, %v", st, err)
 	}
 }
