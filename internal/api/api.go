@@ -92,12 +92,36 @@ func (c Conversation) address() (office.Address, error) {
 	return addr, nil
 }
 
-// Handler returns the route table.
+// Handler serves the route table (routes) behind the bearer token.
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
-	routes := map[string]func(http.ResponseWriter, *http.Request) error{
+	for pattern, h := range s.routes() {
+		mux.Handle(pattern, h)
+	}
+	h := s.authenticate(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if _, pattern := mux.Handler(r); pattern == "" {
+			unrouted(w, r, mux)
+			return
+		}
+		mux.ServeHTTP(w, r)
+	}))
+	// The body is guarded before the token is checked: a client without
+	// the token must not hold a connection with a stalled body either.
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		guard := s.guardBody(w, r)
+		defer guard.finish()
+		h.ServeHTTP(w, r)
+	})
+}
+
+// routes is the route table: pattern to handler, each but /metrics and
+// /mcp wrapped with its body limit. Handler serves it, and the OpenAPI
+// test checks openapi.json against its patterns.
+func (s *Server) routes() map[string]http.Handler {
+	api := map[string]func(http.ResponseWriter, *http.Request) error{
 		"GET /v1/health":           s.health,
 		"GET /v1/version":          s.version,
+		"GET /v1/openapi.json":     s.openapi,
 		"POST /v1/admin/link":      s.adminLink,
 		"GET /v1/offices":          s.offices,
 		"POST /v1/exec":            s.exec,
@@ -119,31 +143,19 @@ func (s *Server) Handler() http.Handler {
 		"POST /v1/files/stat":      s.statFile,
 		"POST /v1/files/read":      s.readFile,
 	}
-	for pattern, h := range routes {
-		mux.HandleFunc(pattern, s.wrap(s.maxBody(), h))
+	out := make(map[string]http.Handler, len(api)+3)
+	for pattern, h := range api {
+		out[pattern] = s.wrap(s.maxBody(), h)
 	}
 	// A file's bytes are the body: a limit of their own.
-	mux.HandleFunc("POST /v1/files/write", s.wrap(s.maxFileBody(), s.writeFile))
+	out["POST /v1/files/write"] = s.wrap(s.maxFileBody(), s.writeFile)
 	if s.Metrics != nil {
-		mux.Handle("GET /metrics", s.Metrics)
+		out["GET /metrics"] = s.Metrics
 	}
 	if s.MCP != nil {
-		mux.Handle("/mcp", s.MCP)
+		out["/mcp"] = s.MCP
 	}
-	h := s.authenticate(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if _, pattern := mux.Handler(r); pattern == "" {
-			unrouted(w, r, mux)
-			return
-		}
-		mux.ServeHTTP(w, r)
-	}))
-	// The body is guarded before the token is checked: a client without
-	// the token must not hold a connection with a stalled body either.
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		guard := s.guardBody(w, r)
-		defer guard.finish()
-		h.ServeHTTP(w, r)
-	})
+	return out
 }
 
 // CodeMethodNotAllowed is the code of a request whose path is a route
