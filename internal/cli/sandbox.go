@@ -81,6 +81,11 @@ conversation a line (<platform>/<conversation-id>).`,
 			case quiet:
 				out := &printer{w: g.stdout}
 				for _, r := range list {
+					if r.Status.Platform == "" {
+						// A runtime no registered office accounts for.
+						out.println(r.Status.OfficeKey)
+						continue
+					}
 					out.printf("%s/%s\n", r.Status.Platform, r.Status.ConversationID)
 				}
 				return out.err

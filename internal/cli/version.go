@@ -2,6 +2,8 @@ package cli
 
 import (
 	"context"
+	"errors"
+	"io/fs"
 	"os"
 	"time"
 
@@ -35,7 +37,7 @@ answers.`,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			rep := api.VersionReport{Client: api.BuildVersion(Version)}
-			sock := g.socketPath()
+			sock, why := g.socketPath()
 			if sock != "" {
 				rep.Daemon = daemonVersion(cmd.Context(), &client.Client{Socket: sock})
 			}
@@ -50,7 +52,7 @@ answers.`,
 				out.printf("Daemon (%s):\n", sock)
 				printVersion(out, *rep.Daemon)
 			case sock == "":
-				out.println("Daemon:       none (no state dir yet)")
+				out.printf("Daemon:       none (%s)\n", why)
 			default:
 				out.printf("Daemon:       none answers on %s\n", sock)
 			}
@@ -84,14 +86,17 @@ func printVersion(out *printer, v api.Version) {
 }
 
 // socketPath is the daemon socket of the state dir the flags and the
-// environment name, "" when that state dir does not exist or is refused
-// (nothing is created, as doctor creates nothing).
-func (g *globals) socketPath() string {
+// environment name; "" and why when that state dir does not exist or is
+// refused (nothing is created, as doctor creates nothing).
+func (g *globals) socketPath() (string, string) {
 	dir, _, err := g.probeStateDir()
-	if err != nil {
-		return ""
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return "", "no state dir at " + dir + " yet"
+	case err != nil:
+		return "", err.Error()
 	}
-	return daemon.SocketPath(dir)
+	return daemon.SocketPath(dir), ""
 }
 
 // daemonVersion asks the daemon at c for its build; nil when none

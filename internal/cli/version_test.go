@@ -17,7 +17,7 @@ import (
 func TestVersion(t *testing.T) {
 	e := newEnv(t)
 	out := e.ok("version")
-	if !strings.HasPrefix(out, "Client:\n  Version:    "+Version+"\n") || !strings.HasSuffix(out, "Daemon:       none (no state dir yet)\n") {
+	if !strings.HasPrefix(out, "Client:\n  Version:    "+Version+"\n") || !strings.HasSuffix(out, "Daemon:       none (no state dir at "+e.state+" yet)\n") {
 		t.Errorf("version with no state dir:\n%s", out)
 	}
 	if _, err := os.Stat(e.state); err == nil {
