@@ -64,15 +64,15 @@ func New(version string) *Set {
 			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 300},
 		}, []string{"mode"}),
 		lifecycle: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "hutch_runtime_events_total", Help: "Runtime lifecycle events: created, started, recreated, idle_stop, reconciled.",
+			Name: "hutch_runtime_events_total", Help: "Runtime lifecycle events: created, started, recreated, idle_stop, disk_stop, reconciled.",
 		}, []string{"mode", "event"}),
 		egress: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "hutch_egress_placeholders_total", Help: "Placeholder secrets the egress proxies substituted or refused, by what happened and why (a refusal toward an unlisted host is an attempted exfiltration).",
 		}, []string{"kind", "reason"}),
+		refusals: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "hutch_refusals_total", Help: "Requests hutch refused, by the surface that answered (api, chat, mcp, portal, egress) and why (a fixed set: unauthorized, forbidden, admission, ceiling, failed_precondition, not_supported, network).",
+		}, []string{"surface", "reason"}),
 	}
-	s.refusals = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "hutch_refusals_total", Help: "Requests hutch refused, by the surface that answered (api, chat, mcp, portal, egress) and why (a fixed set: unauthorized, forbidden, admission, ceiling, failed_precondition, not_supported, network).",
-	}, []string{"surface", "reason"})
 	s.reg.MustRegister(s.commands, s.latency, s.lifecycle, s.egress, s.refusals, buildInfo(version),
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return s
@@ -114,11 +114,18 @@ const (
 	ReasonNetwork = "network"
 )
 
-// Refusal counts one refusal. surface and reason must be of the
-// constants above: they are labels, and must stay few. A nil Set
-// records nothing.
+// labelValues are the values the refusal labels may take.
+var labelValues = map[string]bool{
+	SurfaceAPI: true, SurfaceChat: true, SurfaceMCP: true, SurfacePortal: true, SurfaceEgress: true,
+	ReasonUnauthorized: true, ReasonForbidden: true, ReasonAdmission: true, ReasonCeiling: true,
+	ReasonFailedPrecondition: true, ReasonNotSupported: true, ReasonNetwork: true,
+}
+
+// Refusal counts one refusal. surface and reason are of the constants
+// above; any other value is not counted, so that no caller can grow the
+// labels past them. A nil Set records nothing.
 func (s *Set) Refusal(surface, reason string) {
-	if s == nil || surface == "" || reason == "" {
+	if s == nil || !labelValues[surface] || !labelValues[reason] {
 		return
 	}
 	s.refusals.WithLabelValues(surface, reason).Inc()
