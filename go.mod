@@ -2,6 +2,9 @@ module github.com/hutchsandbox/hutch
 
 go 1.26.8
 
+// The TypeScript client's packages (hack/ts-client) hold no Go code.
+ignore ./clients/typescript/node_modules
+
 require (
 	github.com/cavaliergopher/cpio v1.0.1
 	github.com/chromedp/cdproto v0.159.0

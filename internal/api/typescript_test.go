@@ -1,0 +1,95 @@
+package api_test
+
+import (
+	"context"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hutchsandbox/hutch/internal/daemon"
+	"github.com/hutchsandbox/hutch/internal/testenv"
+)
+
+// tsClientDir is the TypeScript client generated from openapi.json;
+// hack/ts-client installs its node_modules and checks that schema.d.ts is
+// what the description generates.
+const tsClientDir = "../../clients/typescript"
+
+// requireTSClient returns the node executable, once the client's packages
+// are installed. A missing node or package skips the test, and fails it
+// when CI is set.
+func requireTSClient(t *testing.T) string {
+	t.Helper()
+	node, err := exec.LookPath("node")
+	if err == nil {
+		_, err = os.Stat(filepath.Join(tsClientDir, "node_modules", "openapi-fetch", "package.json"))
+	}
+	if err != nil {
+		if ciSet() {
+			t.Fatalf("the TypeScript client: %v (CI is set, and this test must not skip in CI: run hack/ts-client)", err)
+		}
+		t.Skipf("the TypeScript client: %v (run hack/ts-client)", err)
+	}
+	return node
+}
+
+// ciSet reports whether the CI environment variable is set to something
+// other than a false boolean, as testenv's Docker helpers read it.
+func ciSet() bool {
+	v := strings.TrimSpace(os.Getenv("CI"))
+	if v == "" {
+		return false
+	}
+	if b, err := strconv.ParseBool(v); err == nil {
+		return b
+	}
+	return true
+}
+
+// TestTypeScriptClient: the client generated from openapi.json, in Node,
+// talks to a real daemon (hutch serve, host mode) over TCP with its bearer
+// token: health and version, exec with its output and result, a file's
+// bytes written and read back, a typed error for a bad request and 401
+// without the token (clients/typescript/test/e2e.mjs).
+func TestTypeScriptClient(t *testing.T) {
+	node := requireTSClient(t)
+	hutch := testenv.HutchBinary(t)
+	state := filepath.Join(t.TempDir(), "state")
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	_ = ln.Close()
+	const token = "ts-client-test-token"
+	env := append(os.Environ(), "HUTCH_STATE_DIR="+state, "HUTCH_API_TOKEN="+token)
+	testenv.Serve(t, hutch, daemon.SocketPath(state), env, "--sandbox", "host", "--listen-tcp", addr, "--admin-listen", "off")
+	// The socket comes first; wait for the TCP listener too.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		c, err := net.Dial("tcp", addr)
+		if err == nil {
+			_ = c.Close()
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("hutch serve does not listen on %s: %v", addr, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, node, "test/e2e.mjs")
+	cmd.Dir = tsClientDir
+	cmd.Env = append(os.Environ(), "HUTCH_URL=http://"+addr, "HUTCH_TOKEN="+token)
+	out, err := cmd.CombinedOutput()
+	t.Logf("node test/e2e.mjs:\n%s", out)
+	if err != nil {
+		t.Fatalf("the TypeScript client failed: %v", err)
+	}
+}
