@@ -39,7 +39,7 @@ RUN apt-get update \
 // standInLabel label: an image of a corpus reference that carries an
 // older mark is built again; one without the label is a real image and
 // is left alone. Bump it whenever devcontainerStandIns changes.
-const standInVersion = "2"
+const standInVersion = "3"
 
 // standInLabel is the label that marks an image as a stand-in.
 const standInLabel = "org.hutchsandbox.test.devcontainer-stand-in"
@@ -246,6 +246,12 @@ var devcontainerStandIns = []standIn{
 		Path: []string{"/usr/share/dotnet"}, Env: map[string]string{"DOTNET_ROOT": "/usr/share/dotnet"},
 		Stubs:    []string{"/usr/share/dotnet/dotnet"},
 		Metadata: []map[string]any{mdCommonUtils, mdDotnet, remoteUser("vscode")}},
+	// src/dotnet, .NET 7 (bicep): the dotnet/sdk image, .NET in
+	// /usr/share/dotnet, user vscode.
+	{Ref: "mcr.microsoft.com/devcontainers/dotnet:0-7.0", User: "vscode",
+		Path: []string{"/usr/share/dotnet"}, Env: map[string]string{"DOTNET_ROOT": "/usr/share/dotnet"},
+		Stubs:    []string{"/usr/share/dotnet/dotnet"},
+		Metadata: []map[string]any{mdCommonUtils, mdGit, remoteUser("vscode")}},
 	// src/universal (puppeteer): the Codespaces default image, user
 	// codespace as both container and remote user, Docker in Docker
 	// (privileged, init, its entrypoint and a volume), many toolchains.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -94,6 +95,10 @@ func TestResolve_Corpus(t *testing.T) {
 		"puppeteer":  {want: g("docker-in-docker:1", "node:1")},
 		"rails":      {want: g("github-cli:1", "node:1")},
 		"typescript": {want: g("go:1")},
+		// The retired bare names, read as ghcr.io/devcontainers/features/<name>:1
+		// (a note each); the plan keeps the names the file wrote.
+		"bicep":            {want: []string{"azure-cli", "dotnet", "github-cli", "node"}},
+		"spring-petclinic": {want: []string{"docker-in-docker"}},
 
 		// One feature each.
 		"anthropic-sdk-typescript": {want: g("node:1")},
@@ -150,6 +155,11 @@ func TestResolve_Corpus(t *testing.T) {
 				got = append(got, r.Ref.ID)
 				if r.Ref.Kind == features.OCI && !strings.HasPrefix(r.Digest, "sha256:") {
 					t.Errorf("%s has no digest", r.Ref.ID)
+				}
+				if r.Ref.Retired && !slices.ContainsFunc(plan.Notes, func(n string) bool {
+					return strings.Contains(n, "Feature "+r.Ref.ID+": a bare name is the retired form") && strings.Contains(n, r.Ref.Reference())
+				}) {
+					t.Errorf("no note says the retired name %s is read as %s; notes: %q", r.Ref.ID, r.Ref.Reference(), plan.Notes)
 				}
 			}
 			if diff := cmp.Diff(tt.want, got); diff != "" {

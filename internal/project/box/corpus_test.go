@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/hutchsandbox/hutch/internal/devcontainer"
+	"github.com/hutchsandbox/hutch/internal/devcontainer/features"
 	"github.com/hutchsandbox/hutch/internal/devcontainer/features/featuretest"
 	"github.com/hutchsandbox/hutch/internal/engine"
 	"github.com/hutchsandbox/hutch/internal/imagebuild"
@@ -233,7 +234,7 @@ func bringUpCorpusEntry(t *testing.T, name, registry string) corpusOutcome {
 	overlayCheckout(t, f.project, name)
 	f.extraEnv = []string{"HUTCH_FEATURE_MIRRORS=ghcr.io=" + registry}
 	f.mustHutch(t, "trust")
-	_, errOut, code := f.hutch(t, "up")
+	out, errOut, code := f.hutch(t, "up")
 	b.record(errOut)
 	if want, ok := corpusRefused[name]; ok {
 		if code == 0 || !strings.Contains(errOut, want) {
@@ -267,7 +268,34 @@ func bringUpCorpusEntry(t *testing.T, name, registry string) corpusOutcome {
 		t.Errorf("up: exit %d\n%s", code, errOut)
 		return corpusOutcome{kind: "failed", detail: lastLine(errOut)}
 	}
+	checkRetiredNotes(t, f, out+errOut)
 	return checkCorpusSandbox(t, f, name)
+}
+
+// checkRetiredNotes checks that `up` said, for each feature the entry
+// names by a retired bare name ("docker-in-docker": "latest"), which
+// ghcr.io feature it read it as.
+func checkRetiredNotes(t *testing.T, f *fixture, output string) {
+	t.Helper()
+	path := filepath.Join(f.project, ".devcontainer", "devcontainer.json")
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	file, err := devcontainer.Parse(path, data, devcontainer.Vars{LocalWorkspaceFolder: f.project})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, feat := range file.Features {
+		ref, err := features.ParseRef(feat.ID)
+		if err != nil || !ref.Retired {
+			continue
+		}
+		want := "Feature " + feat.ID + ": a bare name is the retired form of the bundled features; it is read as " + ref.Reference()
+		if !strings.Contains(output, want) {
+			t.Errorf("up did not say %q\n%s", want, output)
+		}
+	}
 }
 
 // overlayCheckout adds the stand-in checkout files of the entry name, if
