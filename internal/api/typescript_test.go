@@ -1,6 +1,7 @@
 package api_test
 
 import (
+	"bytes"
 	"context"
 	"net"
 	"os"
@@ -55,7 +56,8 @@ func ciSet() bool {
 // talks to a real daemon (hutch serve, host mode) over TCP with its bearer
 // token: health and version, exec with its output and result, a file's
 // bytes written and read back, a typed error for a bad request and 401
-// without the token (clients/typescript/test/e2e.mjs).
+// without the token (clients/typescript/test/e2e.mjs). Its generated
+// types must be what openapi.json generates now.
 func TestTypeScriptClient(t *testing.T) {
 	node := requireTSClient(t)
 	hutch := testenv.HutchBinary(t)
@@ -84,6 +86,20 @@ func TestTypeScriptClient(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
+	// The committed types are what the description generates now.
+	generated := filepath.Join(t.TempDir(), "schema.d.ts")
+	gen := exec.CommandContext(ctx, node, "node_modules/openapi-typescript/bin/cli.js", "../../internal/api/openapi.json", "--output", generated)
+	gen.Dir = tsClientDir
+	if out, err := gen.CombinedOutput(); err != nil {
+		t.Fatalf("openapi-typescript: %v\n%s", err, out)
+	}
+	want, err := os.ReadFile(generated)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := os.ReadFile(filepath.Join(tsClientDir, "schema.d.ts")); err != nil || !bytes.Equal(got, want) {
+		t.Errorf("clients/typescript/schema.d.ts is not what openapi.json generates (%v): run hack/ts-client generate", err)
+	}
 	cmd := exec.CommandContext(ctx, node, "test/e2e.mjs")
 	cmd.Dir = tsClientDir
 	cmd.Env = append(os.Environ(), "HUTCH_URL=http://"+addr, "HUTCH_TOKEN="+token)
