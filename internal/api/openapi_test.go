@@ -22,6 +22,8 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/hutchsandbox/hutch/internal/api"
+	"github.com/hutchsandbox/hutch/internal/errdefs"
+	"github.com/hutchsandbox/hutch/internal/metrics"
 	"github.com/hutchsandbox/hutch/internal/sandbox"
 	"github.com/hutchsandbox/hutch/internal/sandbox/mock"
 	"github.com/hutchsandbox/hutch/internal/service"
@@ -348,20 +350,24 @@ func (c call) do(t *testing.T, base string) (int, string, string) {
 
 const openapiToken = "openapi-test-token"
 
-// openapiServers are a host-mode server and a managed one (its runtimes
-// a mock), both behind a token, with an admin portal link and metrics.
-func openapiServers(t *testing.T) (host, managed string) {
+// openapiServers are, behind a token, with an admin portal link: a
+// host-mode server (with metrics), a managed one whose runtimes are a
+// mock, and a managed one whose engine fails: status unavailable, stop
+// a conflict.
+func openapiServers(t *testing.T) (host, managed, failing string) {
 	t.Helper()
-	serve := func(mode sandbox.Mode) string {
+	serve := func(mode sandbox.Mode, fail map[string]error) string {
 		layout, err := service.ResolveLayout(service.LayoutOptions{StateDir: filepath.Join(t.TempDir(), "state"), Getenv: func(string) string { return "" }})
 		if err != nil {
 			t.Fatal(err)
 		}
 		svc := service.New(layout, nil)
+		m := metrics.New("")
+		svc.SetMetrics(m)
 		if mode.Kind != sandbox.KindHost {
-			svc.SetRuntime(mode, mock.New(mock.Config{Mode: mode}))
+			svc.SetRuntime(mode, mock.New(mock.Config{Mode: mode, Fail: fail}))
 		}
-		srv := &api.Server{Service: svc, Mode: mode, Version: "test", Token: openapiToken, MaxBody: 64 << 10,
+		srv := &api.Server{Service: svc, Mode: mode, Version: "test", Token: openapiToken, MaxBody: 64 << 10, Metrics: m.Handler(),
 			AdminLink: func(string, time.Duration) (string, time.Time, error) {
 				return "http://127.0.0.1:9/admin/login?t=x", time.Date(2026, 12, 3, 12, 0, 0, 0, time.UTC), nil
 			}}
@@ -369,7 +375,12 @@ func openapiServers(t *testing.T) (host, managed string) {
 		t.Cleanup(ts.Close)
 		return ts.URL
 	}
-	return serve(sandbox.Mode{Kind: sandbox.KindHost}), serve(sandbox.Mode{Kind: sandbox.KindImage, Target: "busybox"})
+	image := sandbox.Mode{Kind: sandbox.KindImage, Target: "busybox"}
+	return serve(sandbox.Mode{Kind: sandbox.KindHost}, nil), serve(image, nil),
+		serve(image, map[string]error{
+			mock.OpStatus: errdefs.New(errdefs.ErrUnavailable, "The engine did not answer"),
+			mock.OpStop:   errdefs.New(errdefs.ErrConflict, "The runtime is being re-created"),
+		})
 }
 
 var bearer = []string{"Authorization", "Bearer " + openapiToken}
@@ -378,7 +389,7 @@ var bearer = []string{"Authorization", "Bearer " + openapiToken}
 // real, is described by its operation and has the error shape.
 func TestOpenAPI_Errors(t *testing.T) {
 	s := loadSpec(t)
-	host, managed := openapiServers(t)
+	host, managed, failing := openapiServers(t)
 	c := `"conversation":{"platform":"web","conversationId":"openapi-errors"}`
 	cases := []struct {
 		name, base string
@@ -408,6 +419,8 @@ func TestOpenAPI_Errors(t *testing.T) {
 		{"no vault entry", host, call{"POST", "/v1/vault/remove", `{"user":"U1","name":"NOPE"}`, bearer}, 404, "not_found"},
 		{"bad door policy", host, call{"POST", "/v1/door", `{` + c + `,"policy":"open"}`, bearer}, 400, "invalid"},
 		{"no admin who", host, call{"POST", "/v1/admin/link", `{"who":" "}`, bearer}, 400, "invalid"},
+		{"engine unavailable", failing, call{"POST", "/v1/sandbox/status", `{` + c + `}`, bearer}, 503, "unavailable"},
+		{"conflict", failing, call{"POST", "/v1/sandbox/stop", `{` + c + `}`, bearer}, 409, "conflict"},
 	}
 	for _, tc := range cases {
 		t.Run(strings.ReplaceAll(tc.name, " ", "_"), func(t *testing.T) {
@@ -429,44 +442,51 @@ func TestOpenAPI_Errors(t *testing.T) {
 // runtimes are a mock.
 func TestOpenAPI_Answers(t *testing.T) {
 	s := loadSpec(t)
-	host, managed := openapiServers(t)
+	host, managed, _ := openapiServers(t)
 	c := `"conversation":{"platform":"web","conversationId":"openapi"}`
 	q := url.Values{"platform": {"web"}, "conversationId": {"openapi"}}
 	steps := []struct {
 		base string
 		call call
+		// want is in the answer, when set: the case the step is for.
+		want string
 	}{
-		{host, call{"GET", "/v1/health", "", nil}},
-		{host, call{"GET", "/v1/version", "", nil}},
-		{host, call{"GET", "/v1/openapi.json", "", nil}},
-		{host, call{"POST", "/v1/door", `{"global":true,"policy":"default"}`, nil}},
-		{host, call{"POST", "/v1/door", `{` + c + `,"policy":"shared"}`, nil}},
-		{host, call{"POST", "/v1/policy", `{` + c + `}`, nil}},
-		{host, call{"POST", "/v1/channel-kind", `{"conversation":{"platform":"slack","conversationId":"C1","channelKind":"im"}}`, nil}},
-		{host, call{"POST", "/v1/exec", `{` + c + `,"command":"printf out; printf err >&2; exit 2","stdin":"x","timeoutSeconds":5}`, nil}},
-		{host, call{"POST", "/v1/exec", `{` + c + `,"argv":["sleep","5"],"timeoutSeconds":0.2}`, nil}},
-		{host, call{"POST", "/v1/files/write?" + q.Encode() + "&path=dir/a.txt&mode=0600", "hello\n", nil}},
-		{host, call{"POST", "/v1/files/list", `{` + c + `,"path":"dir"}`, nil}},
-		{host, call{"POST", "/v1/files/stat", `{` + c + `,"path":"dir/a.txt"}`, nil}},
-		{host, call{"POST", "/v1/files/read", `{` + c + `,"path":"dir/a.txt"}`, nil}},
-		{host, call{"POST", "/v1/tools/bash", `{` + c + `,"input":{"command":"echo hi"}}`, nil}},
-		{host, call{"POST", "/v1/tools/bash", `{` + c + `,"input":{"command":"exit 1"}}`, nil}},
-		{host, call{"POST", "/v1/tools/write", `{` + c + `,"input":{"path":"b.txt","content":"one\n"}}`, nil}},
-		{host, call{"POST", "/v1/tools/edit", `{` + c + `,"input":{"path":"b.txt","oldText":"one","newText":"two"}}`, nil}},
-		{host, call{"POST", "/v1/tools/read", `{` + c + `,"input":{"path":"b.txt"}}`, nil}},
-		{host, call{"POST", "/v1/vault/set", `{` + c + `,"vars":{"TOKEN":"secret"}}`, nil}},
-		{host, call{"POST", "/v1/vault/list", `{` + c + `}`, nil}},
-		{host, call{"POST", "/v1/vault/remove", `{` + c + `,"name":"TOKEN"}`, nil}},
-		{host, call{"POST", "/v1/chat", `{` + c + `,"message":"/sandbox"}`, nil}},
-		{host, call{"GET", "/v1/offices", "", nil}},
-		{host, call{"POST", "/v1/admin/link", `{"who":"U1","ttl":"10m"}`, nil}},
-		{managed, call{"POST", "/v1/sandbox/status", `{` + c + `}`, nil}},
-		{managed, call{"POST", "/v1/exec", `{` + c + `,"command":"true"}`, nil}},
-		{managed, call{"POST", "/v1/sandbox/boost", `{` + c + `,"cpus":"1.5"}`, nil}},
-		{managed, call{"POST", "/v1/sandbox/limits", `{` + c + `,"memory":"512m","pids":"100"}`, nil}},
-		{managed, call{"GET", "/v1/sandbox/runtimes", "", nil}},
-		{managed, call{"POST", "/v1/sandbox/stop", `{` + c + `}`, nil}},
-		{managed, call{"POST", "/v1/sandbox/remove", `{` + c + `}`, nil}},
+		{host, call{"GET", "/v1/health", "", nil}, ""},
+		{host, call{"GET", "/v1/version", "", nil}, ""},
+		{host, call{"GET", "/v1/openapi.json", "", nil}, ""},
+		{host, call{"POST", "/v1/door", `{"global":true,"policy":"default"}`, nil}, ""},
+		{host, call{"POST", "/v1/door", `{` + c + `,"policy":"shared"}`, nil}, ""},
+		{host, call{"POST", "/v1/policy", `{` + c + `}`, nil}, ""},
+		{host, call{"POST", "/v1/channel-kind", `{"conversation":{"platform":"slack","conversationId":"C1","channelKind":"im"}}`, nil}, ""},
+		{host, call{"POST", "/v1/exec", `{` + c + `,"command":"printf out; printf err >&2; exit 2","stdin":"x","timeoutSeconds":5}`, nil}, ""},
+		{host, call{"POST", "/v1/exec", `{` + c + `,"argv":["sleep","5"],"timeoutSeconds":0.2}`, nil}, `"timedOut":true`},
+		{host, call{"POST", "/v1/files/write?" + q.Encode() + "&path=dir/a.txt&mode=0600", "hello\n", nil}, ""},
+		{host, call{"POST", "/v1/files/list", `{` + c + `,"path":"dir"}`, nil}, ""},
+		{host, call{"POST", "/v1/files/stat", `{` + c + `,"path":"dir/a.txt"}`, nil}, ""},
+		{host, call{"POST", "/v1/files/read", `{` + c + `,"path":"dir/a.txt"}`, nil}, ""},
+		{host, call{"POST", "/v1/tools/bash", `{` + c + `,"input":{"command":"echo hi"}}`, nil}, ""},
+		{host, call{"POST", "/v1/tools/bash", `{` + c + `,"input":{"command":"exit 1"}}`, nil}, `"isError":true`},
+		{host, call{"POST", "/v1/tools/write", `{` + c + `,"input":{"path":"b.txt","content":"one\n"}}`, nil}, ""},
+		{host, call{"POST", "/v1/tools/edit", `{` + c + `,"input":{"path":"b.txt","oldText":"one","newText":"two"}}`, nil}, ""},
+		{host, call{"POST", "/v1/tools/read", `{` + c + `,"input":{"path":"b.txt"}}`, nil}, ""},
+		// A binary file, and a name that is not UTF-8 (nameBytes).
+		{host, call{"POST", "/v1/exec", `{` + c + `,"command":"printf '\\000\\001\\377' > bin.dat; mkdir -p odd; : > odd/$(printf 'n\\377')"}`, nil}, ""},
+		{host, call{"POST", "/v1/tools/read", `{` + c + `,"input":{"path":"bin.dat"}}`, nil}, `"binary":{`},
+		{host, call{"POST", "/v1/files/list", `{` + c + `,"path":"odd"}`, nil}, `"nameBytes":"bv8="`},
+		{host, call{"GET", "/metrics", "", nil}, "# TYPE"},
+		{host, call{"POST", "/v1/vault/set", `{` + c + `,"vars":{"TOKEN":"secret"}}`, nil}, ""},
+		{host, call{"POST", "/v1/vault/list", `{` + c + `}`, nil}, ""},
+		{host, call{"POST", "/v1/vault/remove", `{` + c + `,"name":"TOKEN"}`, nil}, ""},
+		{host, call{"POST", "/v1/chat", `{` + c + `,"message":"/sandbox"}`, nil}, ""},
+		{host, call{"GET", "/v1/offices", "", nil}, ""},
+		{host, call{"POST", "/v1/admin/link", `{"who":"U1","ttl":"10m"}`, nil}, ""},
+		{managed, call{"POST", "/v1/sandbox/status", `{` + c + `}`, nil}, ""},
+		{managed, call{"POST", "/v1/exec", `{` + c + `,"command":"true"}`, nil}, ""},
+		{managed, call{"POST", "/v1/sandbox/boost", `{` + c + `,"cpus":"1.5"}`, nil}, ""},
+		{managed, call{"POST", "/v1/sandbox/limits", `{` + c + `,"memory":"512m","pids":"100"}`, nil}, ""},
+		{managed, call{"GET", "/v1/sandbox/runtimes", "", nil}, ""},
+		{managed, call{"POST", "/v1/sandbox/stop", `{` + c + `}`, nil}, ""},
+		{managed, call{"POST", "/v1/sandbox/remove", `{` + c + `}`, nil}, ""},
 	}
 	for _, st := range steps {
 		st.call.header = bearer
@@ -485,6 +505,9 @@ func TestOpenAPI_Answers(t *testing.T) {
 			continue
 		}
 		s.checkResponse(t, what, op, status, ct, body)
+		if st.want != "" && !strings.Contains(body, st.want) {
+			t.Errorf("%s: %s; want it to hold %s", what, body, st.want)
+		}
 	}
 }
 
