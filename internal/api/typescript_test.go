@@ -56,8 +56,9 @@ func ciSet() bool {
 // talks to a real daemon (hutch serve, host mode) over TCP with its bearer
 // token: health and version, exec with its output and result, a file's
 // bytes written and read back, a typed error for a bad request and 401
-// without the token (clients/typescript/test/e2e.mjs). Its generated
-// types must be what openapi.json generates now.
+// without the token (clients/typescript/test/e2e.mjs). The description
+// must lint clean (Redocly's structural rules), and the generated types
+// be what it generates now.
 func TestTypeScriptClient(t *testing.T) {
 	node := requireTSClient(t)
 	hutch := testenv.HutchBinary(t)
@@ -86,6 +87,12 @@ func TestTypeScriptClient(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
+	// The description's structure is OpenAPI 3.1's, as Redocly checks it.
+	lint := exec.CommandContext(ctx, node, "scripts/lint-openapi.mjs", "../../internal/api/openapi.json")
+	lint.Dir = tsClientDir
+	if out, err := lint.CombinedOutput(); err != nil {
+		t.Errorf("openapi.json does not lint clean: %v\n%s", err, out)
+	}
 	// The committed types are what the description generates now.
 	generated := filepath.Join(t.TempDir(), "schema.d.ts")
 	gen := exec.CommandContext(ctx, node, "node_modules/openapi-typescript/bin/cli.js", "../../internal/api/openapi.json", "--output", generated)
