@@ -3,6 +3,7 @@ package service
 import (
 	"bufio"
 	"context"
+	"errors"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -42,7 +43,12 @@ func TestEgressProxy_DenialCounted(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	served := make(chan error, 1)
 	go func() { served <- p.Serve(ctx, l) }()
-	t.Cleanup(func() { cancel(); <-served })
+	t.Cleanup(func() {
+		cancel()
+		if err := <-served; err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, net.ErrClosed) {
+			t.Errorf("the proxy's Serve: %v", err)
+		}
+	})
 
 	c, err := net.Dial("unix", l.Addr().String())
 	if err != nil {
