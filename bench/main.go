@@ -31,7 +31,7 @@
 //     they cost the whole system (MemTotal - MemAvailable) against as
 //     many plain `sleep` containers, with and without a network each.
 //  6. API overhead: warm exec of `true` through a daemon (daemon.Run in
-//     this process, image mode, its own state dir) by internal/client over
+//     this process, image mode, its own state dir) by the client package over
 //     its unix socket vs image.Runtime.Exec in-process, interleaved; a
 //     diagnostic row runs service.Exec on the daemon's own service (policy,
 //     registry and vault, no HTTP). Target: API p50 / in-process p50 at
@@ -96,9 +96,9 @@ import (
 	"github.com/moby/moby/client"
 
 	"github.com/hutchsandbox/hutch/bench/benchkit"
+	hclient "github.com/hutchsandbox/hutch/client"
 	"github.com/hutchsandbox/hutch/internal/agentbin"
 	"github.com/hutchsandbox/hutch/internal/api"
-	hclient "github.com/hutchsandbox/hutch/internal/client"
 	"github.com/hutchsandbox/hutch/internal/daemon"
 	"github.com/hutchsandbox/hutch/internal/engine"
 	"github.com/hutchsandbox/hutch/internal/office"
@@ -1568,7 +1568,7 @@ func (b *bench) warmDaemon(ctx context.Context, name, id string) (*apiDaemon, ap
 
 // execTrue runs `true` in conv through d's API.
 func (d *apiDaemon) execTrue(ctx context.Context, conv api.Conversation) error {
-	res, err := d.cl.Exec(ctx, api.ExecRequest{Conversation: conv, Command: "true"}, nil, nil)
+	res, err := d.cl.Exec(ctx, api.ExecRequest{Conversation: conv, Command: "true"}, nil, nil, nil)
 	if err == nil && res.ExitCode != 0 {
 		err = fmt.Errorf("exit %d %s", res.ExitCode, res.Message)
 	}

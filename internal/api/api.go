@@ -65,17 +65,8 @@ type Server struct {
 	AdminLink func(who string, ttl time.Duration) (string, time.Time, error)
 }
 
-// Conversation names the conversation a request is for.
-type Conversation struct {
-	Platform       string `json:"platform"`
-	ConversationID string `json:"conversationId"`
-	// ChannelKind, when given, is recorded (what a chat adapter knows).
-	ChannelKind string `json:"channelKind,omitempty"`
-	// User is the platform user whose vault host mode uses.
-	User string `json:"user,omitempty"`
-}
-
-func (c Conversation) address() (office.Address, error) {
+// addressOf is the office address c names, checked.
+func addressOf(c Conversation) (office.Address, error) {
 	if c.Platform == "" && c.ConversationID == "" {
 		return office.Address{}, errdefs.New(errdefs.ErrInvalid, "The request names no conversation: give conversation.platform and conversation.conversationId")
 	}
@@ -389,33 +380,11 @@ func decode(r *http.Request, v any) error {
 	return nil
 }
 
-// Health is /v1/health's answer.
-type Health struct {
-	Status    string `json:"status"`
-	Version   string `json:"version"`
-	Mode      string `json:"mode"`
-	StateDir  string `json:"stateDir"`
-	Workspace string `json:"workspace"`
-	// ManagedProjection is false for the modes that do not mount exactly
-	// the door's projection (host, container, cloudflare): they cannot
-	// enforce an isolated office or read-only shared memory. Never
-	// omitted, so false is said, not implied.
-	ManagedProjection bool `json:"managedProjection"`
-}
-
 func (s *Server) health(w http.ResponseWriter, r *http.Request) error {
 	l := s.Service.Layout()
 	writeJSON(w, http.StatusOK, Health{Status: "ok", Version: s.Version, Mode: s.Mode.String(), StateDir: l.StateDir, Workspace: l.Workspace,
 		ManagedProjection: sandbox.CapabilitiesOf(s.Mode.Kind).ManagedProjection()})
 	return nil
-}
-
-// OfficeEntry is one registered office.
-type OfficeEntry struct {
-	Platform       string    `json:"platform"`
-	ConversationID string    `json:"conversationId"`
-	OfficeKey      string    `json:"officeKey"`
-	RecordedAt     time.Time `json:"recordedAt"`
 }
 
 func (s *Server) offices(w http.ResponseWriter, r *http.Request) error {
@@ -448,48 +417,6 @@ func (s *Server) recordKind(addr office.Address, c Conversation) error {
 		return nil
 	}
 	return s.Service.SetChannelKind(addr, c.ChannelKind)
-}
-
-// ExecRequest is /v1/exec's body.
-type ExecRequest struct {
-	Conversation Conversation `json:"conversation"`
-	// Command is a shell string (run with sh -c); Argv runs without a shell.
-	Command string   `json:"command,omitempty"`
-	Argv    []string `json:"argv,omitempty"`
-	// Cwd is relative to the office, or absolute in the runtime.
-	Cwd            string  `json:"cwd,omitempty"`
-	TimeoutSeconds float64 `json:"timeoutSeconds,omitempty"`
-	// Stdin is fed to the command.
-	Stdin string `json:"stdin,omitempty"`
-	// MaxOutput caps each stream's bytes (0: DefaultOutputLimit).
-	MaxOutput int64 `json:"maxOutput,omitempty"`
-}
-
-// Frame is one line of /v1/exec's streamed answer: output as it comes
-// (Data is base64 in JSON, so any bytes pass), then exactly one Result or
-// Error.
-type Frame struct {
-	Stream string      `json:"stream,omitempty"`
-	Data   []byte      `json:"data,omitempty"`
-	Result *ExecResult `json:"result,omitempty"`
-	Error  *ErrorBody  `json:"error,omitempty"`
-}
-
-// ExecResult is how a command ended.
-type ExecResult struct {
-	ExitCode        int     `json:"exitCode"`
-	Signal          string  `json:"signal,omitempty"`
-	TimedOut        bool    `json:"timedOut,omitempty"`
-	KillUnconfirmed bool    `json:"killUnconfirmed,omitempty"`
-	Aborted         bool    `json:"aborted,omitempty"`
-	OOMKilled       bool    `json:"oomKilled,omitempty"`
-	StdoutTruncated bool    `json:"stdoutTruncated,omitempty"`
-	StderrTruncated bool    `json:"stderrTruncated,omitempty"`
-	StdoutBytes     int64   `json:"stdoutBytes"`
-	StderrBytes     int64   `json:"stderrBytes"`
-	DurationSeconds float64 `json:"durationSeconds"`
-	// Message says why the command did not end on its own ("" if it did).
-	Message string `json:"message,omitempty"`
 }
 
 // execStream writes /v1/exec's answer. Its status line waits for the
@@ -544,7 +471,7 @@ func (s *Server) exec(w http.ResponseWriter, r *http.Request) error {
 	if err := decode(r, &req); err != nil {
 		return err
 	}
-	addr, err := req.Conversation.address()
+	addr, err := addressOf(req.Conversation)
 	if err != nil {
 		return err
 	}
@@ -627,20 +554,8 @@ func (s *Server) exec(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// ConversationRequest is the body of calls that name only a conversation.
-type ConversationRequest struct {
-	Conversation Conversation `json:"conversation"`
-}
-
-// LimitsRequest is /v1/sandbox/boost's and /v1/sandbox/limits' body.
-type LimitsRequest struct {
-	Conversation Conversation `json:"conversation"`
-	CPUs         string       `json:"cpus,omitempty"`
-	Memory       string       `json:"memory,omitempty"`
-	Pids         string       `json:"pids,omitempty"`
-}
-
-func (l LimitsRequest) limits() (sandbox.Limits, error) {
+// limitsOf is the limits l asks for, parsed.
+func limitsOf(l LimitsRequest) (sandbox.Limits, error) {
 	var out sandbox.Limits
 	var err error
 	if l.CPUs != "" {
@@ -661,41 +576,6 @@ func (l LimitsRequest) limits() (sandbox.Limits, error) {
 	return out, nil
 }
 
-// Status is a runtime's state as the API reports it: every field of
-// sandbox.Status (StatusOf and Sandbox convert, and a test checks that
-// nothing is lost on the way).
-type Status struct {
-	OfficeKey      string `json:"officeKey"`
-	Platform       string `json:"platform,omitempty"`
-	ConversationID string `json:"conversationId,omitempty"`
-	Name           string `json:"name"`
-	// ID is the runtime's id in its engine (a container id, a pod uid).
-	ID    string `json:"id,omitempty"`
-	State string `json:"state"`
-	// Image is the reference the runtime was made from; ImageID its id.
-	Image          string    `json:"image,omitempty"`
-	ImageID        string    `json:"imageId,omitempty"`
-	CPUs           float64   `json:"cpus,omitempty"`
-	MemoryBytes    int64     `json:"memoryBytes,omitempty"`
-	Pids           int64     `json:"pids,omitempty"`
-	Boosted        bool      `json:"boosted"`
-	TempLimits     bool      `json:"tempLimits"`
-	LimitsApplied  string    `json:"limitsApplied,omitempty"`
-	StartedAt      time.Time `json:"startedAt,omitzero"`
-	Fingerprint    string    `json:"fingerprint,omitempty"`
-	ActiveCommands int       `json:"activeCommands"`
-	// LastActivity is when the last command started or ended, when known.
-	LastActivity time.Time `json:"lastActivity,omitzero"`
-	// Recreated and RecreatedBecause: when and why the runtime was last
-	// re-created, when known.
-	Recreated        time.Time `json:"recreated,omitzero"`
-	RecreatedBecause string    `json:"recreatedBecause,omitempty"`
-	// Mode is the managed mode the runtime belongs to (image, gondolin,
-	// kube), given by the lists of runtimes (GET /v1/sandbox/runtimes,
-	// hutch sandbox ls --json), which may span modes; omitted elsewhere.
-	Mode string `json:"mode,omitempty"`
-}
-
 // StatusOf is st as the API reports it.
 func StatusOf(st sandbox.Status) Status {
 	return Status{
@@ -706,8 +586,8 @@ func StatusOf(st sandbox.Status) Status {
 	}
 }
 
-// Sandbox is the status the API reported, as the daemon had it.
-func (st Status) Sandbox() sandbox.Status {
+// SandboxStatus is the status the API reported, as the daemon had it.
+func SandboxStatus(st Status) sandbox.Status {
 	return sandbox.Status{
 		OfficeKey: st.OfficeKey, Platform: st.Platform, ConversationID: st.ConversationID, Name: st.Name, ID: st.ID,
 		State: sandbox.RuntimeState(st.State), Image: st.Image, ImageID: st.ImageID,
@@ -731,11 +611,11 @@ func (s *Server) lifecycleCall(w http.ResponseWriter, r *http.Request, call func
 	if err := decode(r, &req); err != nil {
 		return err
 	}
-	addr, err := req.Conversation.address()
+	addr, err := addressOf(req.Conversation)
 	if err != nil {
 		return err
 	}
-	l, err := req.limits()
+	l, err := limitsOf(req)
 	if err != nil {
 		return err
 	}
@@ -814,35 +694,6 @@ func (s *Server) runtimes(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// DoorRequest is /v1/door's body: one conversation's policy, or with
-// Global the default of all.
-type DoorRequest struct {
-	Conversation *Conversation `json:"conversation,omitempty"`
-	Global       bool          `json:"global,omitempty"`
-	// Policy is default, isolated, shared, shared-private or full.
-	Policy string `json:"policy"`
-}
-
-// PolicyAnswer is a conversation's effective door policy and projection.
-type PolicyAnswer struct {
-	OfficeKey  string  `json:"officeKey"`
-	Policy     string  `json:"policy"`
-	Origin     string  `json:"origin"`
-	Warning    string  `json:"warning,omitempty"`
-	Mounts     []Mount `json:"mounts"`
-	Refusal    string  `json:"refusal,omitempty"`
-	Projection string  `json:"projection"`
-	// ManagedProjection: the mode mounts exactly Mounts (see Health).
-	ManagedProjection bool `json:"managedProjection"`
-}
-
-// Mount is one projected path.
-type Mount struct {
-	HostPath    string `json:"hostPath"`
-	RuntimePath string `json:"runtimePath"`
-	ReadOnly    bool   `json:"readOnly"`
-}
-
 func (s *Server) door(w http.ResponseWriter, r *http.Request) error {
 	var req DoorRequest
 	if err := decode(r, &req); err != nil {
@@ -865,7 +716,7 @@ func (s *Server) door(w http.ResponseWriter, r *http.Request) error {
 	if req.Conversation == nil {
 		return errdefs.New(errdefs.ErrInvalid, "Give a conversation, or global: true")
 	}
-	addr, err := req.Conversation.address()
+	addr, err := addressOf(*req.Conversation)
 	if err != nil {
 		return err
 	}
@@ -880,7 +731,7 @@ func (s *Server) policy(w http.ResponseWriter, r *http.Request) error {
 	if err := decode(r, &req); err != nil {
 		return err
 	}
-	addr, err := req.Conversation.address()
+	addr, err := addressOf(req.Conversation)
 	if err != nil {
 		return err
 	}
@@ -901,7 +752,7 @@ func (s *Server) channelKind(w http.ResponseWriter, r *http.Request) error {
 	if err := decode(r, &req); err != nil {
 		return err
 	}
-	addr, err := req.Conversation.address()
+	addr, err := addressOf(req.Conversation)
 	if err != nil {
 		return err
 	}
@@ -914,28 +765,10 @@ func (s *Server) channelKind(w http.ResponseWriter, r *http.Request) error {
 	return s.writePolicy(w, addr, req.Conversation.User)
 }
 
-// VaultRequest names a vault (a conversation's, or a user's or
-// container's) and what to do with it.
-type VaultRequest struct {
-	Conversation *Conversation `json:"conversation,omitempty"`
-	User         string        `json:"user,omitempty"`
-	Container    string        `json:"container,omitempty"`
-	// Vars are set by /v1/vault/set; their values are never echoed.
-	Vars map[string]string `json:"vars,omitempty"`
-	// Name is removed by /v1/vault/remove.
-	Name string `json:"name,omitempty"`
-}
-
-// VaultEntry is one vault entry, named, never valued.
-type VaultEntry struct {
-	Name string `json:"name"`
-	Kind string `json:"kind"`
-}
-
 func (s *Server) vaultKey(req VaultRequest) (string, error) {
 	t := service.VaultTarget{User: req.User, Container: req.Container}
 	if req.Conversation != nil {
-		addr, err := req.Conversation.address()
+		addr, err := addressOf(*req.Conversation)
 		if err != nil {
 			return "", err
 		}
@@ -1004,22 +837,6 @@ func (s *Server) vaultRemove(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	return s.writeVault(w, key)
-}
-
-// AdminLinkRequest asks for a one-time admin portal link.
-type AdminLinkRequest struct {
-	// Who is recorded as the actor of what the link's session does (a
-	// chat bot names the platform user who typed /admin).
-	Who string `json:"who"`
-	// TTL is how long the link is good for, e.g. "30m" (default 30m,
-	// at most 24h).
-	TTL string `json:"ttl,omitempty"`
-}
-
-// AdminLinkResponse is the link and when it expires.
-type AdminLinkResponse struct {
-	URL     string    `json:"url"`
-	Expires time.Time `json:"expires"`
 }
 
 func (s *Server) adminLink(w http.ResponseWriter, r *http.Request) error {

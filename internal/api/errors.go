@@ -8,20 +8,6 @@ import (
 	"github.com/hutchsandbox/hutch/internal/errdefs"
 )
 
-// ErrorBody is the JSON body of every error response.
-type ErrorBody struct {
-	// Error is the message, safe to show to a user: hutch's error texts
-	// never carry secrets.
-	Error string `json:"error"`
-	// Code is the error class: not_found, invalid, conflict,
-	// not_supported, unavailable, failed_precondition, internal.
-	Code string `json:"code"`
-}
-
-// ClassError turns a code from an ErrorBody back into an error of that
-// class with the same text, for the Go client.
-func ClassError(b ErrorBody) error { return errdefs.FromCode(b.Code, b.Error) }
-
 func writeError(w http.ResponseWriter, err error) {
 	writeJSON(w, errdefs.HTTPStatus(err), ErrorBody{Error: err.Error(), Code: errdefs.Code(err)})
 }

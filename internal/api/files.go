@@ -8,30 +8,10 @@ import (
 	"os"
 	"strconv"
 
+	"github.com/hutchsandbox/hutch/client"
 	"github.com/hutchsandbox/hutch/internal/errdefs"
-	"github.com/hutchsandbox/hutch/internal/sandbox"
 	"github.com/hutchsandbox/hutch/internal/tools"
 )
-
-// TrailerError carries, after a file's bytes, the error that cut a
-// /v1/files/read short (an ErrorBody as JSON); a read that ended whole
-// has none.
-const TrailerError = "Hutch-Error"
-
-// FileRequest is the body of /v1/files/stat, /v1/files/read and
-// /v1/files/list.
-type FileRequest struct {
-	Conversation Conversation `json:"conversation"`
-	// Path is relative to the office, or absolute in the runtime.
-	Path string `json:"path"`
-}
-
-// WriteAnswer is what /v1/files/write answers.
-type WriteAnswer struct {
-	// Path is the file written, absolute as the runtime sees it.
-	Path  string `json:"path"`
-	Bytes int64  `json:"bytes"`
-}
 
 // fileSandbox decodes a FileRequest and returns the conversation's
 // sandbox and the path resolved against its office and roots.
@@ -44,7 +24,7 @@ func (s *Server) fileSandbox(r *http.Request, defaultPath string) (tools.Sandbox
 }
 
 func (s *Server) resolveFile(r *http.Request, c Conversation, p, defaultPath string) (tools.Sandbox, string, error) {
-	addr, err := c.address()
+	addr, err := addressOf(c)
 	if err != nil {
 		return nil, "", err
 	}
@@ -71,7 +51,7 @@ func (s *Server) statFile(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, fi)
+	writeJSON(w, http.StatusOK, client.FileInfo(fi))
 	return nil
 }
 
@@ -84,10 +64,11 @@ func (s *Server) listFiles(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if list == nil {
-		list = []sandbox.FileInfo{}
+	out := make([]client.FileInfo, len(list))
+	for i, fi := range list {
+		out[i] = client.FileInfo(fi)
 	}
-	writeJSON(w, http.StatusOK, list)
+	writeJSON(w, http.StatusOK, out)
 	return nil
 }
 

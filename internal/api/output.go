@@ -51,31 +51,6 @@ func VaultEntries(entries []vault.Entry) []VaultEntry {
 	return out
 }
 
-// Version is what a hutch binary says of its build: GET /v1/version's
-// answer for the daemon, and the "client" of hutch version --json.
-type Version struct {
-	// Version is hutch's version as set at build time (-ldflags -X
-	// .../internal/cli.Version=...), "dev" when not set; /v1/health and
-	// hutch --version report the same.
-	Version string `json:"version"`
-	// Module is the main module's version in the build info: a tag such
-	// as v1.2.0 when built with go install ...@v1.2.0, a pseudo-version
-	// stamped from the checkout, or "(devel)".
-	Module string `json:"module"`
-	// Commit is the VCS revision the binary was built from (vcs.revision),
-	// "" when the build recorded none (go test, -buildvcs=false, a build
-	// outside a checkout).
-	Commit string `json:"commit"`
-	// CommitTime is the revision's commit time (vcs.time, RFC 3339), ""
-	// when not recorded.
-	CommitTime string `json:"commitTime,omitempty"`
-	// Modified is true when the checkout had changes not committed
-	// (vcs.modified).
-	Modified bool `json:"modified"`
-	// GoVersion is the Go toolchain that built the binary, e.g. go1.26.8.
-	GoVersion string `json:"goVersion"`
-}
-
 // BuildVersion reads this binary's build info; version is its -ldflags
 // version ("dev" by default).
 func BuildVersion(version string) Version {

@@ -27,7 +27,7 @@ func TestStatus_RoundTrip(t *testing.T) {
 	if err := json.Unmarshal(b, &back); err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff(st, back.Sandbox()); diff != "" {
+	if diff := cmp.Diff(st, api.SandboxStatus(back)); diff != "" {
 		t.Errorf("lost on the way (-sent +received):\n%s\nwire: %s", diff, b)
 	}
 }

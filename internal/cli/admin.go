@@ -45,10 +45,9 @@ channel you trust.`,
 			if !ok {
 				return errdefs.New(errdefs.ErrUnavailable, "No hutch serve answers for this state dir: the admin portal is part of the daemon, start it first")
 			}
-			var res api.AdminLinkResponse
-			req := api.AdminLinkRequest{Who: localUser(), TTL: ttl.String()}
-			if err := c.Call(cmd.Context(), "/v1/admin/link", req, &res); err != nil {
-				return err
+			res, err := c.AdminLink(cmd.Context(), api.AdminLinkRequest{Who: localUser(), TTL: ttl.String()})
+			if err != nil {
+				return classed(err)
 			}
 			if err := printf(g.stdout, "%s\n", res.URL); err != nil {
 				return err

@@ -7,8 +7,8 @@ import (
 	"os"
 	"time"
 
+	"github.com/hutchsandbox/hutch/client"
 	"github.com/hutchsandbox/hutch/internal/api"
-	"github.com/hutchsandbox/hutch/internal/client"
 	"github.com/hutchsandbox/hutch/internal/daemon"
 	"github.com/hutchsandbox/hutch/internal/errdefs"
 	"github.com/hutchsandbox/hutch/internal/sandbox"
@@ -70,12 +70,12 @@ func execViaDaemon(ctx context.Context, c *client.Client, o service.ExecOptions,
 		// The daemon always caps what it holds; ask for a generous cap.
 		req.MaxOutput = 1 << 40
 	}
-	r, err := c.Exec(ctx, req, o.Stdout, o.Stderr)
+	r, err := c.Exec(ctx, req, nil, o.Stdout, o.Stderr)
 	if errors.Is(err, context.Canceled) {
 		return sandbox.ExecResult{Aborted: true, ExitCode: -1}, nil
 	}
 	if err != nil {
-		return sandbox.ExecResult{}, err
+		return sandbox.ExecResult{}, classed(err)
 	}
 	return sandbox.ExecResult{
 		ExitCode: r.ExitCode, Signal: r.Signal, TimedOut: r.TimedOut, KillUnconfirmed: r.KillUnconfirmed, Aborted: r.Aborted, OOMKilled: r.OOMKilled,
@@ -87,4 +87,21 @@ func execViaDaemon(ctx context.Context, c *client.Client, o service.ExecOptions,
 func isTerminal(f *os.File) bool {
 	fi, err := f.Stat()
 	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}
+
+// classed turns an error of the daemon's client into one of hutch's
+// classes, as if the daemon's error had been returned in this process:
+// an answered error by its code, a daemon that did not answer as
+// unavailable. Other errors (a context's, a writer's) pass unchanged.
+func classed(err error) error {
+	var ce *client.Error
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &ce):
+		return errdefs.FromCode(ce.Code, ce.Message)
+	case errors.Is(err, client.ErrNoAnswer):
+		return errdefs.New(errdefs.ErrUnavailable, err.Error())
+	}
+	return err
 }

@@ -15,8 +15,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/hutchsandbox/hutch/client"
 	"github.com/hutchsandbox/hutch/internal/api"
-	"github.com/hutchsandbox/hutch/internal/client"
 	"github.com/hutchsandbox/hutch/internal/errdefs"
 	"github.com/hutchsandbox/hutch/internal/office"
 	"github.com/hutchsandbox/hutch/internal/sandbox"
@@ -94,20 +94,29 @@ type daemonFiles struct {
 }
 
 func (d daemonFiles) Stat(ctx context.Context, p string) (sandbox.FileInfo, error) {
-	return d.c.StatFile(ctx, d.conv, p)
+	fi, err := d.c.StatFile(ctx, d.conv, p)
+	return sandbox.FileInfo(fi), classed(err)
 }
 
 func (d daemonFiles) ReadFile(ctx context.Context, p string, w io.Writer) error {
-	return d.c.ReadFile(ctx, d.conv, p, w)
+	return classed(d.c.ReadFile(ctx, d.conv, p, w))
 }
 
 func (d daemonFiles) WriteFile(ctx context.Context, p string, r io.Reader, mode os.FileMode) (string, error) {
 	wa, err := d.c.WriteFile(ctx, d.conv, p, r, mode)
-	return wa.Path, err
+	return wa.Path, classed(err)
 }
 
 func (d daemonFiles) List(ctx context.Context, p string) ([]sandbox.FileInfo, error) {
-	return d.c.ListFiles(ctx, d.conv, p)
+	list, err := d.c.ListFiles(ctx, d.conv, p)
+	if err != nil {
+		return nil, classed(err)
+	}
+	out := make([]sandbox.FileInfo, len(list))
+	for i, fi := range list {
+		out[i] = sandbox.FileInfo(fi)
+	}
+	return out, nil
 }
 
 // localFiles reaches them from this process, through the mode's Files.

@@ -4,8 +4,8 @@ import (
 	"context"
 	"strconv"
 
+	"github.com/hutchsandbox/hutch/client"
 	"github.com/hutchsandbox/hutch/internal/api"
-	"github.com/hutchsandbox/hutch/internal/client"
 	"github.com/hutchsandbox/hutch/internal/office"
 	"github.com/hutchsandbox/hutch/internal/sandbox"
 	"github.com/hutchsandbox/hutch/internal/service"
@@ -68,19 +68,19 @@ func (d *daemonLifecycle) req(l sandbox.Limits) api.LimitsRequest {
 func (d *daemonLifecycle) call(ctx context.Context, op string, l sandbox.Limits) (sandbox.Status, error) {
 	var st api.Status
 	if err := d.c.Call(ctx, "/v1/sandbox/"+op, d.req(l), &st); err != nil {
-		return sandbox.Status{}, err
+		return sandbox.Status{}, classed(err)
 	}
-	return st.Sandbox(), nil
+	return api.SandboxStatus(st), nil
 }
 
 func (d *daemonLifecycle) List(ctx context.Context) ([]sandbox.Status, error) {
-	var list []api.Status
-	if err := d.c.Get(ctx, "/v1/sandbox/runtimes", &list); err != nil {
-		return nil, err
+	list, err := d.c.Runtimes(ctx)
+	if err != nil {
+		return nil, classed(err)
 	}
 	out := make([]sandbox.Status, len(list))
 	for i, st := range list {
-		out[i] = st.Sandbox()
+		out[i] = api.SandboxStatus(st)
 	}
 	return out, nil
 }

@@ -12,8 +12,8 @@ import (
 	"github.com/docker/go-units"
 	"github.com/spf13/cobra"
 
+	"github.com/hutchsandbox/hutch/client"
 	"github.com/hutchsandbox/hutch/internal/api"
-	"github.com/hutchsandbox/hutch/internal/client"
 	"github.com/hutchsandbox/hutch/internal/errdefs"
 	"github.com/hutchsandbox/hutch/internal/office"
 	"github.com/hutchsandbox/hutch/internal/sandbox"

@@ -9,8 +9,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/hutchsandbox/hutch/client"
 	"github.com/hutchsandbox/hutch/internal/api"
-	"github.com/hutchsandbox/hutch/internal/client"
 	"github.com/hutchsandbox/hutch/internal/daemon"
 )
 

@@ -23,9 +23,9 @@ import (
 
 	mobyclient "github.com/moby/moby/client"
 
+	"github.com/hutchsandbox/hutch/client"
 	"github.com/hutchsandbox/hutch/internal/agent"
 	"github.com/hutchsandbox/hutch/internal/api"
-	"github.com/hutchsandbox/hutch/internal/client"
 	"github.com/hutchsandbox/hutch/internal/daemon"
 	"github.com/hutchsandbox/hutch/internal/engine"
 	"github.com/hutchsandbox/hutch/internal/office"
@@ -257,7 +257,7 @@ func TestDaemon_Load(t *testing.T) {
 				case 0:
 					var out, serr bytes.Buffer
 					var res api.ExecResult
-					res, err = cl.Exec(ctx, api.ExecRequest{Conversation: c, Command: fmt.Sprintf("echo %d", i)}, &out, &serr)
+					res, err = cl.Exec(ctx, api.ExecRequest{Conversation: c, Command: fmt.Sprintf("echo %d", i)}, nil, &out, &serr)
 					if err == nil && (res.ExitCode != 0 || out.String() != fmt.Sprintf("%d\n", i)) {
 						err = fmt.Errorf("exec echo %d: exit %d, stdout %q, stderr %q", i, res.ExitCode, out.String(), serr.String())
 					}
@@ -461,7 +461,7 @@ func TestDaemon_RestartAdopts(t *testing.T) {
 	execEcho := func(cl *client.Client, word string) {
 		t.Helper()
 		var out bytes.Buffer
-		res, err := cl.Exec(ctx, api.ExecRequest{Conversation: c, Command: "echo " + word}, &out, nil)
+		res, err := cl.Exec(ctx, api.ExecRequest{Conversation: c, Command: "echo " + word}, nil, &out, nil)
 		if err != nil || res.ExitCode != 0 || out.String() != word+"\n" {
 			t.Fatalf("exec echo %s: %+v, %q, %v", word, res, out.String(), err)
 		}
@@ -552,7 +552,7 @@ func TestDaemon_WarmPool(t *testing.T) {
 		t.Fatal(err)
 	}
 	var out bytes.Buffer
-	res, err := (&client.Client{Socket: d.sock}).Exec(ctx, api.ExecRequest{Conversation: c, Command: "ls /workspace"}, &out, nil)
+	res, err := (&client.Client{Socket: d.sock}).Exec(ctx, api.ExecRequest{Conversation: c, Command: "ls /workspace"}, nil, &out, nil)
 	if err != nil || res.ExitCode != 0 || out.String() != string(addr.Key())+"\n" {
 		t.Fatalf("first command: %+v, %q, %v", res, out.String(), err)
 	}

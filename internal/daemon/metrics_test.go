@@ -12,8 +12,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/hutchsandbox/hutch/client"
 	"github.com/hutchsandbox/hutch/internal/api"
-	"github.com/hutchsandbox/hutch/internal/client"
 	"github.com/hutchsandbox/hutch/internal/daemon"
 	"github.com/hutchsandbox/hutch/internal/sandbox"
 	"github.com/hutchsandbox/hutch/internal/sandbox/mock"
@@ -51,7 +51,7 @@ func TestDaemon_Metrics(t *testing.T) {
 	ctx := context.Background()
 	c := &client.Client{Socket: d.sock}
 	conv := api.Conversation{Platform: "web", ConversationID: "metrics-1"}
-	if _, err := c.Exec(ctx, api.ExecRequest{Conversation: conv, Command: "true"}, io.Discard, io.Discard); err != nil {
+	if _, err := c.Exec(ctx, api.ExecRequest{Conversation: conv, Command: "true"}, nil, io.Discard, io.Discard); err != nil {
 		t.Fatal(err)
 	}
 

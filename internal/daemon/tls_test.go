@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hutchsandbox/hutch/internal/client"
+	"github.com/hutchsandbox/hutch/client"
 	"github.com/hutchsandbox/hutch/internal/daemon"
 	"github.com/hutchsandbox/hutch/internal/errdefs"
 	"github.com/hutchsandbox/hutch/internal/sandbox"
