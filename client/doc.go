@@ -18,7 +18,7 @@
 // runtime sees of the workspace; VaultList, VaultSet and VaultRemove
 // manage its credentials (names come back, never values); SandboxStatus
 // and its siblings manage its runtime; Chat serves a bot's /sandbox
-// commands.
+// commands; Events and FollowEvents read the daemon's log of changes.
 //
 // The types are the API's own: the daemon decodes and encodes these very
 // structs, and docs/api.md and the OpenAPI description served at
