@@ -249,6 +249,12 @@ func TestClient_UnixSocket(t *testing.T) {
 		if err != nil || len(offices) == 0 {
 			t.Errorf("Offices = %+v, %v", offices, err)
 		}
+		var raw bytes.Buffer
+		n, err := c.GetTo(ctx, "/v1/offices", &raw)
+		var again []client.OfficeEntry
+		if err != nil || n != int64(raw.Len()) || json.Unmarshal(raw.Bytes(), &again) != nil || !cmp.Equal(again, offices) {
+			t.Errorf("GetTo /v1/offices = %d bytes %q, %v; want the offices' JSON", n, raw.String(), err)
+		}
 	})
 
 	t.Run("vault", func(t *testing.T) {
@@ -403,6 +409,20 @@ func TestClient_Errors(t *testing.T) {
 			t.Errorf("Health with a cancelled context: %v", err)
 		}
 	})
+}
+
+// TestError_NotTheAPIsShape: an error answer that is not the API's (a
+// proxy's page) is still an *Error, its code from its status.
+func TestError_NotTheAPIsShape(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "<html>bad gateway</html>", http.StatusServiceUnavailable)
+	}))
+	defer srv.Close()
+	_, err := (&client.Client{BaseURL: srv.URL}).Health(context.Background())
+	var ce *client.Error
+	if !errors.As(err, &ce) || ce.Code != client.CodeUnavailable || ce.StatusCode != 503 || ce.Message != "hutch daemon answered 503 Service Unavailable" {
+		t.Errorf("error %#v, want an *Error of code unavailable", err)
+	}
 }
 
 // TestDefaultStateDir: $HUTCH_STATE_DIR, else ~/.hutch, as hutch itself.

@@ -66,17 +66,27 @@ func IsCode(err error, code string) bool {
 	return errors.As(err, &e) && e.Code == code
 }
 
+// statusCodes are the codes of the statuses the API answers errors with,
+// for an answer whose body is not an ErrorBody (a proxy's, say).
+var statusCodes = map[int]string{
+	http.StatusBadRequest:         CodeInvalid,
+	http.StatusUnauthorized:       CodeUnauthorized,
+	http.StatusNotFound:           CodeNotFound,
+	http.StatusMethodNotAllowed:   CodeMethodNotAllowed,
+	http.StatusConflict:           CodeConflict,
+	http.StatusPreconditionFailed: CodeFailedPrecondition,
+	http.StatusNotImplemented:     CodeNotSupported,
+	http.StatusServiceUnavailable: CodeUnavailable,
+}
+
 // errorOf is the Error a response with a non-2xx status and body b
-// stands for; a body that is not an ErrorBody gives CodeInternal and the
-// status as its text.
+// stands for (ok: b was decoded); a body that is not an ErrorBody gives
+// the status's code (CodeInternal for others) and the status as text.
 func errorOf(status int, b ErrorBody, ok bool) *Error {
 	if !ok || b.Error == "" {
-		code := CodeInternal
-		switch status {
-		case http.StatusNotFound:
-			code = CodeNotFound
-		case http.StatusUnauthorized:
-			code = CodeUnauthorized
+		code, known := statusCodes[status]
+		if !known {
+			code = CodeInternal
 		}
 		return &Error{StatusCode: status, Code: code, Message: fmt.Sprintf("hutch daemon answered %d %s", status, http.StatusText(status))}
 	}
