@@ -116,16 +116,20 @@ type Frame struct {
 
 // ExecResult is how a command ended.
 type ExecResult struct {
-	// ExitCode is the command's exit status; -1 when it was ended by a
-	// signal (see Signal) or never ended on its own.
+	// ExitCode is the command's exit status; -1 when it was killed by a
+	// signal or never reported one.
 	ExitCode int `json:"exitCode"`
-	// Signal names the signal that ended the command (e.g. SIGKILL).
+	// Signal names the signal that ended the command on its own (e.g.
+	// SIGSEGV), so a crash is not mistaken for a kill; empty when it
+	// exited, timed out or was aborted.
 	Signal string `json:"signal,omitempty"`
 	// TimedOut: the command ran past TimeoutSeconds and was killed.
 	TimedOut bool `json:"timedOut,omitempty"`
-	// KillUnconfirmed: a kill was sent but its effect not confirmed.
+	// KillUnconfirmed, with TimedOut: the runtime stopped answering, so
+	// hutch gave up on it a grace after the timeout without its word
+	// that the command was killed; it may still run.
 	KillUnconfirmed bool `json:"killUnconfirmed,omitempty"`
-	// Aborted: the command was cancelled before it ended.
+	// Aborted: the caller cancelled and the command was killed.
 	Aborted bool `json:"aborted,omitempty"`
 	// OOMKilled: the runtime's memory limit killed the command.
 	OOMKilled bool `json:"oomKilled,omitempty"`
@@ -133,7 +137,8 @@ type ExecResult struct {
 	// the rest was dropped.
 	StdoutTruncated bool `json:"stdoutTruncated,omitempty"`
 	StderrTruncated bool `json:"stderrTruncated,omitempty"`
-	// StdoutBytes and StderrBytes count what the command wrote.
+	// StdoutBytes and StderrBytes count every byte the command wrote,
+	// including any that were dropped.
 	StdoutBytes     int64   `json:"stdoutBytes"`
 	StderrBytes     int64   `json:"stderrBytes"`
 	DurationSeconds float64 `json:"durationSeconds"`
