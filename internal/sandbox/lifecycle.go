@@ -100,6 +100,18 @@ func RecreatedFrom(m map[string]string) (time.Time, string) {
 	return at, m[LabelRecreatedBecause]
 }
 
+// Change is what a managed mode tells its Changed hook when it makes or
+// replaces an office's runtime, for the event log.
+type Change struct {
+	// Event is "created" or "recreated".
+	Event string
+	// OfficeKey names the runtime's office.
+	OfficeKey string
+	// Because says why a runtime was re-created: what MarkRecreated
+	// records on it ("what it was built from changed (mounts)").
+	Because string
+}
+
 // LimitsAppliedRecreated is Status.LimitsApplied for a runtime that was
 // re-created to take new limits.
 const LimitsAppliedRecreated = "re-created"

@@ -664,7 +664,21 @@ func (r *Runtime) create(ctx context.Context, spec sandbox.Spec, d desired, fp, 
 	}
 	r.log.Info("created container", "office_key", spec.OfficeKey, "container", name, "id", shortID(res.ID), "from", from)
 	r.event("created")
+	r.changed(ctx, spec.OfficeKey, because)
 	return res.ID, nil
+}
+
+// changed tells the Changed hook that key's runtime was made: re-created
+// when because says why.
+func (r *Runtime) changed(ctx context.Context, key, because string) {
+	if r.cfg.Changed == nil {
+		return
+	}
+	c := sandbox.Change{Event: "created", OfficeKey: key}
+	if because != "" {
+		c.Event, c.Because = "recreated", because
+	}
+	r.cfg.Changed(ctx, c)
 }
 
 // channelMounts are the mounts of the agent and its channel: the socket

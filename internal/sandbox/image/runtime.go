@@ -51,6 +51,9 @@ type Config struct {
 	// Event, when set, is told of lifecycle events: "created", "started",
 	// "recreated" (for metrics).
 	Event func(event string)
+	// Changed, when set, is told of each runtime made or re-created (with
+	// why), with the context of the call that made it.
+	Changed func(context.Context, sandbox.Change)
 	// Egress serves what the agents of relaying runtimes relay (see
 	// egress.go); EgressCA is the CA an office's proxy terminates TLS
 	// with, whose certificate its container trusts. Without them a

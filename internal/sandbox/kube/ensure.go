@@ -217,7 +217,21 @@ func (r *Runtime) create(ctx context.Context, spec sandbox.Spec, d desired, fp, 
 	}
 	r.log.Info("created pod", "office_key", spec.OfficeKey, "pod", created.Name, "uid", created.UID, "image", r.cfg.Image)
 	r.event("created")
+	r.changed(ctx, spec.OfficeKey, because)
 	return created, nil
+}
+
+// changed tells the Changed hook that key's pod was made: re-created
+// when because says why.
+func (r *Runtime) changed(ctx context.Context, key, because string) {
+	if r.cfg.Changed == nil {
+		return
+	}
+	c := sandbox.Change{Event: "created", OfficeKey: key}
+	if because != "" {
+		c.Event, c.Because = "recreated", because
+	}
+	r.cfg.Changed(ctx, c)
 }
 
 // putSecret creates the vault Secret, or replaces its data when it holds

@@ -118,6 +118,7 @@ func (r *Runtime) resize(ctx context.Context, pod *corev1.Pod, l sandbox.Limits)
 	if _, err := pods.Create(ctx, repl, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		return "", classify(err, "re-create pod "+pod.Name)
 	}
+	r.changed(ctx, pod.Annotations[engine.LabelOffice], recreatedResize)
 	return appliedRecreate, nil
 }
 

@@ -68,6 +68,9 @@ type Config struct {
 	// Event, when set, is told of lifecycle events: "created", "started",
 	// "recreated", "stopped".
 	Event func(event string)
+	// Changed, when set, is told of each runtime made or re-created (with
+	// why), with the context of the call that made it.
+	Changed func(context.Context, sandbox.Change)
 
 	// The egress proxy of a VM with a network card (see egress.go). Each
 	// hook takes the office key; all are optional.
@@ -261,6 +264,9 @@ func (r *Runtime) ensureLocked(ctx context.Context, s *session, spec sandbox.Spe
 		r.event("recreated")
 		r.stopVMLocked(s, "re-create")
 		s.recreated, s.recreatedBecause = time.Now(), "what it was built from changed"
+		if r.cfg.Changed != nil {
+			r.cfg.Changed(ctx, sandbox.Change{Event: "recreated", OfficeKey: s.Key, Because: s.recreatedBecause})
+		}
 		// A stop ends a boost; the replacement boots with base limits.
 		if d, err = r.desired(s, spec, m); err != nil {
 			return nil, err

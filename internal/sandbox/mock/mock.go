@@ -62,6 +62,9 @@ type Config struct {
 	// Fail makes an operation (Op*) return the error instead of doing
 	// anything.
 	Fail map[string]error
+	// Changed, when set, is told of each runtime made or re-created, as
+	// a managed mode's hook is.
+	Changed func(context.Context, sandbox.Change)
 }
 
 // Runtime is the mock mode. It is safe for concurrent use.
@@ -118,7 +121,10 @@ func (r *Runtime) Exec(ctx context.Context, spec sandbox.Spec, req sandbox.ExecR
 	if err := r.fail(OpExec); err != nil {
 		return sandbox.ExecResult{}, err
 	}
-	rt := r.ensure(spec)
+	rt, change := r.ensure(spec)
+	if change != nil && r.cfg.Changed != nil {
+		r.cfg.Changed(ctx, *change)
+	}
 	defer r.ended(spec.OfficeKey, rt)
 	if req.Dir != "" && path.IsAbs(req.Dir) {
 		req.Dir = hostPath(spec, req.Dir)
@@ -132,18 +138,22 @@ func (r *Runtime) Exec(ctx context.Context, spec sandbox.Spec, req sandbox.ExecR
 }
 
 // ensure marks the office's runtime running (created when missing, its
-// spec recorded) and counts a command in it.
-func (r *Runtime) ensure(spec sandbox.Spec) *runtime {
+// spec recorded) and counts a command in it. The change is what it
+// made (nil: nothing).
+func (r *Runtime) ensure(spec sandbox.Spec) (*runtime, *sandbox.Change) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	var change *sandbox.Change
 	rt := r.runtimes[spec.OfficeKey]
 	if rt == nil {
 		rt = &runtime{id: newID()}
 		r.runtimes[spec.OfficeKey] = rt
+		change = &sandbox.Change{Event: "created", OfficeKey: spec.OfficeKey}
 	}
 	if rt.spec.OfficeKey != "" && !slices.Equal(rt.spec.Mounts, spec.Mounts) {
 		// What it was built from changed: a managed mode re-creates it.
 		*rt = runtime{id: newID(), recreated: time.Now(), recreateBy: "what it was built from changed (mounts)"}
+		change = &sandbox.Change{Event: "recreated", OfficeKey: spec.OfficeKey, Because: rt.recreateBy}
 	}
 	rt.spec = spec
 	if !rt.running {
@@ -151,7 +161,7 @@ func (r *Runtime) ensure(spec sandbox.Spec) *runtime {
 	}
 	rt.active++
 	rt.last = time.Now()
-	return rt
+	return rt, change
 }
 
 func (r *Runtime) ended(key string, rt *runtime) {
@@ -192,11 +202,15 @@ func within(p, root string) bool {
 // run in this process on the mounts' host paths, with read-only mounts
 // refusing writes.
 func (r *Runtime) Files(spec sandbox.Spec) sandbox.Files {
-	return sandbox.ConfinedFiles(func(context.Context) (sandbox.Confined, error) {
+	return sandbox.ConfinedFiles(func(ctx context.Context) (sandbox.Confined, error) {
 		if err := r.fail(OpFiles); err != nil {
 			return nil, err
 		}
-		r.ended(spec.OfficeKey, r.ensure(spec)) // file operations start the runtime too
+		rt, change := r.ensure(spec) // file operations start the runtime too
+		if change != nil && r.cfg.Changed != nil {
+			r.cfg.Changed(ctx, *change)
+		}
+		r.ended(spec.OfficeKey, rt)
 		return mapped{spec: spec}, nil
 	}, spec.OfficeRuntimePath, spec.Roots())
 }
