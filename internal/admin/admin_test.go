@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hutchsandbox/hutch/internal/events"
 	"github.com/hutchsandbox/hutch/internal/office"
 	"github.com/hutchsandbox/hutch/internal/sandbox"
 	"github.com/hutchsandbox/hutch/internal/service"
@@ -284,11 +285,11 @@ func TestCSRF(t *testing.T) {
 	if code, body := b.do(http.MethodGet, p.ts.URL+"/admin/", nil); code != http.StatusOK || !strings.Contains(body, "<td>im</td>") || !strings.Contains(body, "(from conversation") {
 		t.Errorf("home after the change: %d\n%s", code, body)
 	}
-	entries, err := p.srv.audit.Last(10)
-	if err != nil || len(entries) != 2 || entries[0].Action != "set the door policy" || entries[0].Who != "ada" || entries[0].Target != "web/csrf" || entries[0].Detail != "full" || entries[1].Action != "signed in" {
-		t.Errorf("audit: %+v, %v", entries, err)
+	entries, err := p.svc.Events().Last(10)
+	if err != nil || len(entries) != 2 || entries[1].Action != events.DoorSet || entries[1].Who != "ada" || entries[1].Target != "web/csrf" || entries[1].Detail != "trusted/full" || entries[0].Action != events.PortalSignIn {
+		t.Errorf("events: %+v, %v", entries, err)
 	}
-	if code, body := b.do(http.MethodGet, p.ts.URL+"/admin/audit", nil); code != http.StatusOK || !strings.Contains(body, "set the door policy") {
+	if code, body := b.do(http.MethodGet, p.ts.URL+"/admin/audit", nil); code != http.StatusOK || !strings.Contains(body, events.DoorSet) || !strings.Contains(body, "trusted/full") {
 		t.Errorf("audit page: %d\n%s", code, body)
 	}
 }

@@ -8,90 +8,74 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"sync"
 	"time"
+
+	"github.com/hutchsandbox/hutch/internal/events"
 )
 
-// Entry is one line of the audit log: who did what to what, when.
-type Entry struct {
+// The portal's audit page shows the event log (package events), which
+// every surface writes. Before it, the portal kept a log of its own,
+// <state>/admin/audit.jsonl; foldAudit moves its entries into the event
+// log once, then renames it audit.jsonl.folded.
+
+// oldEntry is one line of the portal's former audit log.
+type oldEntry struct {
 	Time   time.Time `json:"time"`
 	Who    string    `json:"who"`
 	Action string    `json:"action"`
-	// Target is what the action was on ("" for the portal itself): a
-	// conversation, "global", an office key.
-	Target string `json:"target,omitempty"`
-	// Detail is the new value or the reason, never a secret.
-	Detail string `json:"detail,omitempty"`
-}
-
-// Audit is an append-only JSON-lines file; each entry is written and
-// synced before the action's answer goes out.
-type Audit struct {
-	path string
-	mu   sync.Mutex
+	Target string    `json:"target,omitempty"`
+	Detail string    `json:"detail,omitempty"`
 }
 
 func auditPath(stateDir string) string { return filepath.Join(stateDir, "admin", "audit.jsonl") }
 
-// OpenAudit returns the audit log at path, creating its directory.
-func OpenAudit(path string) (*Audit, error) {
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return nil, fmt.Errorf("admin audit log: %w", err)
-	}
-	return &Audit{path: path}, nil
+// oldActions maps the former log's action texts to the event log's.
+var oldActions = map[string]string{
+	"signed in":                        events.PortalSignIn,
+	"signed out":                       events.PortalSignOut,
+	"set the global door policy":       events.DoorSet,
+	"set the door policy":              events.DoorSet,
+	"boosted the runtime":              events.LimitsBoost,
+	"stopped the runtime":              events.RuntimeStopped,
+	"removed the runtime":              events.RuntimeRemoved,
+	"set a global runtime setting":     events.SettingSet,
+	"cleared a global runtime setting": events.SettingSet,
 }
 
-// Append writes e and syncs it.
-func (a *Audit) Append(e Entry) error {
-	data, err := json.Marshal(e)
-	if err != nil {
-		return err
-	}
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	f, err := os.OpenFile(a.path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
-	if err != nil {
-		return err
-	}
-	if _, err := f.Write(append(data, '\n')); err != nil {
-		_ = f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		_ = f.Close()
-		return err
-	}
-	return f.Close()
-}
-
-// Last returns up to n of the latest entries, newest first. A torn last
-// line (a crash mid-write) is skipped.
-func (a *Audit) Last(n int) ([]Entry, error) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	f, err := os.Open(a.path)
+// foldAudit appends the entries of the former audit log at path to l, as
+// events of the portal, and renames the file so that they are folded
+// once. No file: nothing to do. A line that does not parse is skipped.
+func foldAudit(path string, l *events.Log) error {
+	f, err := os.Open(path)
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
+		return nil
 	}
 	if err != nil {
-		return nil, err
+		return fmt.Errorf("admin audit log: %w", err)
 	}
-	defer func() { _ = f.Close() }()
-	var all []Entry
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
 	for sc.Scan() {
-		var e Entry
-		if json.Unmarshal(sc.Bytes(), &e) == nil {
-			all = append(all, e)
+		var e oldEntry
+		if json.Unmarshal(sc.Bytes(), &e) != nil || e.Action == "" {
+			continue
+		}
+		action, ok := oldActions[e.Action]
+		if !ok {
+			continue
+		}
+		detail := e.Detail
+		if e.Action == "cleared a global runtime setting" {
+			detail += " cleared"
+		}
+		if err := l.Append(events.Event{Time: e.Time, Surface: events.SurfacePortal, Who: e.Who, Action: action, Target: e.Target, Detail: detail}); err != nil {
+			_ = f.Close()
+			return err
 		}
 	}
+	_ = f.Close()
 	if err := sc.Err(); err != nil {
-		return nil, err
+		return fmt.Errorf("admin audit log: %w", err)
 	}
-	out := make([]Entry, 0, min(n, len(all)))
-	for i := len(all) - 1; i >= 0 && len(out) < n; i-- {
-		out = append(out, all[i])
-	}
-	return out, nil
+	return os.Rename(path, path+".folded")
 }

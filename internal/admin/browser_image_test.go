@@ -219,12 +219,16 @@ func TestBrowser_ImageMode(t *testing.T) {
 	}
 	rows := eval[[]string](b, `Array.from(document.querySelectorAll("tbody tr"), r => Array.from(r.cells, c => c.textContent.trim()).slice(1).join(" | "))`)
 	want := []string{
-		"ada (browser) | stopped the runtime | " + addr.String() + " | ",
-		"ada (browser) | boosted the runtime | " + addr.String() + " | 1 CPU, 1.5 GiB",
-		"ada (browser) | set a global runtime setting | global | sandbox.boost.memory=1536m",
-		"ada (browser) | set a global runtime setting | global | sandbox.boost.cpus=1",
-		"ada (browser) | set the door policy | " + addr.String() + " | full",
-		"ada (browser) | signed in |  | ",
+		"portal | ada (browser) | runtime.stopped | " + key + " | ",
+		"portal | ada (browser) | limits.boost | " + key + " | cpus=1 memory=1536MiB pids=1024",
+		"portal | ada (browser) | setting.set | global | sandbox.boost.memory=1536m",
+		"portal | ada (browser) | setting.set | global | sandbox.boost.cpus=1",
+		// The door's new mount re-creates the runtime at the next command.
+		"cli |  | runtime.recreated | " + key + " | what it was built from changed (mounts)",
+		"portal | ada (browser) | door.set | " + addr.String() + " | trusted/full",
+		"portal | ada (browser) | portal.signin |  | ",
+		// The test's first command (no surface named: the service's).
+		"cli |  | runtime.created | " + key + " | ",
 	}
 	if !slices.Equal(rows, want) {
 		t.Errorf("the audit log lists:\n%s\nwant:\n%s", strings.Join(rows, "\n"), strings.Join(want, "\n"))

@@ -15,6 +15,7 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/kb"
 
+	"github.com/hutchsandbox/hutch/internal/events"
 	"github.com/hutchsandbox/hutch/internal/office"
 	"github.com/hutchsandbox/hutch/internal/projection"
 	"github.com/hutchsandbox/hutch/internal/sandbox"
@@ -228,7 +229,7 @@ func TestBrowser_SignInAndDoor(t *testing.T) {
 	if code := b.press("link", "Audit log"); code != http.StatusOK {
 		t.Fatalf("audit page: %d", code)
 	}
-	if row := b.text("tbody tr"); !strings.Contains(row, "ada (browser)") || !strings.Contains(row, "set the door policy") || !strings.Contains(row, addr.String()) || !strings.Contains(row, "full") {
+	if row := b.text("tbody tr"); !strings.Contains(row, "ada (browser)") || !strings.Contains(row, "door.set") || !strings.Contains(row, addr.String()) || !strings.Contains(row, "trusted/full") {
 		t.Errorf("the audit log's newest row: %q", row)
 	}
 	testenv.Screenshot(t, b.ctx, "audit")
@@ -351,7 +352,7 @@ func TestBrowser_Refusals(t *testing.T) {
 			t.Errorf("a cross-site form set the door policy to %s", w)
 		}
 		for _, e := range auditOf(t, p) {
-			if e.Action != "signed in" {
+			if e.Action != events.PortalSignIn {
 				t.Errorf("audit after refusals: %+v", e)
 			}
 		}
@@ -425,11 +426,18 @@ func notSignedIn(t *testing.T, p *portal, b *tab) {
 	refused(t, b, "You are not signed in")
 }
 
-func auditOf(t *testing.T, p *portal) []Entry {
+// auditOf is the event log but its refusals: what the portal changed.
+func auditOf(t *testing.T, p *portal) []events.Event {
 	t.Helper()
-	entries, err := p.srv.audit.Last(200)
+	entries, err := p.svc.Events().Last(200)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return entries
+	var changes []events.Event
+	for _, e := range entries {
+		if e.Action != events.Refused {
+			changes = append(changes, e)
+		}
+	}
+	return changes
 }

@@ -17,6 +17,7 @@
 package admin
 
 import (
+	"context"
 	"embed"
 	"errors"
 	"fmt"
@@ -29,6 +30,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/hutchsandbox/hutch/internal/events"
 	"github.com/hutchsandbox/hutch/internal/sandbox"
 	"github.com/hutchsandbox/hutch/internal/service"
 )
@@ -51,7 +53,6 @@ type Server struct {
 	secure bool // cookies only over TLS
 
 	store *store
-	audit *Audit
 	pages *template.Template
 	cop   *http.CrossOriginProtection
 }
@@ -98,8 +99,7 @@ func New(o Options) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("admin templates: %w", err)
 	}
-	audit, err := OpenAudit(auditPath(o.Service.Layout().StateDir))
-	if err != nil {
+	if err := foldAudit(auditPath(o.Service.Layout().StateDir), o.Service.Events()); err != nil {
 		return nil, err
 	}
 	cop := http.NewCrossOriginProtection()
@@ -110,7 +110,7 @@ func New(o Options) (*Server, error) {
 	return &Server{
 		svc: o.Service, mode: o.Mode, log: o.Log, now: o.Now,
 		base: base, secure: base.Scheme == "https",
-		store: newStore(o.Now), audit: audit, pages: pages, cop: cop,
+		store: newStore(o.Now), pages: pages, cop: cop,
 	}, nil
 }
 
@@ -200,6 +200,7 @@ func (s *Server) authed(h func(http.ResponseWriter, *request) error) http.Handle
 				return
 			}
 		}
+		r = r.WithContext(portalActor(r, sess.who))
 		if err := h(w, &request{Request: r, sess: sess, id: c.Value}); err != nil {
 			s.fail(w, r, err)
 		}
@@ -231,24 +232,22 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 		Name: cookieName, Value: id, Path: "/admin/",
 		HttpOnly: true, Secure: s.secure, SameSite: http.SameSiteStrictMode,
 	})
-	s.record(sess.who, "signed in", "")
+	s.svc.Record(portalActor(r, sess.who), events.PortalSignIn, "", "")
 	http.Redirect(w, r, "/admin/", http.StatusSeeOther)
 }
 
 func (s *Server) logout(w http.ResponseWriter, r *request) error {
 	s.store.end(r.id)
 	http.SetCookie(w, &http.Cookie{Name: cookieName, Value: "", Path: "/admin/", MaxAge: -1, HttpOnly: true, Secure: s.secure, SameSite: http.SameSiteStrictMode}) //nolint:gosec // G124: Secure is s.secure, as at login
-	s.record(r.sess.who, "signed out", "")
+	s.svc.Record(r.Context(), events.PortalSignOut, "", "")
 	refuse(w, http.StatusOK, "You are signed out.")
 	return nil
 }
 
-// record writes an action to the audit log; a failure to is logged (the
-// action already happened).
-func (s *Server) record(who, action, target string) {
-	if err := s.audit.Append(Entry{Time: s.now(), Who: who, Action: action, Target: target}); err != nil {
-		s.log.Error("admin: could not write the audit log", "error", err)
-	}
+// portalActor is r's context naming the portal and who as the actor of
+// what the request changes (the event log).
+func portalActor(r *http.Request, who string) context.Context {
+	return events.WithActor(r.Context(), events.Actor{Surface: events.SurfacePortal, Who: who})
 }
 
 // render executes a page template.

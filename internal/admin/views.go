@@ -6,6 +6,7 @@ import (
 	"html/template"
 	"math"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -286,10 +287,9 @@ func (s *Server) setDoor(w http.ResponseWriter, r *request) error {
 	}
 	word := r.FormValue("policy")
 	if r.FormValue("global") == "true" {
-		if err := s.svc.SetGlobalDoor(setting); err != nil {
+		if err := s.svc.SetGlobalDoor(r.Context(), setting); err != nil {
 			return err
 		}
-		s.record(r.sess.who, "set the global door policy", "global")
 		http.Redirect(w, r.Request, "/admin/", http.StatusSeeOther)
 		return nil
 	}
@@ -304,24 +304,23 @@ func (s *Server) setDoor(w http.ResponseWriter, r *request) error {
 	if busy {
 		return s.renderOffice(w, r, addr, http.StatusConflict, "", service.BusyMessage)
 	}
-	if err := s.svc.SetDoor(addr, setting); err != nil {
+	if err := s.svc.SetDoor(r.Context(), addr, setting); err != nil {
 		return err
 	}
-	s.auditDetail(r.sess.who, "set the door policy", addr.String(), word)
 	return s.renderOffice(w, r, addr, http.StatusOK, fmt.Sprintf("Door policy set to %s; the next command runs with it.", word), "")
 }
 
-func (s *Server) auditDetail(who, action, target, detail string) {
-	if err := s.audit.Append(Entry{Time: s.now(), Who: who, Action: action, Target: target, Detail: detail}); err != nil {
-		s.log.Error("admin: could not write the audit log", "error", err)
-	}
-}
+// auditShown is how many events the audit page lists.
+const auditShown = 200
 
+// auditPage lists the event log, newest first: what every surface
+// changed, the portal's own actions among them.
 func (s *Server) auditPage(w http.ResponseWriter, r *request) error {
-	entries, err := s.audit.Last(200)
+	entries, err := s.svc.Events().Last(auditShown)
 	if err != nil {
 		return err
 	}
+	slices.Reverse(entries)
 	s.render(w, http.StatusOK, "audit.html", map[string]any{"Page": s.page(r, "Audit log"), "Entries": entries})
 	return nil
 }

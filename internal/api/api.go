@@ -271,7 +271,7 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 				return
 			}
 		}
-		next.ServeHTTP(w, r)
+		next.ServeHTTP(w, withActor(r))
 	})
 }
 
@@ -707,7 +707,7 @@ func (s *Server) door(w http.ResponseWriter, r *http.Request) error {
 		if req.Conversation != nil {
 			return errdefs.New(errdefs.ErrInvalid, "Give a conversation or global, not both")
 		}
-		if err := s.Service.SetGlobalDoor(setting); err != nil {
+		if err := s.Service.SetGlobalDoor(r.Context(), setting); err != nil {
 			return err
 		}
 		writeJSON(w, http.StatusOK, map[string]string{"global": req.Policy})
@@ -720,7 +720,7 @@ func (s *Server) door(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if err := s.Service.SetDoor(addr, setting); err != nil {
+	if err := s.Service.SetDoor(r.Context(), addr, setting); err != nil {
 		return err
 	}
 	return s.writePolicy(w, addr, req.Conversation.User)
@@ -815,7 +815,7 @@ func (s *Server) vaultSet(w http.ResponseWriter, r *http.Request) error {
 			return err
 		}
 	}
-	if err := s.Service.Vaults().SetEnv(key, req.Vars); err != nil {
+	if err := s.Service.VaultSetEnv(r.Context(), key, req.Vars); err != nil {
 		return err
 	}
 	return s.writeVault(w, key)
@@ -833,7 +833,7 @@ func (s *Server) vaultRemove(w http.ResponseWriter, r *http.Request) error {
 	if req.Name == "" {
 		return errdefs.New(errdefs.ErrInvalid, "Give the name of the entry to remove")
 	}
-	if err := s.Service.Vaults().Remove(key, req.Name); err != nil {
+	if err := s.Service.VaultRemove(r.Context(), key, req.Name); err != nil {
 		return err
 	}
 	return s.writeVault(w, key)

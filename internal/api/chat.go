@@ -19,7 +19,7 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) error {
 	if err := s.recordKind(addr, req.Conversation); err != nil {
 		return err
 	}
-	reply, err := chat.Handle(r.Context(), s.Service, s.Mode, addr, req.Message)
+	reply, err := chat.Handle(chatActor(r, req.Conversation.User), s.Service, s.Mode, addr, req.Message)
 	if err != nil {
 		return err
 	}

@@ -94,7 +94,7 @@ func hostFixture(t *testing.T) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := f.svc.SetGlobalDoor(shared); err != nil {
+	if err := f.svc.SetGlobalDoor(t.Context(), shared); err != nil {
 		t.Fatal(err)
 	}
 	return f

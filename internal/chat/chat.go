@@ -364,7 +364,7 @@ func (h *handler) door(args []string) (Reply, error) {
 	} else if busy {
 		return text(BusyDoor), nil
 	}
-	if err := h.svc.SetDoor(h.conv, setting); err != nil {
+	if err := h.svc.SetDoor(h.ctx, h.conv, setting); err != nil {
 		return Reply{}, err
 	}
 	after, err := h.svc.Resolve(h.conv, h.mode, "")

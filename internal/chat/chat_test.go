@@ -112,7 +112,7 @@ func TestHostMode(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := svc.SetDoor(conv, shared); err != nil {
+	if err := svc.SetDoor(t.Context(), conv, shared); err != nil {
 		t.Fatal(err)
 	}
 	golden(t, "host_status_shared", send(t, svc, host, conv, "/sandbox"))

@@ -63,7 +63,7 @@ Policies:
 				return err
 			}
 			if global {
-				if err := svc.SetGlobalDoor(setting); err != nil {
+				if err := svc.SetGlobalDoor(cmd.Context(), setting); err != nil {
 					return err
 				}
 				if setting == nil {
@@ -75,7 +75,7 @@ Policies:
 			if err != nil {
 				return err
 			}
-			if err := svc.SetDoor(addr, setting); err != nil {
+			if err := svc.SetDoor(cmd.Context(), addr, setting); err != nil {
 				return err
 			}
 			pol, err := svc.Resolve(addr, sandbox.DefaultMode, "")

@@ -107,7 +107,7 @@ Names match [A-Za-z_][A-Za-z0-9_]*; values are taken literally.`,
 			if err != nil {
 				return err
 			}
-			if err := svc.Vaults().SetEnv(key, vars); err != nil {
+			if err := svc.VaultSetEnv(cmd.Context(), key, vars); err != nil {
 				return err
 			}
 			names := make([]string, 0, len(vars))
@@ -151,7 +151,7 @@ run rather than run without the credential.`,
 			if err != nil {
 				return err
 			}
-			if err := svc.Vaults().PutFile(key, rest[0], rest[1]); err != nil {
+			if err := svc.VaultPutFile(cmd.Context(), key, rest[0], rest[1]); err != nil {
 				return err
 			}
 			return printf(g.stdout, "Stored %s in vault %s; runtimes see it at %s (read-only).\n", rest[0], key, vault.FileTarget(rest[0]))
@@ -308,12 +308,12 @@ the other modes refuse to run rather than hand over the value.`,
 				return err
 			}
 			if hosts == nil {
-				if err := svc.Vaults().ClearPlaceholder(key, name); err != nil {
+				if err := svc.VaultClearPlaceholder(cmd.Context(), key, name); err != nil {
 					return err
 				}
 				return printf(g.stdout, "%s in vault %s is no longer a placeholder; commands see its real value.\n", name, key)
 			}
-			m, err := svc.Vaults().SetPlaceholder(key, name, hosts, exp, body)
+			m, err := svc.VaultSetPlaceholder(cmd.Context(), key, name, hosts, exp, body)
 			if err != nil {
 				return err
 			}
@@ -378,7 +378,7 @@ func newVaultRmCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if err := svc.Vaults().Remove(key, rest[0]); err != nil {
+			if err := svc.VaultRemove(cmd.Context(), key, rest[0]); err != nil {
 				return err
 			}
 			return printf(g.stdout, "Removed %s from vault %s.\n", rest[0], key)

@@ -26,6 +26,7 @@ import (
 	"github.com/hutchsandbox/hutch/internal/api"
 	"github.com/hutchsandbox/hutch/internal/atomicfile"
 	"github.com/hutchsandbox/hutch/internal/errdefs"
+	"github.com/hutchsandbox/hutch/internal/events"
 	"github.com/hutchsandbox/hutch/internal/mcpserver"
 	"github.com/hutchsandbox/hutch/internal/metrics"
 	"github.com/hutchsandbox/hutch/internal/sandbox"
@@ -129,6 +130,9 @@ func Run(ctx context.Context, o Options) error {
 	layout := svc.Layout()
 	m := metrics.New(o.Version)
 	svc.SetMetrics(m)
+	// Changes no caller names (idle stops, the disk ceiling's) are the
+	// daemon's own.
+	svc.SetSurface(events.SurfaceDaemon)
 	if err := validate(ctx, svc, o.Mode); err != nil {
 		return err
 	}

@@ -223,7 +223,7 @@ func TestDaemon_Load(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := svc.SetDoor(addr, shared); err != nil {
+		if err := svc.SetDoor(t.Context(), addr, shared); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/hutchsandbox/hutch/internal/events"
 	"github.com/hutchsandbox/hutch/internal/keyedlock"
 	"github.com/hutchsandbox/hutch/internal/mcptools"
 	"github.com/hutchsandbox/hutch/internal/metrics"
@@ -139,6 +140,7 @@ type handlers struct {
 // notifications/cancelled naming the call cancels ctx (the SDK does
 // that), which kills the command's process group as its timeout would.
 func (h *handlers) bash(ctx context.Context, req *mcp.CallToolRequest, in tools.BashInput) (*mcp.CallToolResult, tools.BashOutput, error) {
+	ctx = h.actor(ctx)
 	unlock, err := h.lock(ctx)
 	if err != nil {
 		return fail[tools.BashOutput](h, "bash", err)
@@ -158,6 +160,7 @@ func (h *handlers) bash(ctx context.Context, req *mcp.CallToolRequest, in tools.
 }
 
 func (h *handlers) read(ctx context.Context, _ *mcp.CallToolRequest, in tools.ReadInput) (*mcp.CallToolResult, mcptools.ReadOutput, error) {
+	ctx = h.actor(ctx)
 	sb, err := h.sandboxOf(ctx)
 	if err != nil {
 		return fail[mcptools.ReadOutput](h, "read", err)
@@ -172,6 +175,7 @@ func (h *handlers) read(ctx context.Context, _ *mcp.CallToolRequest, in tools.Re
 }
 
 func (h *handlers) write(ctx context.Context, _ *mcp.CallToolRequest, in tools.WriteInput) (*mcp.CallToolResult, tools.WriteOutput, error) {
+	ctx = h.actor(ctx)
 	unlock, err := h.lock(ctx)
 	if err != nil {
 		return fail[tools.WriteOutput](h, "write", err)
@@ -189,6 +193,7 @@ func (h *handlers) write(ctx context.Context, _ *mcp.CallToolRequest, in tools.W
 }
 
 func (h *handlers) edit(ctx context.Context, _ *mcp.CallToolRequest, in tools.EditInput) (*mcp.CallToolResult, tools.EditOutput, error) {
+	ctx = h.actor(ctx)
 	unlock, err := h.lock(ctx)
 	if err != nil {
 		return fail[tools.EditOutput](h, "edit", err)
@@ -206,6 +211,7 @@ func (h *handlers) edit(ctx context.Context, _ *mcp.CallToolRequest, in tools.Ed
 }
 
 func (h *handlers) sandbox(ctx context.Context, _ *mcp.CallToolRequest, in tools.SandboxInput) (*mcp.CallToolResult, tools.SandboxOutput, error) {
+	ctx = h.actor(ctx)
 	var lim tools.Limiter
 	if sandbox.CapabilitiesOf(h.mode.Kind).ManagedLifecycle && (in.Action == "status" || in.Action == "set") {
 		m, err := h.svc.ManagedFor(ctx, h.mode)
@@ -219,6 +225,12 @@ func (h *handlers) sandbox(ctx context.Context, _ *mcp.CallToolRequest, in tools
 		return fail[tools.SandboxOutput](h, "sandbox", err)
 	}
 	return &mcp.CallToolResult{Content: mcptools.Text(out.Text)}, out, nil
+}
+
+// actor names MCP, and the user when known, as the surface of what a
+// tool call changes (the event log).
+func (h *handlers) actor(ctx context.Context) context.Context {
+	return events.WithActor(ctx, events.Actor{Surface: events.SurfaceMCP, Who: h.user})
 }
 
 // sandboxOf returns the conversation's sandbox: admitted, with its office

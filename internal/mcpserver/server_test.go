@@ -54,7 +54,7 @@ func newHostEnv(t *testing.T, ids ...string) *hostEnv {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := svc.SetDoor(addr, shared); err != nil {
+		if err := svc.SetDoor(t.Context(), addr, shared); err != nil {
 			t.Fatal(err)
 		}
 		if i == 0 {
@@ -281,7 +281,7 @@ func TestTools_HostRefusesIsolatedConversation(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := e.svc.SetDoor(addr, isolated); err != nil {
+	if err := e.svc.SetDoor(t.Context(), addr, isolated); err != nil {
 		t.Fatal(err)
 	}
 	cs := connect(t, mcpserver.New(e.svc, sandbox.DefaultMode, addr, "", nil))

@@ -4,10 +4,12 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"time"
 
 	"github.com/docker/go-units"
 
 	"github.com/hutchsandbox/hutch/internal/errdefs"
+	"github.com/hutchsandbox/hutch/internal/events"
 	"github.com/hutchsandbox/hutch/internal/metrics"
 	"github.com/hutchsandbox/hutch/internal/sandbox"
 	"github.com/hutchsandbox/hutch/internal/sandbox/managed"
@@ -54,7 +56,11 @@ func (s *Service) EnforceDisk(ctx context.Context, mode sandbox.Mode) ([]string,
 	if err != nil {
 		return nil, err
 	}
-	return de.EnforceDisk(ctx, diskCeiling(rs))
+	stopped, err := de.EnforceDisk(ctx, diskCeiling(rs))
+	for _, k := range stopped {
+		s.Record(ctx, events.RuntimeStopped, k, "it held more than the disk ceiling")
+	}
+	return stopped, err
 }
 
 // checkCeiling refuses limits with a field above ceiling's, naming the
@@ -95,12 +101,79 @@ func (c ceilinged) Boost(ctx context.Context, key string, l sandbox.Limits) (san
 	if err := c.check(l); err != nil {
 		return sandbox.Status{}, err
 	}
-	return c.ManagedRuntime.Boost(ctx, key, l)
+	return recording{c.ManagedRuntime, c.svc}.Boost(ctx, key, l)
 }
 
 func (c ceilinged) SetLimits(ctx context.Context, key string, l sandbox.Limits) (sandbox.Status, error) {
 	if err := c.check(l); err != nil {
 		return sandbox.Status{}, err
 	}
-	return c.ManagedRuntime.SetLimits(ctx, key, l)
+	return recording{c.ManagedRuntime, c.svc}.SetLimits(ctx, key, l)
+}
+
+func (c ceilinged) Stop(ctx context.Context, key string) error {
+	return recording{c.ManagedRuntime, c.svc}.Stop(ctx, key)
+}
+
+func (c ceilinged) Remove(ctx context.Context, key string) error {
+	return recording{c.ManagedRuntime, c.svc}.Remove(ctx, key)
+}
+
+func (c ceilinged) StopIdle(ctx context.Context, idle time.Duration) ([]string, error) {
+	return recording{c.ManagedRuntime, c.svc}.StopIdle(ctx, idle)
+}
+
+// Recording returns lc with its changes (stop, remove, boost, limits,
+// idle stops) recorded in the event log, as ManagedFor's lifecycles are:
+// for a lifecycle a test puts in place of the service's.
+func (s *Service) Recording(lc sandbox.Lifecycle) sandbox.Lifecycle { return recording{lc, s} }
+
+// recording records the changes of the lifecycle it wraps.
+type recording struct {
+	sandbox.Lifecycle
+	svc *Service
+}
+
+func (r recording) Boost(ctx context.Context, key string, l sandbox.Limits) (sandbox.Status, error) {
+	st, err := r.Lifecycle.Boost(ctx, key, l)
+	if err == nil {
+		r.svc.Record(ctx, events.LimitsBoost, key, limitsDetail(st.Limits))
+	}
+	return st, err
+}
+
+func (r recording) SetLimits(ctx context.Context, key string, l sandbox.Limits) (sandbox.Status, error) {
+	st, err := r.Lifecycle.SetLimits(ctx, key, l)
+	if err == nil {
+		detail := limitsDetail(l)
+		if st.LimitsApplied != "" {
+			detail += " (" + st.LimitsApplied + ")"
+		}
+		r.svc.Record(ctx, events.LimitsSet, key, detail)
+	}
+	return st, err
+}
+
+func (r recording) Stop(ctx context.Context, key string) error {
+	err := r.Lifecycle.Stop(ctx, key)
+	if err == nil {
+		r.svc.Record(ctx, events.RuntimeStopped, key, "")
+	}
+	return err
+}
+
+func (r recording) Remove(ctx context.Context, key string) error {
+	err := r.Lifecycle.Remove(ctx, key)
+	if err == nil {
+		r.svc.Record(ctx, events.RuntimeRemoved, key, "")
+	}
+	return err
+}
+
+func (r recording) StopIdle(ctx context.Context, idle time.Duration) ([]string, error) {
+	stopped, err := r.Lifecycle.StopIdle(ctx, idle)
+	for _, k := range stopped {
+		r.svc.Record(ctx, events.RuntimeStopped, k, "idle for "+idle.String())
+	}
+	return stopped, err
 }

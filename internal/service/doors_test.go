@@ -23,10 +23,10 @@ func TestDoors(t *testing.T) {
 		}
 		addrs = append(addrs, a)
 	}
-	if err := svc.SetGlobalDoor(&projection.Setting{DoorPolicy: "trusted", Layout: "conversation", Visibility: "private"}); err != nil {
+	if err := svc.SetGlobalDoor(t.Context(), &projection.Setting{DoorPolicy: "trusted", Layout: "conversation", Visibility: "private"}); err != nil {
 		t.Fatal(err)
 	}
-	if err := svc.SetDoor(addrs[1], &projection.Setting{DoorPolicy: "trusted", Layout: "full"}); err != nil {
+	if err := svc.SetDoor(t.Context(), addrs[1], &projection.Setting{DoorPolicy: "trusted", Layout: "full"}); err != nil {
 		t.Fatal(err)
 	}
 	if err := svc.SetChannelKind(addrs[2], "public_channel"); err != nil {

@@ -46,7 +46,7 @@ func TestToolSandbox_ManagedProjection(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := svc.SetDoor(addr, door); err != nil {
+	if err := svc.SetDoor(t.Context(), addr, door); err != nil {
 		t.Fatal(err)
 	}
 	ws := svc.Layout().Workspace

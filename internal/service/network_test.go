@@ -21,7 +21,7 @@ func TestNetwork_Admission(t *testing.T) {
 	}
 	// A trusted door, so that host and container refuse for the network
 	// and not for the office.
-	if err := svc.SetDoor(addr, &projection.Setting{DoorPolicy: "trusted", Layout: "full"}); err != nil {
+	if err := svc.SetDoor(t.Context(), addr, &projection.Setting{DoorPolicy: "trusted", Layout: "full"}); err != nil {
 		t.Fatal(err)
 	}
 	allow := "github.com"

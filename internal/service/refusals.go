@@ -1,9 +1,11 @@
 package service
 
 import (
+	"context"
 	"errors"
 
 	"github.com/hutchsandbox/hutch/internal/errdefs"
+	"github.com/hutchsandbox/hutch/internal/events"
 	"github.com/hutchsandbox/hutch/internal/metrics"
 )
 
@@ -56,6 +58,7 @@ func (s *Service) CountRefusal(surface string, err error) {
 	}
 	if reason := RefusalReason(err); reason != "" {
 		s.metrics.Refusal(surface, reason)
+		s.Record(events.WithActor(context.Background(), events.Actor{Surface: surface}), events.Refused, "", reason+": "+err.Error())
 	}
 }
 
@@ -64,5 +67,6 @@ func (s *Service) CountRefusal(surface string, err error) {
 func (s *Service) CountRefused(surface, reason string) {
 	if s != nil {
 		s.metrics.Refusal(surface, reason)
+		s.Record(events.WithActor(context.Background(), events.Actor{Surface: surface}), events.Refused, "", reason)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/hutchsandbox/hutch/internal/agentbin"
 	"github.com/hutchsandbox/hutch/internal/engine"
 	"github.com/hutchsandbox/hutch/internal/errdefs"
+	"github.com/hutchsandbox/hutch/internal/events"
 	"github.com/hutchsandbox/hutch/internal/kubeagent"
 	"github.com/hutchsandbox/hutch/internal/microvm/qemu"
 	"github.com/hutchsandbox/hutch/internal/netpolicy"
@@ -91,6 +92,7 @@ func (s *Service) imageLocked(ctx context.Context, ref string) (*image.Runtime, 
 		Boost:     b.boost,
 		Log:       s.log,
 		Event:     func(e string) { s.metrics.Event(sandbox.KindImage, e, 1) },
+		Changed:   s.RuntimeChanged,
 		Egress:    s.egressRelays(),
 		EgressCA:  s.EgressCA,
 	})
@@ -151,6 +153,7 @@ func (s *Service) microvmLocked() (*microvm.Runtime, error) {
 		Boost:     b.boost,
 		Log:       s.log,
 		Event:     func(e string) { s.metrics.Event(sandbox.KindGondolin, e, 1) },
+		Changed:   s.RuntimeChanged,
 		// Each VM has a proxy of its own; it reads the office's policy
 		// per connection and its secrets per request.
 		EgressPolicy:        func(key string) netpolicy.Policy { return s.EgressPolicy(key, sandbox.KindGondolin) },
@@ -195,6 +198,7 @@ func (s *Service) kubeLocked() (*kube.Runtime, error) {
 		Boost:        b.boost,
 		Log:          s.log,
 		Event:        func(e string) { s.metrics.Event(sandbox.KindKube, e, 1) },
+		Changed:      s.RuntimeChanged,
 		Egress:       s.egressRelays(),
 		EgressCA:     s.EgressCA,
 	})
@@ -321,9 +325,25 @@ func (s *Service) ReconcileMode(ctx context.Context, mode sandbox.Mode) (sandbox
 	return m.Reconcile(ctx, func(k string) bool { return known[k] })
 }
 
-// SetRuntimeSetting sets (or with "" removes) a global sandbox.* key.
+// SetRuntimeSetting sets (or with "" removes) a global sandbox.* key,
+// recorded as a change of the service's surface (SetSetting names the
+// caller).
 func (s *Service) SetRuntimeSetting(key, value string) error {
-	return settings.SetRuntime(settings.GlobalPath(s.layout.StateDir), key, value)
+	return s.SetSetting(context.Background(), key, value)
+}
+
+// SetSetting sets (or with "" removes) a global sandbox.* key and records
+// it as a change by ctx's actor.
+func (s *Service) SetSetting(ctx context.Context, key, value string) error {
+	if err := settings.SetRuntime(settings.GlobalPath(s.layout.StateDir), key, value); err != nil {
+		return err
+	}
+	detail := key + " cleared"
+	if value != "" {
+		detail = key + "=" + value
+	}
+	s.Record(ctx, events.SettingSet, "global", detail)
+	return nil
 }
 
 // RuntimeSettings lists the global sandbox.* keys that are set.

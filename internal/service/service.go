@@ -19,6 +19,7 @@ import (
 
 	"github.com/hutchsandbox/hutch/internal/egress"
 	"github.com/hutchsandbox/hutch/internal/errdefs"
+	"github.com/hutchsandbox/hutch/internal/events"
 	"github.com/hutchsandbox/hutch/internal/metrics"
 	"github.com/hutchsandbox/hutch/internal/netpolicy"
 	"github.com/hutchsandbox/hutch/internal/office"
@@ -42,6 +43,8 @@ type Service struct {
 	agentOverride string
 	rt            runtimes
 	metrics       *metrics.Set
+	events        *events.Log
+	surface       string // of changes whose context names none
 
 	// The egress proxies of relaying runtimes (egress.go), made once.
 	relaysMu sync.Mutex
@@ -69,6 +72,8 @@ func New(layout Layout, log *slog.Logger) *Service {
 		log:      log,
 		registry: office.NewRegistry(layout.StateDir),
 		vaults:   vault.NewStore(layout.StateDir),
+		events:   events.Open(layout.StateDir),
+		surface:  events.SurfaceCLI,
 		getenv:   os.Getenv,
 	}
 }
@@ -281,7 +286,7 @@ func (s *Service) vaultKey(mode sandbox.Mode, key office.Key, user string) strin
 }
 
 // SetDoor sets (or with nil clears) the door policy of one conversation.
-func (s *Service) SetDoor(addr office.Address, setting *projection.Setting) error {
+func (s *Service) SetDoor(ctx context.Context, addr office.Address, setting *projection.Setting) error {
 	key := addr.Key()
 	if _, err := s.registry.Record(addr); err != nil {
 		return err
@@ -289,7 +294,11 @@ func (s *Service) SetDoor(addr office.Address, setting *projection.Setting) erro
 	if _, err := office.EnsureStateDir(s.layout.StateDir, key); err != nil {
 		return err
 	}
-	return settings.SetWorkspace(settings.ConversationPath(s.layout.StateDir, string(key)), setting)
+	if err := settings.SetWorkspace(settings.ConversationPath(s.layout.StateDir, string(key)), setting); err != nil {
+		return err
+	}
+	s.Record(ctx, events.DoorSet, addr.String(), doorDetail(setting))
+	return nil
 }
 
 // BusyMessage refuses a change that must wait for a running command.
@@ -320,8 +329,12 @@ func BusyIn(ctx context.Context, lc sandbox.Lifecycle, addr office.Address) (boo
 }
 
 // SetGlobalDoor sets (or with nil clears) the global door policy.
-func (s *Service) SetGlobalDoor(setting *projection.Setting) error {
-	return settings.SetWorkspace(settings.GlobalPath(s.layout.StateDir), setting)
+func (s *Service) SetGlobalDoor(ctx context.Context, setting *projection.Setting) error {
+	if err := settings.SetWorkspace(settings.GlobalPath(s.layout.StateDir), setting); err != nil {
+		return err
+	}
+	s.Record(ctx, events.DoorSet, "global", doorDetail(setting))
+	return nil
 }
 
 // SetChannelKind records the platform's channel kind of a conversation,
@@ -369,8 +382,60 @@ func (t VaultTarget) VaultKey() (string, error) {
 	}
 }
 
-// Vaults returns the vault store.
+// Vaults returns the vault store, for reading: its changes go through
+// the Vault* methods, which record them.
 func (s *Service) Vaults() *vault.Store { return s.vaults }
+
+// VaultSetEnv sets variables in the vault key (vault.Store.SetEnv) and
+// records their names.
+func (s *Service) VaultSetEnv(ctx context.Context, key string, vars map[string]string) error {
+	if err := s.vaults.SetEnv(key, vars); err != nil {
+		return err
+	}
+	s.Record(ctx, events.VaultSet, key, namesDetail(vars))
+	return nil
+}
+
+// VaultPutFile stores a credential file (vault.Store.PutFile) and records
+// its name.
+func (s *Service) VaultPutFile(ctx context.Context, key, name, source string) error {
+	if err := s.vaults.PutFile(key, name, source); err != nil {
+		return err
+	}
+	s.Record(ctx, events.VaultSet, key, "file "+name)
+	return nil
+}
+
+// VaultRemove removes a variable or file (vault.Store.Remove) and records
+// its name.
+func (s *Service) VaultRemove(ctx context.Context, key, name string) error {
+	if err := s.vaults.Remove(key, name); err != nil {
+		return err
+	}
+	s.Record(ctx, events.VaultRemove, key, name)
+	return nil
+}
+
+// VaultSetPlaceholder marks a variable as a placeholder
+// (vault.Store.SetPlaceholder) and records its name and hosts.
+func (s *Service) VaultSetPlaceholder(ctx context.Context, key, name string, hosts []string, expires time.Time, body bool) (vault.Placeholder, error) {
+	m, err := s.vaults.SetPlaceholder(key, name, hosts, expires, body)
+	if err != nil {
+		return m, err
+	}
+	s.Record(ctx, events.VaultPlaceholder, key, placeholderDetail(name, hosts, expires))
+	return m, nil
+}
+
+// VaultClearPlaceholder clears a placeholder mark
+// (vault.Store.ClearPlaceholder) and records its name.
+func (s *Service) VaultClearPlaceholder(ctx context.Context, key, name string) error {
+	if err := s.vaults.ClearPlaceholder(key, name); err != nil {
+		return err
+	}
+	s.Record(ctx, events.VaultUnmark, key, name)
+	return nil
+}
 
 // ExecOptions is one `hutch exec`.
 type ExecOptions struct {

@@ -23,7 +23,7 @@ func TestExec_TimeZone(t *testing.T) {
 	}
 	svc := service.New(layout, nil)
 	t.Cleanup(func() { _ = svc.Close() })
-	if err := svc.SetGlobalDoor(&projection.Setting{DoorPolicy: string(projection.DoorTrusted), Layout: string(projection.LayoutFull)}); err != nil {
+	if err := svc.SetGlobalDoor(t.Context(), &projection.Setting{DoorPolicy: string(projection.DoorTrusted), Layout: string(projection.LayoutFull)}); err != nil {
 		t.Fatal(err)
 	}
 	addr, err := office.NewAddress("web", "tz")

@@ -119,7 +119,7 @@ func TestToolSandbox_Cloudflare(t *testing.T) {
 	})
 	t.Cleanup(func() { _ = svc.Close() })
 	// Cloudflare mode, like host mode, runs only trusted conversations.
-	if err := svc.SetGlobalDoor(&projection.Setting{DoorPolicy: string(projection.DoorTrusted), Layout: string(projection.LayoutFull)}); err != nil {
+	if err := svc.SetGlobalDoor(t.Context(), &projection.Setting{DoorPolicy: string(projection.DoorTrusted), Layout: string(projection.LayoutFull)}); err != nil {
 		t.Fatal(err)
 	}
 	addr, err := office.NewAddress("slack", "C0FILES")

@@ -38,7 +38,7 @@ func hostBridge(t *testing.T, sandboxID string) (*cloudflare.Runtime, service.La
 	t.Cleanup(func() { _ = svc.Close() })
 	// Host mode runs only conversations whose door policy trusts them
 	// with the workspace; every conversation of this bridge is one.
-	if err := svc.SetGlobalDoor(&projection.Setting{DoorPolicy: string(projection.DoorTrusted), Layout: string(projection.LayoutFull)}); err != nil {
+	if err := svc.SetGlobalDoor(t.Context(), &projection.Setting{DoorPolicy: string(projection.DoorTrusted), Layout: string(projection.LayoutFull)}); err != nil {
 		t.Fatal(err)
 	}
 	const token = "conformance-token"

@@ -91,7 +91,7 @@ func TestBridgeProcess(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The bridge runs in host mode, which needs a trusted door policy.
-	if err := service.New(layout, nil).SetGlobalDoor(&projection.Setting{DoorPolicy: string(projection.DoorTrusted), Layout: string(projection.LayoutFull)}); err != nil {
+	if err := service.New(layout, nil).SetGlobalDoor(t.Context(), &projection.Setting{DoorPolicy: string(projection.DoorTrusted), Layout: string(projection.LayoutFull)}); err != nil {
 		t.Fatal(err)
 	}
 	const token = "process-test-token"

@@ -34,7 +34,7 @@ func newService(t *testing.T, env map[string]string) (*service.Service, service.
 	svc := service.New(layout, nil)
 	svc.SetGetenv(func(k string) string { return env[k] })
 	t.Cleanup(func() { _ = svc.Close() })
-	if err := svc.SetGlobalDoor(&projection.Setting{DoorPolicy: string(projection.DoorTrusted), Layout: string(projection.LayoutFull)}); err != nil {
+	if err := svc.SetGlobalDoor(t.Context(), &projection.Setting{DoorPolicy: string(projection.DoorTrusted), Layout: string(projection.LayoutFull)}); err != nil {
 		t.Fatal(err)
 	}
 	return svc, layout

@@ -1,0 +1,177 @@
+package service_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hutchsandbox/hutch/internal/errdefs"
+	"github.com/hutchsandbox/hutch/internal/events"
+	"github.com/hutchsandbox/hutch/internal/metrics"
+	"github.com/hutchsandbox/hutch/internal/office"
+	"github.com/hutchsandbox/hutch/internal/projection"
+	"github.com/hutchsandbox/hutch/internal/sandbox"
+	"github.com/hutchsandbox/hutch/internal/sandbox/mock"
+	"github.com/hutchsandbox/hutch/internal/service"
+)
+
+// summary is an event without its time: "surface who action target: detail".
+func summary(e events.Event) string {
+	return strings.TrimSpace(fmt.Sprintf("%s %s %s %s: %s", e.Surface, e.Who, e.Action, e.Target, e.Detail))
+}
+
+func eventsSince(t *testing.T, svc *service.Service, n int) []string {
+	t.Helper()
+	evs, err := svc.Events().Last(events.MaxLast)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, e := range evs[n:] {
+		out = append(out, summary(e))
+	}
+	return out
+}
+
+// TestEvents_EveryChange: each change the service makes is one event,
+// with the surface and who of its caller's context, names never values.
+func TestEvents_EveryChange(t *testing.T) {
+	svc := newService(t)
+	mode := sandbox.Mode{Kind: sandbox.KindImage, Target: "busybox"}
+	svc.SetRuntime(mode, mock.New(mock.Config{Mode: mode, Changed: svc.RuntimeChanged}))
+	addr, err := office.NewAddress("slack", "C0EVENTS")
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := string(addr.Key())
+	api := events.WithActor(context.Background(), events.Actor{Surface: events.SurfaceAPI})
+	chat := events.WithActor(context.Background(), events.Actor{Surface: events.SurfaceChat, Who: "U123"})
+	portal := events.WithActor(context.Background(), events.Actor{Surface: events.SurfacePortal, Who: "ada"})
+	mcp := events.WithActor(context.Background(), events.Actor{Surface: events.SurfaceMCP})
+
+	shared, _ := projection.ParseDoorWord("shared")
+	if err := svc.SetDoor(chat, addr, shared); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := svc.Exec(api, service.ExecOptions{Address: addr, Mode: mode, Argv: []string{"true"}}); err != nil {
+		t.Fatal(err)
+	}
+	full, _ := projection.ParseDoorWord("full")
+	if err := svc.SetDoor(portal, addr, full); err != nil {
+		t.Fatal(err)
+	}
+	// The new door's mounts re-create the runtime at the next command.
+	if _, err := svc.Exec(mcp, service.ExecOptions{Address: addr, Mode: mode, Argv: []string{"true"}}); err != nil {
+		t.Fatal(err)
+	}
+	lc, err := svc.ManagedFor(context.Background(), mode)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := lc.Boost(chat, key, sandbox.Limits{CPUs: 1, MemoryBytes: 1 << 30}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := lc.SetLimits(mcp, key, sandbox.Limits{CPUs: 0.5}); err != nil {
+		t.Fatal(err)
+	}
+	if err := lc.Stop(portal, key); err != nil {
+		t.Fatal(err)
+	}
+	if err := lc.Remove(api, key); err != nil {
+		t.Fatal(err)
+	}
+	if err := svc.SetGlobalDoor(context.Background(), nil); err != nil {
+		t.Fatal(err)
+	}
+	const secret = "s3cr3t-value-never-logged"
+	if err := svc.VaultSetEnv(api, key, map[string]string{"GH_TOKEN": secret, "API_KEY": secret}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := svc.VaultSetPlaceholder(api, key, "GH_TOKEN", []string{"api.github.com"}, time.Time{}, false); err != nil {
+		t.Fatal(err)
+	}
+	if err := svc.VaultClearPlaceholder(api, key, "GH_TOKEN"); err != nil {
+		t.Fatal(err)
+	}
+	src := filepath.Join(t.TempDir(), "cred.json")
+	if err := os.WriteFile(src, []byte(secret), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := svc.VaultPutFile(api, key, "cred.json", src); err != nil {
+		t.Fatal(err)
+	}
+	if err := svc.VaultRemove(api, key, "API_KEY"); err != nil {
+		t.Fatal(err)
+	}
+	if err := svc.SetSetting(portal, "sandbox.pids", "512"); err != nil {
+		t.Fatal(err)
+	}
+	svc.CountRefusal(metrics.SurfaceMCP, sandbox.OutsideRefusal("/etc"))
+	svc.CountRefusal(metrics.SurfaceAPI, errdefs.New(errdefs.ErrInvalid, "bad input is no refusal"))
+
+	want := []string{
+		"chat U123 door.set " + addr.String() + ": trusted/shared-support/public",
+		"api  runtime.created " + key + ":",
+		"portal ada door.set " + addr.String() + ": trusted/full",
+		"mcp  runtime.recreated " + key + ": what it was built from changed (mounts)",
+		"chat U123 limits.boost " + key + ": cpus=1 memory=1024MiB pids=1024",
+		"mcp  limits.set " + key + ": cpus=0.5",
+		"portal ada runtime.stopped " + key + ":",
+		"api  runtime.removed " + key + ":",
+		"cli  door.set global: default",
+		"api  vault.set " + key + ": API_KEY GH_TOKEN",
+		"api  vault.placeholder " + key + ": GH_TOKEN for api.github.com",
+		"api  vault.unmark " + key + ": GH_TOKEN",
+		"api  vault.set " + key + ": file cred.json",
+		"api  vault.remove " + key + ": API_KEY",
+		"portal ada setting.set global: sandbox.pids=512",
+		"mcp  refused : failed_precondition: " + sandbox.OutsideRefusal("/etc").Error(),
+	}
+	got := eventsSince(t, svc, 0)
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("events:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	data, err := os.ReadFile(svc.Events().Path())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(data), secret) {
+		t.Errorf("the event log holds a vault value:\n%s", data)
+	}
+}
+
+// TestEvents_RefusalFlood: a flood of refusals (an agent retrying what is
+// refused) rotates the log rather than growing it, and each costs a
+// write and an fsync.
+func TestEvents_RefusalFlood(t *testing.T) {
+	svc := newService(t)
+	svc.Events().MaxSize = 256 << 10
+	refusal := sandbox.OutsideRefusal("/" + strings.Repeat("a\n", 3000))
+	const n = 2000
+	start := time.Now()
+	for range n {
+		svc.CountRefusal(metrics.SurfaceMCP, refusal)
+	}
+	took := time.Since(start)
+	t.Logf("%d refusals recorded in %v (%v each)", n, took, took/n)
+	var total int64
+	for _, p := range []string{svc.Events().Path(), svc.Events().Path() + ".1"} {
+		if st, err := os.Stat(p); err == nil {
+			total += st.Size()
+		}
+	}
+	if limit := 2 * (svc.Events().MaxSize + events.MaxLine); total > limit {
+		t.Errorf("the log holds %d bytes after the flood, bound %d", total, limit)
+	}
+	evs, err := svc.Events().Last(10)
+	if err != nil || len(evs) != 10 {
+		t.Fatalf("Last after the flood: %d, %v", len(evs), err)
+	}
+	if len(evs[9].Detail) > events.MaxDetail {
+		t.Errorf("a refusal's detail of %d bytes, bound %d", len(evs[9].Detail), events.MaxDetail)
+	}
+}
