@@ -38,6 +38,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/events": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The event log: every change made through any surface, oldest first; with follow, streamed as it grows. */
+        get: operations["events"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/openapi.json": {
         parameters: {
             query?: never;
@@ -519,6 +536,30 @@ export interface components {
             /** @description The Go toolchain that built the binary. */
             goVersion: string;
         };
+        /** @description One change in the event log (docs/api.md, Events): names and reasons, never a secret's value. Every string is bounded (who 128 bytes, target 512, detail 1024; a longer one is cut and ends with …), and a line is at most 4096 bytes. */
+        Event: {
+            /**
+             * Format: date-time
+             * @description When the change was made (UTC).
+             */
+            time: string;
+            /**
+             * @description Where the change came from.
+             * @enum {string}
+             */
+            surface: "cli" | "api" | "chat" | "mcp" | "portal" | "daemon";
+            /** @description Who made it, when known: a portal user, a chat's or MCP client's platform user. */
+            who?: string;
+            /**
+             * @description What happened (docs/api.md lists what each means and what its detail holds).
+             * @enum {string}
+             */
+            action: "runtime.created" | "runtime.recreated" | "runtime.stopped" | "runtime.removed" | "limits.set" | "limits.boost" | "door.set" | "vault.set" | "vault.remove" | "vault.placeholder" | "vault.unmark" | "setting.set" | "refused" | "portal.signin" | "portal.signout";
+            /** @description What it happened to: an office key (runtimes, limits, vaults), a conversation as platform/id (door), or global. */
+            target?: string;
+            /** @description Names and reasons: why a runtime was re-created, the limits, the door policy, the vault's names, a refusal's reason and text. */
+            detail?: string;
+        };
         /** @description One registered office. */
         OfficeEntry: {
             platform: string;
@@ -914,6 +955,35 @@ export interface operations {
             };
             401: components["responses"]["Unauthorized"];
             500: components["responses"]["Internal"];
+        };
+    };
+    events: {
+        parameters: {
+            query?: {
+                /** @description How many past events come first (default 100, at most 1000). */
+                n?: number;
+                /** @description 1: after the past events, keep the answer open and send each new event as it is written, flushed, until the client goes. At most 32 clients follow at once (503 beyond). */
+                follow?: "0" | "1" | "true" | "false";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Newline-delimited JSON: one Event a line. OpenAPI 3.1 cannot give the schema of each line of a stream: the schema below is the body's type, a string, and x-itemSchema (OpenAPI 3.2's itemSchema) the schema of each line. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/x-ndjson": string;
+                };
+            };
+            400: components["responses"]["Invalid"];
+            401: components["responses"]["Unauthorized"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
         };
     };
     openapi: {

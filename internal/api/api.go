@@ -63,6 +63,10 @@ type Server struct {
 	MCP http.Handler
 	// AdminLink, when set, issues admin portal links (POST /v1/admin/link).
 	AdminLink func(who string, ttl time.Duration) (string, time.Time, error)
+
+	// streams are the event log's followers, made by Handler (a copy of
+	// a Server made before its Handler has streams of its own).
+	streams *eventStreams
 }
 
 // addressOf is the office address c names, checked.
@@ -85,6 +89,7 @@ func addressOf(c Conversation) (office.Address, error) {
 
 // Handler serves the route table (routes) behind the bearer token.
 func (s *Server) Handler() http.Handler {
+	s.streams = newEventStreams()
 	mux := http.NewServeMux()
 	for pattern, h := range s.routes() {
 		mux.Handle(pattern, h)
@@ -113,6 +118,7 @@ func (s *Server) routes() map[string]http.Handler {
 		"GET /v1/health":           s.health,
 		"GET /v1/version":          s.version,
 		"GET /v1/openapi.json":     s.openapi,
+		"GET /v1/events":           s.events,
 		"POST /v1/admin/link":      s.adminLink,
 		"GET /v1/offices":          s.offices,
 		"POST /v1/exec":            s.exec,

@@ -192,6 +192,8 @@ func Run(ctx context.Context, o Options) error {
 	defer abortRequests()
 	base := func(net.Listener) context.Context { return reqCtx }
 	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: readHeaderTimeout, IdleTimeout: idleTimeout, BaseContext: base}
+	// Clients that follow the event log do not hold the shutdown up.
+	hs.RegisterOnShutdown(srv.EndStreams)
 	errc := make(chan error, 3)
 	go func() { errc <- hs.Serve(ul) }()
 	if portal != nil {
@@ -216,6 +218,7 @@ func Run(ctx context.Context, o Options) error {
 		tsrv := *srv
 		tsrv.Token = token
 		ths = &http.Server{Handler: tsrv.Handler(), ReadHeaderTimeout: readHeaderTimeout, IdleTimeout: idleTimeout, BaseContext: base}
+		ths.RegisterOnShutdown(tsrv.EndStreams)
 		go func() { errc <- ths.Serve(tl) }()
 		// The banner's writes are best-effort: the servers are up, and a
 		// daemon does not stop because its standard output went away.
