@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/hutchsandbox/hutch/internal/errdefs"
 	"github.com/hutchsandbox/hutch/internal/sandbox"
 	"github.com/hutchsandbox/hutch/internal/service"
 )
@@ -34,6 +35,7 @@ type globals struct {
 	stateDir  string
 	workspace string
 	logLevel  string
+	logFormat string // text or json (hutch serve --log-format)
 
 	stdin          io.Reader
 	stdout, stderr io.Writer
@@ -109,7 +111,7 @@ into a sandbox.`,
 	pf.StringVar(&g.stateDir, "state-dir", "", "state directory (default $HUTCH_STATE_DIR or ~/.hutch)")
 	pf.StringVar(&g.workspace, "workspace", "", "workspace root holding the offices (default $HUTCH_WORKSPACE or <state-dir>/workspace)")
 	pf.StringVar(&g.logLevel, "log-level", "warn", "log detail on stderr: debug, info, warn or error")
-	root.AddCommand(newOfficeCmd(g), newDoorCmd(g), newVaultCmd(g), newExecCmd(g), newFilesCmd(g), newModesCmd(g), newSandboxCmd(g), newServeCmd(g), newMCPCmd(g), newDoctorCmd(g), newImageCmd(g), newMicrovmCmd(g), newKubeCmd(g), newAdminCmd(g), newMigrateCmd(g), newProjectCmd(g), newBridgeCmd(g), newAgentCmd(g),
+	root.AddCommand(newOfficeCmd(g), newDoorCmd(g), newVaultCmd(g), newExecCmd(g), newFilesCmd(g), newModesCmd(g), newSandboxCmd(g), newServeCmd(g), newMCPCmd(g), newDoctorCmd(g), newImageCmd(g), newMicrovmCmd(g), newKubeCmd(g), newAdminCmd(g), newMigrateCmd(g), newProjectCmd(g), newBridgeCmd(g), newAgentCmd(g), newEventsCmd(g),
 		newVersionCmd(g), newCompletionCmd(g))
 	registerCompletions(g, root)
 	return root
@@ -155,5 +157,12 @@ func (g *globals) logger() (*slog.Logger, error) {
 	if err := level.UnmarshalText([]byte(g.logLevel)); err != nil {
 		return nil, fmt.Errorf("--log-level %q: use debug, info, warn or error", g.logLevel)
 	}
-	return slog.New(slog.NewTextHandler(g.stderr, &slog.HandlerOptions{Level: level})), nil
+	opts := &slog.HandlerOptions{Level: level}
+	switch g.logFormat {
+	case "", "text":
+		return slog.New(slog.NewTextHandler(g.stderr, opts)), nil
+	case "json":
+		return slog.New(slog.NewJSONHandler(g.stderr, opts)), nil
+	}
+	return nil, errdefs.New(errdefs.ErrInvalid, fmt.Sprintf("--log-format %q: use text or json", g.logFormat))
 }

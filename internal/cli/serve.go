@@ -93,6 +93,7 @@ WORKSPACE, when given, is the workspace root (like --workspace).`,
 	cmd.Flags().StringVar(&modeFlag, "sandbox", "", "where commands run (default $HUTCH_SANDBOX or host)")
 	cmd.Flags().StringVar(&tcp, "listen-tcp", "", "also serve the API on this TCP address; a bearer token is then required ($HUTCH_API_TOKEN, or one generated into <state-dir>/api-token)")
 	cmd.Flags().StringVar(&platforms, "platforms", "", "enabled platforms for the start-up migration, comma-separated (default: the platforms setting)")
+	cmd.Flags().StringVar(&g.logFormat, "log-format", "text", "how log lines on stderr are written: text (key=value) or json (one object a line)")
 	cmd.Flags().DurationVar(&grace, "grace", 30*time.Second, "at shutdown, how long running commands may finish before they are killed")
 	cmd.Flags().StringVar(&adminAddr, "admin-listen", "127.0.0.1:0", "serve the admin portal on this TCP address (a free port on loopback by default; off: no portal)")
 	cmd.Flags().StringVar(&tlsCert, "tls-cert", "", "PEM certificate (chain) the TCP listeners, --listen-tcp and --admin-listen, serve TLS with; without it they must be on a loopback address")
