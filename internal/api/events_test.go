@@ -2,11 +2,21 @@ package api_test
 
 import (
 	"bufio"
+	"encoding/json"
+	"io"
 	"net/http"
+	"net/http/httptest"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/hutchsandbox/hutch/internal/api"
+	"github.com/hutchsandbox/hutch/internal/office"
+	"github.com/hutchsandbox/hutch/internal/sandbox"
+	"github.com/hutchsandbox/hutch/internal/sandbox/mock"
+	"github.com/hutchsandbox/hutch/internal/service"
 )
 
 // TestEvents_FollowersBounded: at most MaxEventFollowers clients follow
@@ -78,5 +88,61 @@ func TestEvents_FollowersBounded(t *testing.T) {
 		if resp.StatusCode != http.StatusBadRequest {
 			t.Errorf("?%s: %d, want 400", q, resp.StatusCode)
 		}
+	}
+}
+
+// TestEvents_Surfaces: what API and chat requests change is in GET
+// /v1/events under their surface, a chat's with its user; a runtime made
+// by a command is recorded under the surface of that command.
+func TestEvents_Surfaces(t *testing.T) {
+	layout, err := service.ResolveLayout(service.LayoutOptions{StateDir: filepath.Join(t.TempDir(), "state"), Getenv: func(string) string { return "" }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc := service.New(layout, nil)
+	mode := sandbox.Mode{Kind: sandbox.KindImage, Target: "busybox"}
+	svc.SetRuntime(mode, mock.New(mock.Config{Mode: mode, Changed: svc.RuntimeChanged}))
+	ts := httptest.NewServer((&api.Server{Service: svc, Mode: mode}).Handler())
+	defer ts.Close()
+	const c = `"conversation":{"platform":"web","conversationId":"ev","user":"U1"}`
+	for _, step := range []struct{ path, body string }{
+		{"/v1/chat", `{` + c + `,"message":"/sandbox door shared"}`},
+		{"/v1/exec", `{` + c + `,"command":"true"}`},
+		{"/v1/chat", `{` + c + `,"message":"/sandbox boost"}`},
+		{"/v1/vault/set", `{` + c + `,"vars":{"TOKEN":"v4lue-not-logged"}}`},
+		{"/v1/sandbox/stop", `{` + c + `}`},
+	} {
+		if code, body := post(t, ts, step.path, step.body); code != http.StatusOK {
+			t.Fatalf("%s: %d %s", step.path, code, body)
+		}
+	}
+	resp, err := http.Get(ts.URL + "/v1/events")
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, _ := io.ReadAll(resp.Body)
+	_ = resp.Body.Close()
+	var got []string
+	for _, line := range strings.Split(strings.TrimSuffix(string(data), "\n"), "\n") {
+		var e struct{ Surface, Who, Action, Target, Detail string }
+		if err := json.Unmarshal([]byte(line), &e); err != nil {
+			t.Fatalf("line %q: %v", line, err)
+		}
+		got = append(got, strings.Join([]string{e.Surface, e.Who, e.Action, e.Target, e.Detail}, "|"))
+	}
+	addr, _ := office.NewAddress("web", "ev")
+	key := string(addr.Key())
+	want := []string{
+		"chat|U1|door.set|web/ev|trusted/shared-support/public",
+		"api||runtime.created|" + key + "|",
+		"chat|U1|limits.boost|" + key + "|cpus=2 memory=4096MiB pids=1024",
+		"api||vault.set|" + key + "|TOKEN",
+		"api||runtime.stopped|" + key + "|",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("events:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	if strings.Contains(string(data), "v4lue-not-logged") {
+		t.Errorf("the events hold a vault value:\n%s", data)
 	}
 }

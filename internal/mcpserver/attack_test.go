@@ -15,6 +15,7 @@ import (
 
 	"github.com/moby/moby/client"
 
+	"github.com/hutchsandbox/hutch/internal/events"
 	"github.com/hutchsandbox/hutch/internal/mcpserver"
 	"github.com/hutchsandbox/hutch/internal/mcptools"
 	"github.com/hutchsandbox/hutch/internal/office"
@@ -77,6 +78,34 @@ func TestAttack_LimitsAboveCeiling(t *testing.T) {
 	}
 	if got := memory(); got != 6<<30 {
 		t.Errorf("container memory after the operator raised the ceiling: %d, want 6 GiB", got)
+	}
+	// The event log has each of it: the runtime the agent's first command
+	// made, the refusals, the raises, under MCP; the operator's setting
+	// under the CLI (the service's own surface).
+	evs, err := svc.Events().Last(20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, e := range evs {
+		d := e.Detail
+		if e.Action == events.Refused {
+			d, _, _ = strings.Cut(d, ";")
+		}
+		got = append(got, e.Surface+" "+e.Action+" "+e.Target+" "+d)
+	}
+	key := string(addr.Key())
+	want := []string{
+		"mcp runtime.created " + key + " ",
+		"mcp refused  ceiling: Memory 20GiB is above this installation's ceiling of 4GiB",
+		"mcp refused  ceiling: CPUs 16 is above this installation's ceiling of 2",
+		"mcp refused  ceiling: Memory 4.001GiB is above this installation's ceiling of 4GiB",
+		"mcp limits.set " + key + " memory=4096MiB",
+		"cli setting.set global sandbox.ceiling.memory=6g",
+		"mcp limits.set " + key + " memory=6144MiB",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("events:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }
 
