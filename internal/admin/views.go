@@ -344,7 +344,7 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 	if status == http.StatusInternalServerError {
 		s.log.Error("admin: request failed", "path", r.URL.Path, "error", err)
 	}
-	s.svc.CountRefusal(metrics.SurfacePortal, err)
+	s.svc.CountRefusal(r.Context(), metrics.SurfacePortal, err)
 	if status == http.StatusNotFound {
 		notFound(w, err.Error())
 		return

@@ -273,7 +273,7 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 			got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 			if !ok || !constantTimeEqual(got, s.Token) {
 				writeJSON(w, http.StatusUnauthorized, ErrorBody{Error: "Missing or wrong bearer token", Code: "unauthorized"})
-				s.Service.CountRefused(surfaceOf(r), metrics.ReasonUnauthorized)
+				s.Service.CountRefused(r.Context(), surfaceOf(r), metrics.ReasonUnauthorized)
 				return
 			}
 		}
@@ -335,7 +335,7 @@ func (s *Server) wrap(limit int64, h func(http.ResponseWriter, *http.Request) er
 			if !errors.Is(err, errAlreadyWritten) {
 				writeError(w, err)
 			}
-			s.Service.CountRefusal(surfaceOf(r), err)
+			s.Service.CountRefusal(r.Context(), surfaceOf(r), err)
 		}
 		s.log().Debug("api", "method", r.Method, "path", r.URL.Path, "duration", time.Since(start), "error", err)
 	}

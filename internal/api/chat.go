@@ -24,7 +24,7 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	if reply.Refusal != "" {
-		s.Service.CountRefused(metrics.SurfaceChat, reply.Refusal)
+		s.Service.CountRefused(chatActor(r, req.Conversation.User), metrics.SurfaceChat, reply.Refusal)
 	}
 	writeJSON(w, http.StatusOK, ChatReply{Text: reply.Text})
 	return nil

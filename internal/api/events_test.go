@@ -111,6 +111,7 @@ func TestEvents_Surfaces(t *testing.T) {
 		{"/v1/chat", `{` + c + `,"message":"/sandbox boost"}`},
 		{"/v1/vault/set", `{` + c + `,"vars":{"TOKEN":"v4lue-not-logged"}}`},
 		{"/v1/sandbox/stop", `{` + c + `}`},
+		{"/v1/chat", `{` + c + `,"message":"/sandbox limits cpus=1000"}`},
 	} {
 		if code, body := post(t, ts, step.path, step.body); code != http.StatusOK {
 			t.Fatalf("%s: %d %s", step.path, code, body)
@@ -138,6 +139,7 @@ func TestEvents_Surfaces(t *testing.T) {
 		"chat|U1|limits.boost|" + key + "|cpus=2 memory=4096MiB pids=1024",
 		"api||vault.set|" + key + "|TOKEN",
 		"api||runtime.stopped|" + key + "|",
+		"chat|U1|refused||ceiling",
 	}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("events:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))

@@ -305,9 +305,9 @@ func countPortalRefusals(svc *service.Service, h http.Handler) http.Handler {
 		h.ServeHTTP(sw, r)
 		switch sw.status {
 		case http.StatusUnauthorized:
-			svc.CountRefused(metrics.SurfacePortal, metrics.ReasonUnauthorized)
+			svc.CountRefused(r.Context(), metrics.SurfacePortal, metrics.ReasonUnauthorized)
 		case http.StatusForbidden:
-			svc.CountRefused(metrics.SurfacePortal, metrics.ReasonForbidden)
+			svc.CountRefused(r.Context(), metrics.SurfacePortal, metrics.ReasonForbidden)
 		}
 	})
 }

@@ -247,6 +247,6 @@ func (h *handlers) lock(ctx context.Context) (func(), error) {
 // fail is mcptools.Fail with this conversation's log; a refusal is
 // counted in the daemon's metrics.
 func fail[Out any](h *handlers, tool string, err error) (*mcp.CallToolResult, Out, error) {
-	h.svc.CountRefusal(metrics.SurfaceMCP, err)
+	h.svc.CountRefusal(h.actor(context.Background()), metrics.SurfaceMCP, err)
 	return mcptools.Fail[Out](h.log, tool, err)
 }

@@ -110,8 +110,8 @@ func TestEvents_EveryChange(t *testing.T) {
 	if err := svc.SetSetting(portal, "sandbox.pids", "512"); err != nil {
 		t.Fatal(err)
 	}
-	svc.CountRefusal(metrics.SurfaceMCP, sandbox.OutsideRefusal("/etc"))
-	svc.CountRefusal(metrics.SurfaceAPI, errdefs.New(errdefs.ErrInvalid, "bad input is no refusal"))
+	svc.CountRefusal(mcp, metrics.SurfaceMCP, sandbox.OutsideRefusal("/etc"))
+	svc.CountRefusal(api, metrics.SurfaceAPI, errdefs.New(errdefs.ErrInvalid, "bad input is no refusal"))
 
 	want := []string{
 		"chat U123 door.set " + addr.String() + ": trusted/shared-support/public",
@@ -154,7 +154,7 @@ func TestEvents_RefusalFlood(t *testing.T) {
 	const n = 2000
 	start := time.Now()
 	for range n {
-		svc.CountRefusal(metrics.SurfaceMCP, refusal)
+		svc.CountRefusal(context.Background(), metrics.SurfaceMCP, refusal)
 	}
 	took := time.Since(start)
 	t.Logf("%d refusals recorded in %v (%v each)", n, took, took/n)

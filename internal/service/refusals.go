@@ -51,22 +51,30 @@ func RefusalReason(err error) string {
 // (RefusalReason), under surface (metrics.Surface*). The surfaces that
 // answer callers call it where they turn an error into their answer, so
 // that each refusal is counted once, where it is told. Without metrics
-// (one-shot CLI commands) it counts nothing.
-func (s *Service) CountRefusal(surface string, err error) {
+// (one-shot CLI commands) it counts nothing. Each is also an event of the
+// log, with who from ctx's actor when it names one.
+func (s *Service) CountRefusal(ctx context.Context, surface string, err error) {
 	if s == nil {
 		return
 	}
 	if reason := RefusalReason(err); reason != "" {
 		s.metrics.Refusal(surface, reason)
-		s.Record(events.WithActor(context.Background(), events.Actor{Surface: surface}), events.Refused, "", reason+": "+err.Error())
+		s.Record(refusalActor(ctx, surface), events.Refused, "", reason+": "+err.Error())
 	}
+}
+
+// refusalActor is ctx's actor (its who) under surface.
+func refusalActor(ctx context.Context, surface string) context.Context {
+	a, _ := events.ActorFrom(ctx)
+	a.Surface = surface
+	return events.WithActor(ctx, a)
 }
 
 // CountRefused counts a refusal that is no error (a bad token, a stale
 // form): reason is one of metrics.Reason*.
-func (s *Service) CountRefused(surface, reason string) {
+func (s *Service) CountRefused(ctx context.Context, surface, reason string) {
 	if s != nil {
 		s.metrics.Refusal(surface, reason)
-		s.Record(events.WithActor(context.Background(), events.Actor{Surface: surface}), events.Refused, "", reason)
+		s.Record(refusalActor(ctx, surface), events.Refused, "", reason)
 	}
 }
