@@ -1,11 +1,14 @@
 package cli
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/hutchsandbox/hutch/internal/events"
 )
@@ -62,5 +65,46 @@ func TestEvents_CLI(t *testing.T) {
 	}
 	if _, stderr, code := e.run("", "events", "-n", "5000"); code == 0 || !strings.Contains(stderr, "-n must be between 0 and 1000") {
 		t.Errorf("events -n 5000: %d %q", code, stderr)
+	}
+}
+
+// TestEvents_Follow: hutch events --follow, a process of its own, prints
+// what another hutch process changes as it happens, and ends at an
+// interrupt with status 0.
+func TestEvents_Follow(t *testing.T) {
+	e := newEnv(t)
+	e.ok("door", "set", "--global", "shared") // the state dir exists
+	cmd := e.hutchCmd("events", "--follow", "--json", "-n", "0")
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	lines := make(chan string, 4)
+	go func() {
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+		close(lines)
+	}()
+	time.Sleep(300 * time.Millisecond) // let it open the log
+	e.ok("vault", "set", "slack/C1", "A=1")
+	select {
+	case line := <-lines:
+		if !strings.Contains(line, `"surface":"cli","action":"vault.set"`) || !strings.Contains(line, `"detail":"A"`) {
+			t.Errorf("followed %q", line)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the change did not reach hutch events --follow")
+	}
+	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Errorf("hutch events --follow after an interrupt: %v", err)
 	}
 }

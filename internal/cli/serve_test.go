@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"net"
@@ -172,5 +173,33 @@ func TestSandboxCommands_UseDaemon(t *testing.T) {
 	}
 	if out, err := e.hutchCmd("sandbox", "stop", "web/busy").CombinedOutput(); err != nil || !strings.Contains(string(out), "Stopped the runtime of web/busy") {
 		t.Errorf("sandbox stop via the daemon: %v %s", err, out)
+	}
+}
+
+// TestServe_LogFormatJSON: with --log-format json every line the daemon
+// logs on stderr is one JSON object (slog's), and a format hutch does not
+// know is refused before anything starts.
+func TestServe_LogFormatJSON(t *testing.T) {
+	e := newEnv(t)
+	p := startServe(t, e, "--log-format", "json", "--log-level", "info")
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.cmd.Wait(); err != nil {
+		t.Fatalf("serve: %v\n%s", err, p.err.String())
+	}
+	lines := strings.Split(strings.TrimSuffix(p.err.String(), "\n"), "\n")
+	if len(lines) == 0 || !strings.Contains(p.err.String(), `"msg":"shutting down`) {
+		t.Fatalf("no shutdown line at info:\n%s", p.err.String())
+	}
+	for _, line := range lines {
+		var obj map[string]any
+		if err := json.Unmarshal([]byte(line), &obj); err != nil || obj["msg"] == nil || obj["level"] == nil || obj["time"] == nil {
+			t.Errorf("not a slog JSON line: %q (%v)", line, err)
+		}
+	}
+	_, errOut, code := e.run("", "serve", "--log-format", "yaml")
+	if code != 1 || errOut != "hutch: --log-format \"yaml\": use text or json\n" {
+		t.Errorf("--log-format yaml: exit %d, %q", code, errOut)
 	}
 }
