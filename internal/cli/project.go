@@ -25,6 +25,7 @@ import (
 	"github.com/hutchsandbox/hutch/internal/devcontainer"
 	"github.com/hutchsandbox/hutch/internal/engine"
 	"github.com/hutchsandbox/hutch/internal/errdefs"
+	"github.com/hutchsandbox/hutch/internal/events"
 	"github.com/hutchsandbox/hutch/internal/project"
 	"github.com/hutchsandbox/hutch/internal/project/box"
 )
@@ -349,7 +350,23 @@ func (p *projectCmd) boxOptions(eng *engine.Engine, stateDir, runDir string) box
 	// connection; without it (no config dir) the spec's stays.
 	settings, _ := p.settingsPath()
 	return box.Options{Engine: eng, StateDir: stateDir, RunDir: runDir, Progress: p.g.stderr, Home: p.home(), SettingsFile: settings,
-		Agent: func() (agentbin.Binary, error) { return agentbin.LocateCached(p.g.env("HUTCH_AGENT_BINARY"), stateDir) }}
+		Agent:   func() (agentbin.Binary, error) { return agentbin.LocateCached(p.g.env("HUTCH_AGENT_BINARY"), stateDir) },
+		Changed: projectChanged(stateDir)}
+}
+
+// projectChanged records the changes to a project's sandbox in the event
+// log of stateDir, as the CLI's, the container's name as their target.
+func projectChanged(stateDir string) func(ctx context.Context, event, name, why string) {
+	log := events.Open(stateDir)
+	actions := map[string]string{"created": events.RuntimeCreated, "stopped": events.RuntimeStopped, "removed": events.RuntimeRemoved}
+	return func(_ context.Context, event, name, why string) {
+		action, ok := actions[event]
+		if !ok {
+			return
+		}
+		// A log that cannot be written does not undo the change.
+		_ = log.Append(events.Event{Surface: events.SurfaceCLI, Action: action, Target: name, Detail: why})
+	}
 }
 
 // attach is the warm path of a command: when hutch's own container of

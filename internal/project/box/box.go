@@ -78,6 +78,17 @@ type Options struct {
 	// FeatureMirrors are registries the devcontainer's features are
 	// fetched from instead of the ones they name (HUTCH_FEATURE_MIRRORS).
 	FeatureMirrors features.Mirrors
+	// Changed, when set, is told of each change to hutch's container of
+	// the project (for the event log): "created" (why: "rebuild" after a
+	// rebuild), "stopped", "removed"; name is the container's.
+	Changed func(ctx context.Context, event, name, why string)
+}
+
+// changed tells Options.Changed of a change, when set.
+func (b *Box) changed(ctx context.Context, event, why string) {
+	if b.opts.Changed != nil {
+		b.opts.Changed(ctx, event, b.spec.Name, why)
+	}
 }
 
 // Box is one project's sandbox.
@@ -250,6 +261,11 @@ func (b *Box) Up(ctx context.Context) (*Target, error) {
 		}
 		created = true
 		notes = append(notes, b.buildNotes...)
+		why := ""
+		if b.rebuild {
+			why = "rebuild"
+		}
+		b.changed(ctx, "created", why)
 	}
 	// The one it found or made (another hutch may have made it a moment
 	// before, from other settings). Its labels hold its image's.
@@ -866,6 +882,7 @@ func (b *Box) Stop(ctx context.Context) (bool, error) {
 	if _, err := b.opts.Engine.Client.ContainerStop(ctx, st.id, client.ContainerStopOptions{}); err != nil && !engine.IsNotFound(err) {
 		return false, engine.Classify(err, "stop the sandbox "+b.spec.Name)
 	}
+	b.changed(ctx, "stopped", "")
 	return true, nil
 }
 
@@ -887,6 +904,7 @@ func (b *Box) Down(ctx context.Context, volumes bool) (bool, error) {
 		if _, err := b.opts.Engine.Client.ContainerRemove(ctx, st.id, client.ContainerRemoveOptions{Force: true}); err != nil && !engine.IsNotFound(err) {
 			return false, engine.Classify(err, "remove the sandbox "+b.spec.Name)
 		}
+		b.changed(ctx, "removed", "")
 	}
 	if volumes {
 		if _, err := b.opts.Engine.Client.VolumeRemove(ctx, project.HomeVolume(b.spec.Name), client.VolumeRemoveOptions{}); err != nil && !engine.IsNotFound(err) {

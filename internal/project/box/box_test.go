@@ -266,6 +266,11 @@ func TestBox_Lifecycle(t *testing.T) {
 	if out := mustRun(t, tg, "", "cat", "/sandbox/home/login"); out != "kept\n" {
 		t.Errorf("after rebuild: %q", out)
 	}
+	// What the event log is told: each container made, stopped, removed.
+	want := []string{"created " + f.name, "stopped " + f.name, "removed " + f.name, "created " + f.name, "removed " + f.name, "created " + f.name + " rebuild"}
+	if got := f.takeChanges(); strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("changes %q, want %q", got, want)
+	}
 
 	// Changed settings: the running container is reported as stale until
 	// rebuilt.

@@ -46,6 +46,26 @@ type fixture struct {
 	// extraEnv is added to the environment of the hutch processes the
 	// fixture runs.
 	extraEnv []string
+
+	changesMu sync.Mutex // guards the following
+	// changes are what the boxes told Options.Changed: "event name why".
+	changes []string
+}
+
+// changed is the fixture's boxes' Options.Changed.
+func (f *fixture) changed(_ context.Context, event, name, why string) {
+	f.changesMu.Lock()
+	defer f.changesMu.Unlock()
+	f.changes = append(f.changes, strings.TrimSpace(event+" "+name+" "+why))
+}
+
+// takeChanges returns the changes told so far and forgets them.
+func (f *fixture) takeChanges() []string {
+	f.changesMu.Lock()
+	defer f.changesMu.Unlock()
+	c := f.changes
+	f.changes = nil
+	return c
 }
 
 // newFixture makes a project dir named after the test (with an empty .git
@@ -154,7 +174,8 @@ func (f *fixture) box(t *testing.T) *box.Box {
 	}
 	return box.New(box.Options{
 		Engine: f.eng, StateDir: f.state, RunDir: f.run, Progress: &f.progress, SettingsFile: path,
-		Agent: func() (agentbin.Binary, error) { return f.agent, nil },
+		Agent:   func() (agentbin.Binary, error) { return f.agent, nil },
+		Changed: f.changed,
 	}, f.project, spec)
 }
 
