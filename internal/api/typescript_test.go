@@ -7,8 +7,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -26,30 +24,7 @@ const tsClientDir = "../../clients/typescript"
 // when CI is set.
 func requireTSClient(t *testing.T) string {
 	t.Helper()
-	node, err := exec.LookPath("node")
-	if err == nil {
-		_, err = os.Stat(filepath.Join(tsClientDir, "node_modules", "openapi-fetch", "package.json"))
-	}
-	if err != nil {
-		if ciSet() {
-			t.Fatalf("the TypeScript client: %v (CI is set, and this test must not skip in CI: run hack/ts-client)", err)
-		}
-		t.Skipf("the TypeScript client: %v (run hack/ts-client)", err)
-	}
-	return node
-}
-
-// ciSet reports whether the CI environment variable is set to something
-// other than a false boolean, as testenv's Docker helpers read it.
-func ciSet() bool {
-	v := strings.TrimSpace(os.Getenv("CI"))
-	if v == "" {
-		return false
-	}
-	if b, err := strconv.ParseBool(v); err == nil {
-		return b
-	}
-	return true
+	return testenv.RequireNode(t, tsClientDir, "openapi-fetch/package.json", "the TypeScript client", "hack/ts-client")
 }
 
 // TestTypeScriptClient: the client generated from openapi.json, in Node,

@@ -8,8 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -27,30 +25,7 @@ const tsSDKDir = "testdata/ts-sdk"
 // missing node or SDK skips the test, and fails it when CI is set.
 func requireTSSDK(t *testing.T) string {
 	t.Helper()
-	node, err := exec.LookPath("node")
-	if err == nil {
-		_, err = os.Stat(filepath.Join(tsSDKDir, "node_modules", "@modelcontextprotocol", "sdk", "package.json"))
-	}
-	if err != nil {
-		if inCI() {
-			t.Fatalf("the MCP TypeScript SDK: %v (CI is set, and the tests with it must not skip in CI: run hack/mcp-ts-sdk)", err)
-		}
-		t.Skipf("the MCP TypeScript SDK: %v (run hack/mcp-ts-sdk)", err)
-	}
-	return node
-}
-
-// inCI reports whether the CI environment variable is set to something
-// other than a false boolean, as testenv's Docker helpers read it.
-func inCI() bool {
-	v := strings.TrimSpace(os.Getenv("CI"))
-	if v == "" {
-		return false
-	}
-	if b, err := strconv.ParseBool(v); err == nil {
-		return b
-	}
-	return true
+	return testenv.RequireNode(t, tsSDKDir, "@modelcontextprotocol/sdk/package.json", "the MCP TypeScript SDK", "hack/mcp-ts-sdk")
 }
 
 // runTSSDK runs the script with env added to this process's environment.

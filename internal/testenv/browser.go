@@ -54,7 +54,7 @@ func Browser(t testing.TB) context.Context {
 	t.Helper()
 	path, err := findChromium()
 	if err != nil {
-		if inCI() {
+		if InCI() {
 			t.Fatalf("%v (CI is set, and browser tests must not skip in CI: install it, e.g. with hack/test-deps)", err)
 		}
 		t.Skipf("%v: install it with hack/test-deps (apt-get install -y chromium)", err)

@@ -37,7 +37,7 @@ func DevcontainerCLI(t testing.TB) string {
 	t.Helper()
 	devcontainerCLI.once.Do(func() { devcontainerCLI.path, devcontainerCLI.err = installDevcontainerCLI() })
 	if err := devcontainerCLI.err; err != nil {
-		if inCI() {
+		if InCI() {
 			t.Fatalf("the reference devcontainer CLI: %v (CI is set, and the comparisons with it must not skip in CI: run hack/devcontainer-cli)", err)
 		}
 		t.Skipf("the reference devcontainer CLI: %v", err)

@@ -48,15 +48,16 @@ func Docker(t testing.TB) *client.Client {
 // unreachable ends a test whose engine does not answer.
 func unreachable(t testing.TB, err error) {
 	t.Helper()
-	if inCI() {
+	if InCI() {
 		t.Fatalf("docker engine not reachable: %v (CI is set, and Docker-backed tests must not skip in CI: start dockerd, e.g. with hack/docker-up)", err)
 	}
 	t.Skipf("docker engine not reachable: %v", err)
 }
 
-// inCI reports whether the CI environment variable is set to something
-// other than a false boolean.
-func inCI() bool {
+// InCI reports whether the CI environment variable is set to something
+// other than a false boolean: then what a test needs must be there, and a
+// test that would skip without it fails instead.
+func InCI() bool {
 	v := strings.TrimSpace(os.Getenv("CI"))
 	if v == "" {
 		return false

@@ -44,7 +44,7 @@ func Kube(t testing.TB) KubeCluster {
 	}
 	fail := func(format string, args ...any) {
 		t.Helper()
-		if inCI() {
+		if InCI() {
 			t.Fatalf(format+" (CI is set, and Kubernetes tests must not skip in CI: hack/kube-up up)", args...)
 		}
 		t.Skipf(format+" (start the test cluster with hack/kube-up up)", args...)

@@ -30,7 +30,7 @@ func MicroVMAssets(t testing.TB) string {
 		return d
 	}
 	if os.Geteuid() != 0 {
-		if inCI() {
+		if InCI() {
 			t.Fatal("building microVM guest assets needs root, and microVM tests must not skip in CI")
 		}
 		t.Skip("building microVM guest assets needs root (file owners of the image); set HUTCH_TEST_MICROVM_ASSETS to a built directory")

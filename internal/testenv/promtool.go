@@ -15,7 +15,7 @@ func Promtool(t testing.TB) string {
 	t.Helper()
 	path, err := exec.LookPath("promtool")
 	if err != nil {
-		if inCI() {
+		if InCI() {
 			t.Fatalf("promtool: %v (CI is set, and the metrics check must not skip in CI: run hack/promtool)", err)
 		}
 		t.Skipf("promtool: %v (hack/promtool installs it)", err)

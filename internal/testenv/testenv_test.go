@@ -60,8 +60,8 @@ func TestName(t *testing.T) {
 func TestInCI(t *testing.T) {
 	for v, want := range map[string]bool{"": false, "true": true, "1": true, "false": false, "0": false, "yes": true} {
 		t.Setenv("CI", v)
-		if got := inCI(); got != want {
-			t.Errorf("CI=%q: inCI() = %v, want %v", v, got, want)
+		if got := InCI(); got != want {
+			t.Errorf("CI=%q: InCI() = %v, want %v", v, got, want)
 		}
 	}
 }

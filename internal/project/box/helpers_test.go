@@ -10,7 +10,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -326,13 +325,7 @@ func slow(t *testing.T) {
 	}
 }
 
-func inCI() bool {
-	v := strings.TrimSpace(os.Getenv("CI"))
-	if b, err := strconv.ParseBool(v); err == nil {
-		return b
-	}
-	return v != ""
-}
+func inCI() bool { return testenv.InCI() }
 
 // syncBuffer is a bytes.Buffer safe for concurrent use.
 type syncBuffer struct {
