@@ -112,6 +112,15 @@ type Change struct {
 	Because string
 }
 
+// Made is the Change of a runtime just made for key: re-created when
+// because (what MarkRecreated recorded) says why, else created.
+func Made(key, because string) Change {
+	if because != "" {
+		return Change{Event: "recreated", OfficeKey: key, Because: because}
+	}
+	return Change{Event: "created", OfficeKey: key}
+}
+
 // LimitsAppliedRecreated is Status.LimitsApplied for a runtime that was
 // re-created to take new limits.
 const LimitsAppliedRecreated = "re-created"

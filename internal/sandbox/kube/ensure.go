@@ -224,14 +224,9 @@ func (r *Runtime) create(ctx context.Context, spec sandbox.Spec, d desired, fp, 
 // changed tells the Changed hook that key's pod was made: re-created
 // when because says why.
 func (r *Runtime) changed(ctx context.Context, key, because string) {
-	if r.cfg.Changed == nil {
-		return
+	if r.cfg.Changed != nil {
+		r.cfg.Changed(ctx, sandbox.Made(key, because))
 	}
-	c := sandbox.Change{Event: "created", OfficeKey: key}
-	if because != "" {
-		c.Event, c.Because = "recreated", because
-	}
-	r.cfg.Changed(ctx, c)
 }
 
 // putSecret creates the vault Secret, or replaces its data when it holds
