@@ -145,10 +145,42 @@ func TestEvents_EveryChange(t *testing.T) {
 }
 
 // TestEvents_RefusalFlood: a flood of refusals (an agent retrying what is
-// refused) rotates the log rather than growing it, and each costs a
-// write and an fsync.
+// refused, or anyone sending bad tokens) writes at most a burst of events
+// and then the rate's, each a write and an fsync; the next event written
+// says how many were left out, and the metrics count them all.
 func TestEvents_RefusalFlood(t *testing.T) {
 	svc := newService(t)
+	const n = 2000
+	for range n {
+		svc.CountRefusal(context.Background(), metrics.SurfaceAPI, sandbox.OutsideRefusal("/etc/passwd"))
+	}
+	evs, err := svc.Events().Last(n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(evs) == 0 || len(evs) >= n/10 {
+		t.Fatalf("a flood of %d refusals wrote %d events; want a burst's worth", n, len(evs))
+	}
+	// The rate admits one more shortly: it says what was left out.
+	var last events.Event
+	for last.Detail == "" || !strings.Contains(last.Detail, "not logged") {
+		time.Sleep(20 * time.Millisecond)
+		svc.CountRefusal(context.Background(), metrics.SurfaceAPI, sandbox.OutsideRefusal("/etc/passwd"))
+		if evs, err = svc.Events().Last(1); err != nil || len(evs) != 1 {
+			t.Fatalf("Last: %v", err)
+		}
+		last = evs[0]
+	}
+	if !strings.HasPrefix(last.Detail, "(") || !strings.Contains(last.Detail, " refusals before this one not logged: more than 20 a second) ") {
+		t.Errorf("the event after the flood: %q", last.Detail)
+	}
+}
+
+// TestEvents_RefusalLogBounded: refusals past the rate's bound, however
+// long their text, rotate the log rather than grow it.
+func TestEvents_RefusalLogBounded(t *testing.T) {
+	svc := newService(t)
+	service.UnlimitRefusalEvents(svc)
 	svc.Events().MaxSize = 256 << 10
 	refusal := sandbox.OutsideRefusal("/" + strings.Repeat("a\n", 3000))
 	const n = 2000

@@ -3,6 +3,10 @@ package service
 import (
 	"context"
 	"errors"
+	"fmt"
+	"sync/atomic"
+
+	"golang.org/x/time/rate"
 
 	"github.com/hutchsandbox/hutch/internal/errdefs"
 	"github.com/hutchsandbox/hutch/internal/events"
@@ -59,8 +63,38 @@ func (s *Service) CountRefusal(ctx context.Context, surface string, err error) {
 	}
 	if reason := RefusalReason(err); reason != "" {
 		s.metrics.Refusal(surface, reason)
-		s.Record(refusalActor(ctx, surface), events.Refused, "", reason+": "+err.Error())
+		s.recordRefusal(ctx, surface, reason+": "+err.Error())
 	}
+}
+
+// refusalEventsPerSecond is how many refusals a second the event log
+// takes (twice as many in a burst). Whoever is refused chooses how often
+// to try again: an agent retrying in a loop, or anyone sending a bad
+// token to the API's TCP listener, which answers before it knows who
+// asks. Each event is a write and an fsync in the request's path; past
+// the rate the refusals are counted, in the metrics and in the next
+// event, not written one by one.
+const refusalEventsPerSecond = 20
+
+// refusalLimiter admits refusal events at a bounded rate and counts
+// those it turned away.
+type refusalLimiter struct {
+	limit   *rate.Limiter
+	dropped atomic.Int64
+}
+
+// recordRefusal writes a refusal event when the rate allows, saying how
+// many were left out since the last one written.
+func (s *Service) recordRefusal(ctx context.Context, surface, detail string) {
+	if l := s.refusalLog.limit; l != nil && !l.Allow() {
+		s.refusalLog.dropped.Add(1)
+		return
+	}
+	if n := s.refusalLog.dropped.Swap(0); n > 0 {
+		// First: a long detail is cut at the log's bound.
+		detail = fmt.Sprintf("(%d refusals before this one not logged: more than %d a second) %s", n, refusalEventsPerSecond, detail)
+	}
+	s.Record(refusalActor(ctx, surface), events.Refused, "", detail)
 }
 
 // refusalActor is ctx's actor (its who) under surface.
@@ -75,6 +109,6 @@ func refusalActor(ctx context.Context, surface string) context.Context {
 func (s *Service) CountRefused(ctx context.Context, surface, reason string) {
 	if s != nil {
 		s.metrics.Refusal(surface, reason)
-		s.Record(refusalActor(ctx, surface), events.Refused, "", reason)
+		s.recordRefusal(ctx, surface, reason)
 	}
 }

@@ -17,6 +17,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"golang.org/x/time/rate"
+
 	"github.com/hutchsandbox/hutch/internal/egress"
 	"github.com/hutchsandbox/hutch/internal/errdefs"
 	"github.com/hutchsandbox/hutch/internal/events"
@@ -45,6 +47,9 @@ type Service struct {
 	metrics       *metrics.Set
 	events        *events.Log
 	surface       string // of changes whose context names none
+	// refusalLog bounds how many refusals a second reach the event log
+	// (each is a write and an fsync); the metrics count every one.
+	refusalLog refusalLimiter
 
 	// The egress proxies of relaying runtimes (egress.go), made once.
 	relaysMu sync.Mutex
@@ -75,6 +80,8 @@ func New(layout Layout, log *slog.Logger) *Service {
 		events:   events.Open(layout.StateDir),
 		surface:  events.SurfaceCLI,
 		getenv:   os.Getenv,
+
+		refusalLog: refusalLimiter{limit: rate.NewLimiter(refusalEventsPerSecond, 2*refusalEventsPerSecond)},
 	}
 }
 
