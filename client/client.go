@@ -99,7 +99,11 @@ func (c *Client) url(path string) string {
 // ErrNoAnswer is wrapped by the error of a call the daemon did not
 // answer, or stopped answering part way (as opposed to an *Error, which
 // the daemon answered): no daemon listens, the connection broke.
-var ErrNoAnswer = errors.New("The hutch daemon did not answer")
+var ErrNoAnswer = errors.New("the hutch daemon did not answer")
+
+// noAnswerMessage begins the error of a call the daemon did not answer,
+// as users read it.
+const noAnswerMessage = "The hutch daemon did not answer"
 
 // noAnswer is an error of ErrNoAnswer with what went wrong.
 type noAnswer struct {
@@ -207,7 +211,7 @@ func (c *Client) do(ctx context.Context, req *http.Request) (*http.Response, err
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		return nil, &noAnswer{msg: ErrNoAnswer.Error(), err: err}
+		return nil, &noAnswer{msg: noAnswerMessage, err: err}
 	}
 	if resp.StatusCode >= 300 {
 		defer func() { _ = resp.Body.Close() }()
