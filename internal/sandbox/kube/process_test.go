@@ -129,7 +129,7 @@ func portalShowsUse(t *testing.T, env []string, bin string) {
 	}
 	body, _ := io.ReadAll(resp.Body)
 	_ = resp.Body.Close()
-	row := regexp.MustCompile(`(?s)web/e2e</a></th>\s*<td class="num">([0-9.]+) % <span class="muted">of 0.2 CPUs</span></td>\s*<td class="num">[0-9.]+[KM]iB / 128MiB</td>\s*<td class="num">[1-9][0-9]*</td>`)
+	row := regexp.MustCompile(`(?s)web/e2e</a></th>\s*<td class="num">([0-9.]+) % <span class="muted">of 0.2 CPUs \(its limit\)</span></td>\s*<td class="num">[0-9.]+ [KM]iB / 128 MiB</td>\s*<td class="num">[1-9][0-9]*</td>`)
 	if resp.StatusCode != http.StatusOK || !row.Match(body) {
 		t.Errorf("the portal's usage table in kube mode: %d\n%s", resp.StatusCode, body)
 	}
