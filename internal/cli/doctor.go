@@ -264,8 +264,15 @@ func diagnose(ctx context.Context, p doctorProbes) []check {
 	} else {
 		reason := fmt.Sprintf("%s %s, API %s, at %s", eng.Flavor, eng.ServerVersion, eng.APIVersion, eng.Host)
 		e := &engine.Engine{Flavor: engine.Flavor(eng.Flavor), ServerVersion: eng.ServerVersion}
+		var notes []string
 		if !e.CanUpdateLimits() {
-			reason += " (boosts and temporary limits need Podman 5.1 or later)"
+			notes = append(notes, "boosts and temporary limits need Podman 5.1 or later")
+		}
+		if e.KillsBuildSteps() {
+			notes = append(notes, "before 4.6, Podman sometimes kills a step of an image build run beside other work, and hutch builds it again, up to 3 times")
+		}
+		if len(notes) > 0 {
+			reason += " (" + strings.Join(notes, "; ") + ")"
 		}
 		out = append(out, check{"engine", checkOK, reason})
 	}

@@ -137,6 +137,13 @@ func TestDoctor_Golden(t *testing.T) {
 			kube:    kubeInfo{Configured: true, Host: "https://10.0.0.5:6443", Namespace: "default", Source: "kubeconfig /home/ada/.kube/config"},
 			kubeErr: errdefs.New(errdefs.ErrUnavailable, "The Kubernetes API server at https://10.0.0.5:6443 does not answer (kubeconfig /home/ada/.kube/config): Get \"https://10.0.0.5:6443/version?timeout=5s\": dial tcp 10.0.0.5:6443: connect: connection refused"),
 		},
+		"podman_debian12": {
+			engine:   &engineInfo{Host: "unix:///run/podman/podman.sock", Flavor: "podman", ServerVersion: "4.3.1", APIVersion: "1.41"},
+			programs: map[string]string{"podman": "/usr/bin/podman"},
+			env:      map[string]string{"DOCKER_HOST": "unix:///run/podman/podman.sock"},
+			files:    map[string]bool{"/sys/fs/cgroup/cgroup.controllers": true},
+			state:    "/home/ada/.hutch", perm: 0o700,
+		},
 		"podman_socket_no_cli": {
 			engine: &engineInfo{Host: "unix:///run/user/1000/podman/podman.sock", Flavor: "podman", ServerVersion: "5.4.0", APIVersion: "1.41"},
 			env:    map[string]string{"DOCKER_HOST": "unix:///run/user/1000/podman/podman.sock"},

@@ -30,19 +30,21 @@ func BuildDockerfile(ctx context.Context, cli *client.Client, dockerfile []byte,
 	if err != nil {
 		return fmt.Errorf("making the build context: %w", err)
 	}
-	res, err := cli.ImageBuild(ctx, bytes.NewReader(buildCtx), client.ImageBuildOptions{
-		Tags:        []string{tag},
-		Dockerfile:  "Dockerfile",
-		Remove:      true,
-		ForceRemove: true,
-		Version:     build.BuilderV1,
-		BuildArgs:   args,
+	return retryKilledStep(ctx, out, func() error {
+		res, err := cli.ImageBuild(ctx, bytes.NewReader(buildCtx), client.ImageBuildOptions{
+			Tags:        []string{tag},
+			Dockerfile:  "Dockerfile",
+			Remove:      true,
+			ForceRemove: true,
+			Version:     build.BuilderV1,
+			BuildArgs:   args,
+		})
+		if err != nil {
+			return fmt.Errorf("starting the image build: %w", err)
+		}
+		defer func() { _ = res.Body.Close() }()
+		return streamBuild(res.Body, out)
 	})
-	if err != nil {
-		return fmt.Errorf("starting the image build: %w", err)
-	}
-	defer func() { _ = res.Body.Close() }()
-	return streamBuild(res.Body, out)
 }
 
 // streamBuild copies a build's JSON message stream to out as lines and

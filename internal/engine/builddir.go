@@ -117,12 +117,16 @@ func (e *Engine) BuildDir(ctx context.Context, b DirBuild, out io.Writer) error 
 	if outside {
 		src.ExtraIgnore = name
 	}
-	err := e.buildDir(ctx, src, b, bk, out)
-	var unsupported *buildkitUnsupported
-	if errors.As(err, &unsupported) {
-		_, _ = fmt.Fprintf(out, "The engine does not build with BuildKit (%s): using its classic builder.\n", unsupported.msg)
-		err = e.buildDir(ctx, src, b, false, out)
-	}
+	err := retryKilledStep(ctx, out, func() error {
+		err := e.buildDir(ctx, src, b, bk, out)
+		var unsupported *buildkitUnsupported
+		if errors.As(err, &unsupported) {
+			_, _ = fmt.Fprintf(out, "The engine does not build with BuildKit (%s): using its classic builder.\n", unsupported.msg)
+			bk = false
+			err = e.buildDir(ctx, src, b, bk, out)
+		}
+		return err
+	})
 	if err != nil && hint != "" {
 		err = fmt.Errorf("%w. %s", err, hint)
 	}

@@ -124,17 +124,19 @@ func (e *Engine) BuildFile(ctx context.Context, dockerfile []byte, tag string, a
 	if err != nil {
 		return fmt.Errorf("making the build context: %w", err)
 	}
-	body, err := e.startBuild(ctx, bytes.NewReader(buildCtx), client.ImageBuildOptions{
-		Tags:        []string{tag},
-		Dockerfile:  "Dockerfile",
-		Remove:      true,
-		ForceRemove: true,
-		BuildArgs:   args,
-		Version:     build.BuilderV1,
-	}, offline)
-	if err != nil {
-		return fmt.Errorf("starting the image build: %w", err)
-	}
-	defer func() { _ = body.Close() }()
-	return streamBuild(body, out)
+	return retryKilledStep(ctx, out, func() error {
+		body, err := e.startBuild(ctx, bytes.NewReader(buildCtx), client.ImageBuildOptions{
+			Tags:        []string{tag},
+			Dockerfile:  "Dockerfile",
+			Remove:      true,
+			ForceRemove: true,
+			BuildArgs:   args,
+			Version:     build.BuilderV1,
+		}, offline)
+		if err != nil {
+			return fmt.Errorf("starting the image build: %w", err)
+		}
+		defer func() { _ = body.Close() }()
+		return streamBuild(body, out)
+	})
 }

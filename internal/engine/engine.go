@@ -159,6 +159,21 @@ func (e *Engine) CanUpdateLimits() bool {
 	return major > 5 || major == 5 && minor >= 1
 }
 
+// KillsBuildSteps reports whether the engine is a Podman before 4.6,
+// which now and then kills a build step's runtime itself when the build
+// runs beside other work (see killedStepText); hutch builds such a step
+// again.
+func (e *Engine) KillsBuildSteps() bool {
+	if e.Flavor != FlavorPodman {
+		return false
+	}
+	var major, minor int
+	if _, err := fmt.Sscanf(e.ServerVersion, "%d.%d", &major, &minor); err != nil {
+		return false
+	}
+	return major < 4 || major == 4 && minor < 6
+}
+
 // PodmanUntag removes every name of the image ref names and leaves the
 // image, and any container made from it, alone. Docker does that for one
 // name with a forced image removal; Podman's forced removal also removes

@@ -121,7 +121,7 @@ func stubManager(name string) string {
 // apk stand-in here) only what it lacks. rebuild builds the Dockerfile
 // again, so a change to the context reaches the sandbox.
 func TestCLI_DevcontainerBuild(t *testing.T) {
-	t.Parallel()
+	buildsImages(t)
 	f := newFixture(t, map[string]any{project.KeyImage: "", project.KeyAgents: []string{}, project.KeyUser: "root"})
 	b := f.trackBuilds(t)
 	f.files(t, map[string]string{
@@ -167,7 +167,7 @@ func TestCLI_DevcontainerBuild(t *testing.T) {
 // busybox's own rpm applet, which busybox's shell prefers to anything on
 // PATH; with no package database it finds nothing installed.)
 func TestCLI_RecipeOnRPM(t *testing.T) {
-	t.Parallel()
+	buildsImages(t)
 	f := newFixture(t, map[string]any{project.KeyImage: "", project.KeyAgents: []string{}, project.KeyUser: "root", project.KeyPackages: []string{"jq"}})
 	b := f.trackBuilds(t)
 	tools := "RUN printf '#!/bin/sh\\n' > /usr/local/bin/curl && cp /usr/local/bin/curl /usr/local/bin/git && chmod 0755 /usr/local/bin/curl /usr/local/bin/git\n"
@@ -188,7 +188,7 @@ func TestCLI_RecipeOnRPM(t *testing.T) {
 // what to do, not a raw build error; one that lacks nothing needs no
 // package manager (and no network).
 func TestCLI_RecipeWithoutPackageManager(t *testing.T) {
-	t.Parallel()
+	buildsImages(t)
 	f := newFixture(t, map[string]any{project.KeyImage: "", project.KeyBase: testenv.BusyboxRef, project.KeyAgents: []string{}, project.KeyUser: "root"})
 	b := f.trackBuilds(t)
 	_, errOut, code := f.hutch(t, "up")
@@ -242,7 +242,7 @@ func TestCLI_MissingUserLeavesNoContainer(t *testing.T) {
 // build has no network, and says so when that is why it failed; a
 // Dockerfile that would make the engine pull is refused before it runs.
 func TestCLI_DevcontainerBuildOffline(t *testing.T) {
-	t.Parallel()
+	buildsImages(t)
 	f := newFixture(t, map[string]any{project.KeyImage: "", project.KeyAgents: []string{}, project.KeyUser: "root",
 		project.KeyNetwork: "allowlist", project.KeyNetworkAllow: "example.com"})
 	builds := f.trackBuilds(t)

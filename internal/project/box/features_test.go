@@ -27,7 +27,7 @@ import (
 // again. A feature that cannot be fetched, and a mirror variable that
 // does not parse, are errors that say what to do.
 func TestCLI_DevcontainerFeatures(t *testing.T) {
-	t.Parallel()
+	buildsImages(t)
 	f := newFixture(t, map[string]any{project.KeyImage: "", project.KeyAgents: []string{}, project.KeyUser: "root"})
 	b := f.trackBuilds(t)
 	b.recipes = true
@@ -146,7 +146,7 @@ func TestCLI_DevcontainerFeatures(t *testing.T) {
 // an error that says why and what to do. A feature whose metadata binds
 // the engine's socket is refused before its install script runs.
 func TestCLI_DevcontainerFeaturesOffline(t *testing.T) {
-	t.Parallel()
+	buildsImages(t)
 	f := newFixture(t, map[string]any{project.KeyImage: "", project.KeyAgents: []string{}, project.KeyUser: "root",
 		project.KeyNetwork: "allowlist", project.KeyNetworkAllow: "example.com"})
 	b := f.trackBuilds(t)

@@ -344,3 +344,40 @@ func (b *syncBuffer) String() string {
 	defer b.mu.Unlock()
 	return b.buf.String()
 }
+
+// buildsImages marks a test that builds images parallel, except on a
+// Podman that kills build steps (engine.Engine.KillsBuildSteps): there it
+// stays sequential, so it runs before the parallel tests start and no
+// container is created beside its builds. Podman before 4.6 kills a RUN
+// step's runtime when a thread of its own ends, which making a
+// container's network namespace does (containers/podman#17918); in CI
+// that killed one build step in most runs of this package. hutch builds
+// such a step again (engine.retryKilledStep), which a short step gets
+// past, but a long one (apt-get) beside two dozen tests making
+// containers was killed three times over.
+func buildsImages(t *testing.T) {
+	t.Helper()
+	if !killsBuildSteps(t) {
+		t.Parallel()
+	}
+}
+
+var killsBuildSteps = func() func(t *testing.T) bool {
+	var once sync.Once
+	var kills bool
+	var err error
+	return func(t *testing.T) bool {
+		t.Helper()
+		once.Do(func() {
+			var eng *engine.Engine
+			if eng, err = engine.Connect(context.Background()); err == nil {
+				kills = eng.KillsBuildSteps()
+				_ = eng.Close()
+			}
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return kills
+	}
+}()

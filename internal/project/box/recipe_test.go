@@ -25,7 +25,7 @@ import (
 // debian:bookworm-slim.
 func TestBox_RecipeBuild(t *testing.T) {
 	slow(t)
-	t.Parallel()
+	buildsImages(t)
 	// A setup line of the test's own makes the tags this run's alone, so
 	// removing them cannot disturb anyone else.
 	own := "echo " + testenv.Name(t)

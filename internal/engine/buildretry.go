@@ -1,0 +1,39 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+)
+
+// Podman before 4.6 kills the runtime of a build's RUN step itself now
+// and then, when the build runs beside other requests to the same
+// service (containers/podman#17918; fixed by containers/buildah#4790):
+// Buildah started the runtime with a parent-death signal, which the
+// kernel sends when the thread that started it ends, and Podman's Go
+// runtime ends threads at will, most often while making a network
+// namespace for a container created at the same moment. Buildah then
+// reports the step as failed with this text. Debian 12 ships Podman 4.3,
+// and hutch's daemon samples and creates containers while it builds, so
+// such a step is built again: the steps before it come from the cache.
+// A step whose own process is killed (out of memory, say) reports the
+// process's exit status instead, so it is not taken for this.
+const killedStepText = "while running runtime: signal: killed"
+
+// killedStepAttempts bounds the builds of one image that Podman's fault
+// may cost.
+const killedStepAttempts = 3
+
+// retryKilledStep runs build, and again while it fails only because
+// Podman killed a step's runtime (see above), at most killedStepAttempts
+// times in all, saying so on out.
+func retryKilledStep(ctx context.Context, out io.Writer, build func() error) error {
+	for attempt := 1; ; attempt++ {
+		err := build()
+		if err == nil || attempt == killedStepAttempts || ctx.Err() != nil || !strings.Contains(err.Error(), killedStepText) {
+			return err
+		}
+		_, _ = fmt.Fprintf(out, "Podman killed the runtime of that step itself, which Podman before 4.6 does to a build beside other work (containers/podman#17918); building again from its cache (attempt %d of %d).\n", attempt+1, killedStepAttempts)
+	}
+}
