@@ -1,12 +1,15 @@
 package teammcp
 
 import (
+	"bytes"
+	"context"
 	"crypto/rand"
 	"crypto/subtle"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"net/http"
 	"os"
@@ -31,14 +34,18 @@ const (
 // Handler serves the servers newServer returns over streamable HTTP,
 // stateless and answering in JSON: a client POSTs one JSON-RPC message
 // (a tools/call needs no initialize first) and reads one JSON answer, so
-// a shell script with busybox wget is a client. newServer may return the
-// same server every time.
+// a shell script with busybox wget is a client. A call that asks for
+// progress (params._meta.progressToken, which such a script does not
+// send) is answered as an event stream instead, so that the progress of
+// a long bash command reaches the client before its result. newServer
+// may return the same server every time.
 //
 // Every request must carry "Authorization: Bearer <token>"; any other is
 // answered 401 with a JSON body {"error": ..., "code": "unauthorized"}
 // before the MCP layer sees it. An empty token admits nobody.
 func Handler(newServer func(*http.Request) *mcp.Server, token string) http.Handler {
-	mh := mcp.NewStreamableHTTPHandler(newServer, &mcp.StreamableHTTPOptions{Stateless: true, JSONResponse: true})
+	answers := mcp.NewStreamableHTTPHandler(newServer, &mcp.StreamableHTTPOptions{Stateless: true, JSONResponse: true, PropagateRequestCancellation: true})
+	streams := mcp.NewStreamableHTTPHandler(newServer, &mcp.StreamableHTTPOptions{Stateless: true, PropagateRequestCancellation: true})
 	want := []byte(token)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
@@ -54,8 +61,58 @@ func Handler(newServer func(*http.Request) *mcp.Server, token string) http.Handl
 			})
 			return
 		}
-		mh.ServeHTTP(w, r)
+		// Without a session, a client's notifications/cancelled comes in
+		// a request of its own that finds no call to cancel, and the SDK
+		// ties a handler to its request only for clients of the newest
+		// protocol. A client that gives up on a call closes the call's
+		// request; the handler learns of it through its context's value
+		// (withRequest), so the command stops with it.
+		r = r.WithContext(context.WithValue(r.Context(), requestKey{}, r.Context()))
+		if r.Method == http.MethodPost {
+			body, err := io.ReadAll(r.Body)
+			if err != nil {
+				http.Error(w, "reading the request: "+err.Error(), http.StatusBadRequest)
+				return
+			}
+			r.Body = io.NopCloser(bytes.NewReader(body))
+			if asksProgress(body) {
+				streams.ServeHTTP(w, r)
+				return
+			}
+		}
+		answers.ServeHTTP(w, r)
 	})
+}
+
+// requestKey is the context value holding the context of the HTTP
+// request a call came in.
+type requestKey struct{}
+
+// withRequest returns ctx, cancelled also when the HTTP request the call
+// came in ends (the client gave up, or went away), and its cancel.
+func withRequest(ctx context.Context) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(ctx)
+	if rc, ok := ctx.Value(requestKey{}).(context.Context); ok {
+		stop := context.AfterFunc(rc, cancel)
+		return ctx, func() { stop(); cancel() }
+	}
+	return ctx, cancel
+}
+
+// asksProgress reports whether body is a JSON-RPC request that carries a
+// progress token.
+func asksProgress(body []byte) bool {
+	if !bytes.Contains(body, []byte(`"progressToken"`)) {
+		return false
+	}
+	var msg struct {
+		Params struct {
+			Meta struct {
+				ProgressToken any `json:"progressToken"`
+			} `json:"_meta"`
+		} `json:"params"`
+	}
+	return json.Unmarshal(body, &msg) == nil && msg.Params.Meta.ProgressToken != nil
 }
 
 // errorBody is the body of a refused request, as hutch's HTTP API has it.

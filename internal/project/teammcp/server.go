@@ -112,13 +112,20 @@ type handlers struct {
 	project string
 }
 
-func (h *handlers) bash(ctx context.Context, _ *mcp.CallToolRequest, in BashInput) (*mcp.CallToolResult, BashOutput, error) {
+// bash runs a command. A client that gave the call a progress token is
+// sent progress while it runs (mcptools.StartProgress); one that goes
+// away cancels ctx, which kills the command's process group.
+func (h *handlers) bash(ctx context.Context, req *mcp.CallToolRequest, in BashInput) (*mcp.CallToolResult, BashOutput, error) {
+	ctx, cancel := withRequest(ctx)
+	defer cancel()
 	sb, unlock, err := h.lockedSandbox(ctx, in.Member)
 	if err != nil {
 		return fail[BashOutput](h, "bash", err)
 	}
 	defer unlock()
-	out, err := tools.Bash(ctx, sb, tools.BashInput{Command: in.Command, Timeout: in.Timeout})
+	p := mcptools.StartProgress(ctx, req, h.Log)
+	defer p.Stop()
+	out, err := tools.Bash(ctx, p.Sandbox(sb), tools.BashInput{Command: in.Command, Timeout: in.Timeout})
 	bo := BashOutput{Text: out.Text, ExitCode: out.ExitCode, FullOutput: out.FullOutput}
 	if res, ok := mcptools.CommandResult(out.Text, err); ok {
 		return res, bo, nil
