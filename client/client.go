@@ -39,6 +39,11 @@ type Client struct {
 	// test's); nil dials Socket, or uses http.DefaultTransport's settings
 	// for BaseURL.
 	Transport http.RoundTripper
+	// Surface and Who, when set, name where the calls come from in the
+	// daemon's event log (HeaderSurface, HeaderWho): hutch's own
+	// commands send the surface "cli" and the user who ran them. Other
+	// clients leave them empty and are the surface "api".
+	Surface, Who string
 
 	once sync.Once
 	hc   *http.Client
@@ -205,6 +210,12 @@ func (c *Client) send(ctx context.Context, method, path string, in any) (*http.R
 func (c *Client) do(ctx context.Context, req *http.Request) (*http.Response, error) {
 	if c.Token != "" {
 		req.Header.Set("Authorization", "Bearer "+c.Token)
+	}
+	if c.Surface != "" {
+		req.Header.Set(HeaderSurface, c.Surface)
+		if c.Who != "" {
+			req.Header.Set(HeaderWho, c.Who)
+		}
 	}
 	resp, err := c.http().Do(req)
 	if err != nil {

@@ -283,6 +283,15 @@ type AdminLinkResponse struct {
 // has none.
 const TrailerError = "Hutch-Error"
 
+// The headers that name where a call comes from, for the daemon's event
+// log (Client.Surface, Client.Who). The daemon takes only the surface
+// "cli", the one of hutch's own commands; Who is then the user who ran
+// the command, cut to the log's bound.
+const (
+	HeaderSurface = "Hutch-Surface"
+	HeaderWho     = "Hutch-Who"
+)
+
 // FileRequest is the body of /v1/files/stat, /v1/files/read and
 // /v1/files/list.
 type FileRequest struct {

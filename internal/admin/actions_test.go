@@ -170,6 +170,20 @@ func TestBoost_Refusals(t *testing.T) {
 			}
 		})
 	}
+	// The refusal is an event naming who was refused what.
+	entries, err := p.svc.Events().Last(50)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var refusal *events.Event
+	for i := range entries {
+		if entries[i].Action == events.Refused {
+			refusal = &entries[i]
+		}
+	}
+	if refusal == nil || refusal.Surface != events.SurfacePortal || refusal.Who == "" || refusal.Target != "web/x" {
+		t.Errorf("the refused boost's event: %+v, want the portal's user and web/x", refusal)
+	}
 	// Without the CSRF token nothing reaches the lifecycle.
 	fake.err = nil
 	before := len(fake.called())

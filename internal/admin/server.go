@@ -247,7 +247,7 @@ func (s *Server) logout(w http.ResponseWriter, r *request) error {
 // portalActor is r's context naming the portal and who as the actor of
 // what the request changes (the event log).
 func portalActor(r *http.Request, who string) context.Context {
-	return events.WithActor(r.Context(), events.Actor{Surface: events.SurfacePortal, Who: who})
+	return events.WithTargetSlot(events.WithActor(r.Context(), events.Actor{Surface: events.SurfacePortal, Who: who}))
 }
 
 // render executes a page template.

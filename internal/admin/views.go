@@ -13,6 +13,7 @@ import (
 
 	"github.com/hutchsandbox/hutch/internal/egress"
 	"github.com/hutchsandbox/hutch/internal/errdefs"
+	"github.com/hutchsandbox/hutch/internal/events"
 	"github.com/hutchsandbox/hutch/internal/metrics"
 	"github.com/hutchsandbox/hutch/internal/office"
 	"github.com/hutchsandbox/hutch/internal/projection"
@@ -207,9 +208,14 @@ func (s *Server) home(w http.ResponseWriter, r *request) error {
 	return nil
 }
 
-// conversation reads the conversation a request names (platform and id).
+// conversation reads the conversation a request names (platform and id),
+// the target of the request's events (a refusal's included).
 func conversation(r *request) (office.Address, error) {
-	return office.NewAddress(r.FormValue("platform"), r.FormValue("conversation"))
+	addr, err := office.NewAddress(r.FormValue("platform"), r.FormValue("conversation"))
+	if err == nil {
+		events.SetTarget(r.Context(), addr.String())
+	}
+	return addr, err
 }
 
 func (s *Server) officePage(w http.ResponseWriter, r *request) error {

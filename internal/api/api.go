@@ -17,6 +17,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/hutchsandbox/hutch/internal/errdefs"
+	"github.com/hutchsandbox/hutch/internal/events"
 	"github.com/hutchsandbox/hutch/internal/metrics"
 	"github.com/hutchsandbox/hutch/internal/office"
 	"github.com/hutchsandbox/hutch/internal/projection"
@@ -69,8 +70,9 @@ type Server struct {
 	streams *eventStreams
 }
 
-// addressOf is the office address c names, checked.
-func addressOf(c Conversation) (office.Address, error) {
+// addressOf is the office address c names, checked; it is the target of
+// ctx's call in the event log (a refusal's included).
+func addressOf(ctx context.Context, c Conversation) (office.Address, error) {
 	if c.Platform == "" && c.ConversationID == "" {
 		return office.Address{}, errdefs.New(errdefs.ErrInvalid, "The request names no conversation: give conversation.platform and conversation.conversationId")
 	}
@@ -84,6 +86,7 @@ func addressOf(c Conversation) (office.Address, error) {
 			return office.Address{}, err
 		}
 	}
+	events.SetTarget(ctx, addr.String())
 	return addr, nil
 }
 
@@ -477,7 +480,7 @@ func (s *Server) exec(w http.ResponseWriter, r *http.Request) error {
 	if err := decode(r, &req); err != nil {
 		return err
 	}
-	addr, err := addressOf(req.Conversation)
+	addr, err := addressOf(r.Context(), req.Conversation)
 	if err != nil {
 		return err
 	}
@@ -617,7 +620,7 @@ func (s *Server) lifecycleCall(w http.ResponseWriter, r *http.Request, call func
 	if err := decode(r, &req); err != nil {
 		return err
 	}
-	addr, err := addressOf(req.Conversation)
+	addr, err := addressOf(r.Context(), req.Conversation)
 	if err != nil {
 		return err
 	}
@@ -722,7 +725,7 @@ func (s *Server) door(w http.ResponseWriter, r *http.Request) error {
 	if req.Conversation == nil {
 		return errdefs.New(errdefs.ErrInvalid, "Give a conversation, or global: true")
 	}
-	addr, err := addressOf(*req.Conversation)
+	addr, err := addressOf(r.Context(), *req.Conversation)
 	if err != nil {
 		return err
 	}
@@ -737,7 +740,7 @@ func (s *Server) policy(w http.ResponseWriter, r *http.Request) error {
 	if err := decode(r, &req); err != nil {
 		return err
 	}
-	addr, err := addressOf(req.Conversation)
+	addr, err := addressOf(r.Context(), req.Conversation)
 	if err != nil {
 		return err
 	}
@@ -758,7 +761,7 @@ func (s *Server) channelKind(w http.ResponseWriter, r *http.Request) error {
 	if err := decode(r, &req); err != nil {
 		return err
 	}
-	addr, err := addressOf(req.Conversation)
+	addr, err := addressOf(r.Context(), req.Conversation)
 	if err != nil {
 		return err
 	}
@@ -771,10 +774,10 @@ func (s *Server) channelKind(w http.ResponseWriter, r *http.Request) error {
 	return s.writePolicy(w, addr, req.Conversation.User)
 }
 
-func (s *Server) vaultKey(req VaultRequest) (string, error) {
+func (s *Server) vaultKey(ctx context.Context, req VaultRequest) (string, error) {
 	t := service.VaultTarget{User: req.User, Container: req.Container}
 	if req.Conversation != nil {
-		addr, err := addressOf(*req.Conversation)
+		addr, err := addressOf(ctx, *req.Conversation)
 		if err != nil {
 			return "", err
 		}
@@ -788,7 +791,7 @@ func (s *Server) vaultList(w http.ResponseWriter, r *http.Request) error {
 	if err := decode(r, &req); err != nil {
 		return err
 	}
-	key, err := s.vaultKey(req)
+	key, err := s.vaultKey(r.Context(), req)
 	if err != nil {
 		return err
 	}
@@ -809,7 +812,7 @@ func (s *Server) vaultSet(w http.ResponseWriter, r *http.Request) error {
 	if err := decode(r, &req); err != nil {
 		return err
 	}
-	key, err := s.vaultKey(req)
+	key, err := s.vaultKey(r.Context(), req)
 	if err != nil {
 		return err
 	}
@@ -832,7 +835,7 @@ func (s *Server) vaultRemove(w http.ResponseWriter, r *http.Request) error {
 	if err := decode(r, &req); err != nil {
 		return err
 	}
-	key, err := s.vaultKey(req)
+	key, err := s.vaultKey(r.Context(), req)
 	if err != nil {
 		return err
 	}

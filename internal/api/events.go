@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"sync"
 
+	"github.com/hutchsandbox/hutch/client"
 	"github.com/hutchsandbox/hutch/internal/errdefs"
 	"github.com/hutchsandbox/hutch/internal/events"
 )
@@ -19,9 +20,18 @@ const MaxEventFollowers = 32
 const DefaultEvents = 100
 
 // withActor names the request's surface (API, chat, MCP) in its context,
-// for the event log.
+// for the event log, with room for the target its handler names. A call
+// of the API that says it comes from hutch's own commands
+// (client.HeaderSurface "cli", and client.HeaderWho the user who ran
+// them) is the surface cli: a claim of whoever holds the API's token,
+// which is all the log can know of who runs a command elsewhere; no
+// other surface can be claimed.
 func withActor(r *http.Request) *http.Request {
-	return r.WithContext(events.WithActor(r.Context(), events.Actor{Surface: surfaceOf(r)}))
+	a := events.Actor{Surface: surfaceOf(r)}
+	if a.Surface == events.SurfaceAPI && r.Header.Get(client.HeaderSurface) == events.SurfaceCLI {
+		a = events.Actor{Surface: events.SurfaceCLI, Who: r.Header.Get(client.HeaderWho)}
+	}
+	return r.WithContext(events.WithTargetSlot(events.WithActor(r.Context(), a)))
 }
 
 // chatActor is the context of a chat request from who.

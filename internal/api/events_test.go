@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hutchsandbox/hutch/client"
 	"github.com/hutchsandbox/hutch/internal/api"
 	"github.com/hutchsandbox/hutch/internal/office"
 	"github.com/hutchsandbox/hutch/internal/sandbox"
@@ -93,7 +94,10 @@ func TestEvents_FollowersBounded(t *testing.T) {
 
 // TestEvents_Surfaces: what API and chat requests change is in GET
 // /v1/events under their surface, a chat's with its user; a runtime made
-// by a command is recorded under the surface of that command.
+// by a command is recorded under the surface of that command. A refusal
+// names the conversation it refused. A call that says it comes from
+// hutch's own commands is the surface cli, with the user it names; no
+// other surface can be claimed.
 func TestEvents_Surfaces(t *testing.T) {
 	layout, err := service.ResolveLayout(service.LayoutOptions{StateDir: filepath.Join(t.TempDir(), "state"), Getenv: func(string) string { return "" }})
 	if err != nil {
@@ -117,6 +121,30 @@ func TestEvents_Surfaces(t *testing.T) {
 			t.Fatalf("%s: %d %s", step.path, code, body)
 		}
 	}
+	for _, claim := range []struct{ surface, who, body string }{
+		{"cli", "ada", `{` + c + `,"vars":{"FROM_CLI":"x"}}`},
+		{"portal", "mallory", `{` + c + `,"vars":{"FROM_PORTAL":"x"}}`},
+		{"chat", "mallory", `{` + c + `,"vars":{"FROM_CHAT":"x"}}`},
+	} {
+		req, err := http.NewRequest(http.MethodPost, ts.URL+"/v1/vault/set", strings.NewReader(claim.body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set(client.HeaderSurface, claim.surface)
+		req.Header.Set(client.HeaderWho, claim.who)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("vault set claiming %s: %s", claim.surface, resp.Status)
+		}
+	}
+	if code, body := post(t, ts, "/v1/sandbox/limits", `{`+c+`,"cpus":"1000"}`); code/100 != 4 {
+		t.Fatalf("limits over the ceiling through the API: %d %s", code, body)
+	}
 	resp, err := http.Get(ts.URL + "/v1/events")
 	if err != nil {
 		t.Fatal(err)
@@ -129,6 +157,9 @@ func TestEvents_Surfaces(t *testing.T) {
 		if err := json.Unmarshal([]byte(line), &e); err != nil {
 			t.Fatalf("line %q: %v", line, err)
 		}
+		// A refusal's detail is its reason, then its text (which
+		// names this machine's ceiling): the reason is compared.
+		e.Detail, _, _ = strings.Cut(e.Detail, ":")
 		got = append(got, strings.Join([]string{e.Surface, e.Who, e.Action, e.Target, e.Detail}, "|"))
 	}
 	addr, _ := office.NewAddress("web", "ev")
@@ -139,7 +170,11 @@ func TestEvents_Surfaces(t *testing.T) {
 		"chat|U1|limits.boost|" + key + "|cpus=2 memory=4096MiB pids=1024",
 		"api||vault.set|" + key + "|TOKEN",
 		"api||runtime.stopped|" + key + "|",
-		"chat|U1|refused||ceiling",
+		"chat|U1|refused|web/ev|ceiling",
+		"cli|ada|vault.set|" + key + "|FROM_CLI",
+		"api||vault.set|" + key + "|FROM_PORTAL",
+		"api||vault.set|" + key + "|FROM_CHAT",
+		"api||refused|web/ev|ceiling",
 	}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("events:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))

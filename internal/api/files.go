@@ -24,7 +24,7 @@ func (s *Server) fileSandbox(r *http.Request, defaultPath string) (tools.Sandbox
 }
 
 func (s *Server) resolveFile(r *http.Request, c Conversation, p, defaultPath string) (tools.Sandbox, string, error) {
-	addr, err := addressOf(c)
+	addr, err := addressOf(r.Context(), c)
 	if err != nil {
 		return nil, "", err
 	}

@@ -32,7 +32,7 @@ func (s *Server) tool(w http.ResponseWriter, r *http.Request) error {
 	if err := decode(r, &req); err != nil {
 		return err
 	}
-	addr, err := addressOf(req.Conversation)
+	addr, err := addressOf(r.Context(), req.Conversation)
 	if err != nil {
 		return err
 	}

@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"os/user"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -149,7 +150,17 @@ func (g *globals) service() (*service.Service, error) {
 	}
 	svc := service.New(layout, log)
 	svc.SetGetenv(g.getenv)
+	svc.SetOperator(g.operator())
 	return svc, nil
+}
+
+// operator is the user who runs this command, as the event log names
+// them: the account's name, else $USER.
+func (g *globals) operator() string {
+	if u, err := user.Current(); err == nil && u.Username != "" {
+		return u.Username
+	}
+	return g.getenv("USER")
 }
 
 func (g *globals) logger() (*slog.Logger, error) {

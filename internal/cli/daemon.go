@@ -11,6 +11,7 @@ import (
 	"github.com/hutchsandbox/hutch/internal/api"
 	"github.com/hutchsandbox/hutch/internal/daemon"
 	"github.com/hutchsandbox/hutch/internal/errdefs"
+	"github.com/hutchsandbox/hutch/internal/events"
 	"github.com/hutchsandbox/hutch/internal/sandbox"
 	"github.com/hutchsandbox/hutch/internal/service"
 )
@@ -19,7 +20,7 @@ import (
 // serves the mode asked for (explicit "" = any). Commands then run there,
 // where the daemon tracks them; otherwise they run in this process.
 func (g *globals) daemon(ctx context.Context, svc *service.Service, explicit string) (*client.Client, bool) {
-	c := &client.Client{Socket: daemon.SocketPath(svc.Layout().StateDir)}
+	c := &client.Client{Socket: daemon.SocketPath(svc.Layout().StateDir), Surface: events.SurfaceCLI, Who: g.operator()}
 	if _, err := os.Stat(c.Socket); err != nil {
 		return nil, false
 	}

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"os/user"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -19,7 +20,8 @@ func TestEvents_Help(t *testing.T) {
 }
 
 // TestEvents_CLI: what CLI commands change is in hutch events, as text
-// (time first) and as JSON lines; a vault's values never are.
+// (time first) and as JSON lines, with the user who ran them; a vault's
+// values never are.
 func TestEvents_CLI(t *testing.T) {
 	const secret = "ghp_s3cr3t-value-DO-NOT-LOG"
 	e := newEnv(t)
@@ -40,10 +42,14 @@ func TestEvents_CLI(t *testing.T) {
 		}
 		got = append(got, ev)
 	}
+	me, err := user.Current()
+	if err != nil {
+		t.Fatal(err)
+	}
 	want := []events.Event{
-		{Surface: "cli", Action: events.VaultSet, Target: k, Detail: "GH_TOKEN"},
-		{Surface: "cli", Action: events.DoorSet, Target: "slack/C1", Detail: "trusted/shared-support/public"},
-		{Surface: "cli", Action: events.VaultRemove, Target: k, Detail: "GH_TOKEN"},
+		{Surface: "cli", Who: me.Username, Action: events.VaultSet, Target: k, Detail: "GH_TOKEN"},
+		{Surface: "cli", Who: me.Username, Action: events.DoorSet, Target: "slack/C1", Detail: "trusted/shared-support/public"},
+		{Surface: "cli", Who: me.Username, Action: events.VaultRemove, Target: k, Detail: "GH_TOKEN"},
 	}
 	if len(got) != len(want) {
 		t.Fatalf("events --json:\n%s", out)
@@ -60,7 +66,7 @@ func TestEvents_CLI(t *testing.T) {
 	}
 	text := e.ok("events", "-n", "1")
 	if lines := strings.Split(strings.TrimSuffix(text, "\n"), "\n"); len(lines) != 1 ||
-		!strings.HasPrefix(lines[0], got[2].Time.UTC().Format("2006-01-02T15:04:05Z")+" cli vault.remove "+k+": GH_TOKEN") {
+		!strings.HasPrefix(lines[0], got[2].Time.UTC().Format("2006-01-02T15:04:05Z")+" cli "+me.Username+" vault.remove "+k+": GH_TOKEN") {
 		t.Errorf("events -n 1: %q", text)
 	}
 	if _, stderr, code := e.run("", "events", "-n", "5000"); code == 0 || !strings.Contains(stderr, "-n must be between 0 and 1000") {
@@ -95,7 +101,7 @@ func TestEvents_Follow(t *testing.T) {
 	e.ok("vault", "set", "slack/C1", "A=1")
 	select {
 	case line := <-lines:
-		if !strings.Contains(line, `"surface":"cli","action":"vault.set"`) || !strings.Contains(line, `"detail":"A"`) {
+		if !strings.Contains(line, `"surface":"cli",`) || !strings.Contains(line, `"action":"vault.set"`) || !strings.Contains(line, `"detail":"A"`) {
 			t.Errorf("followed %q", line)
 		}
 	case <-time.After(10 * time.Second):

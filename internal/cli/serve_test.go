@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"os/exec"
+	"os/user"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -173,6 +174,20 @@ func TestSandboxCommands_UseDaemon(t *testing.T) {
 	}
 	if out, err := e.hutchCmd("sandbox", "stop", "web/busy").CombinedOutput(); err != nil || !strings.Contains(string(out), "Stopped the runtime of web/busy") {
 		t.Errorf("sandbox stop via the daemon: %v %s", err, out)
+	}
+	// The daemon stopped it for a hutch command: the log says so, and
+	// who ran the command.
+	me, err := user.Current()
+	if err != nil {
+		t.Fatal(err)
+	}
+	events, err := e.hutchCmd("events", "--json").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `"surface":"cli","who":"` + me.Username + `","action":"runtime.stopped","target":"` + key(t, "web", "busy") + `"`
+	if !strings.Contains(string(events), want) {
+		t.Errorf("the events lack %s:\n%s", want, events)
 	}
 }
 

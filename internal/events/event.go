@@ -21,6 +21,7 @@ import (
 	"context"
 	"encoding/json"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 )
@@ -202,4 +203,50 @@ func ActorFrom(ctx context.Context) (Actor, bool) {
 	}
 	a, ok := ctx.Value(actorKey{}).(Actor)
 	return a, ok
+}
+
+type targetKey struct{}
+
+// targetSlot holds the target of a call, named once the call knows it.
+type targetSlot struct {
+	mu sync.Mutex
+	v  string
+}
+
+// WithTargetSlot returns ctx with room for the target of its call: a
+// surface makes it when a request comes in, and SetTarget fills it once
+// the request names what it acts on, so that an event recorded without
+// a target of its own (a refusal, which may come before or after that
+// point) says what the call was about.
+func WithTargetSlot(ctx context.Context) context.Context {
+	return context.WithValue(ctx, targetKey{}, &targetSlot{})
+}
+
+// WithTarget returns ctx whose calls act on target.
+func WithTarget(ctx context.Context, target string) context.Context {
+	return context.WithValue(ctx, targetKey{}, &targetSlot{v: target})
+}
+
+// SetTarget names the target of ctx's call, in the slot WithTargetSlot
+// made; without one it does nothing.
+func SetTarget(ctx context.Context, target string) {
+	if t, ok := ctx.Value(targetKey{}).(*targetSlot); ok {
+		t.mu.Lock()
+		t.v = target
+		t.mu.Unlock()
+	}
+}
+
+// TargetFrom returns the target of ctx's call, "" when none is named.
+func TargetFrom(ctx context.Context) string {
+	if ctx == nil {
+		return ""
+	}
+	t, ok := ctx.Value(targetKey{}).(*targetSlot)
+	if !ok {
+		return ""
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.v
 }

@@ -97,9 +97,9 @@ func TestAttack_LimitsAboveCeiling(t *testing.T) {
 	key := string(addr.Key())
 	want := []string{
 		"mcp runtime.created " + key + " ",
-		"mcp refused  ceiling: Memory 20GiB is above this installation's ceiling of 4GiB",
-		"mcp refused  ceiling: CPUs 16 is above this installation's ceiling of 2",
-		"mcp refused  ceiling: Memory 4.001GiB is above this installation's ceiling of 4GiB",
+		"mcp refused " + addr.String() + " ceiling: Memory 20GiB is above this installation's ceiling of 4GiB",
+		"mcp refused " + addr.String() + " ceiling: CPUs 16 is above this installation's ceiling of 2",
+		"mcp refused " + addr.String() + " ceiling: Memory 4.001GiB is above this installation's ceiling of 4GiB",
 		"mcp limits.set " + key + " memory=4096MiB",
 		"cli setting.set global sandbox.ceiling.memory=6g",
 		"mcp limits.set " + key + " memory=6144MiB",

@@ -230,7 +230,7 @@ func (h *handlers) sandbox(ctx context.Context, _ *mcp.CallToolRequest, in tools
 // actor names MCP, and the user when known, as the surface of what a
 // tool call changes (the event log).
 func (h *handlers) actor(ctx context.Context) context.Context {
-	return events.WithActor(ctx, events.Actor{Surface: events.SurfaceMCP, Who: h.user})
+	return events.WithTarget(events.WithActor(ctx, events.Actor{Surface: events.SurfaceMCP, Who: h.user}), h.conv.String())
 }
 
 // sandboxOf returns the conversation's sandbox: admitted, with its office

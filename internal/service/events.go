@@ -21,6 +21,10 @@ func (s *Service) Events() *events.Log { return s.events }
 // surfaces (API, chat, MCP, portal) each name themselves.
 func (s *Service) SetSurface(surface string) { s.surface = surface }
 
+// SetOperator names the user who runs this process's hutch command: the
+// who of the changes it records under the surface cli.
+func (s *Service) SetOperator(who string) { s.operator = who }
+
 // Record appends a change to the event log, its surface and who from
 // ctx's actor (or the service's surface). detail holds names and
 // reasons, never a value. A log that cannot be written is logged: the
@@ -30,6 +34,9 @@ func (s *Service) Record(ctx context.Context, action, target, detail string) {
 		return
 	}
 	e := events.Event{Surface: s.surface, Action: action, Target: target, Detail: detail}
+	if s.surface == events.SurfaceCLI {
+		e.Who = s.operator
+	}
 	if a, ok := events.ActorFrom(ctx); ok {
 		if a.Surface != "" {
 			e.Surface = a.Surface

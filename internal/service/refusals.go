@@ -94,13 +94,17 @@ func (s *Service) recordRefusal(ctx context.Context, surface, detail string) {
 		// First: a long detail is cut at the log's bound.
 		detail = fmt.Sprintf("(%d refusals before this one not logged: more than %d a second) %s", n, refusalEventsPerSecond, detail)
 	}
-	s.Record(refusalActor(ctx, surface), events.Refused, "", detail)
+	s.Record(refusalActor(ctx, surface), events.Refused, events.TargetFrom(ctx), detail)
 }
 
-// refusalActor is ctx's actor (its who) under surface.
+// refusalActor is ctx's actor, under surface when it names none. (The
+// actor may name a narrower one than the metrics' surface: hutch's own
+// commands through the API are the surface cli in the log.)
 func refusalActor(ctx context.Context, surface string) context.Context {
 	a, _ := events.ActorFrom(ctx)
-	a.Surface = surface
+	if a.Surface == "" {
+		a.Surface = surface
+	}
 	return events.WithActor(ctx, a)
 }
 

@@ -45,8 +45,10 @@ type Service struct {
 	agentOverride string
 	rt            runtimes
 	metrics       *metrics.Set
-	events        *events.Log
-	surface       string // of changes whose context names none
+	// operator is who runs the command, for the events of surface cli.
+	operator string
+	events   *events.Log
+	surface  string // of changes whose context names none
 	// refusalLog bounds how many refusals a second reach the event log
 	// (each is a write and an fsync); the metrics count every one.
 	refusalLog refusalLimiter
