@@ -246,8 +246,26 @@ type VaultRequest struct {
 // VaultEntry is one vault entry, named, never valued.
 type VaultEntry struct {
 	Name string `json:"name"`
-	// Kind is env (a variable) or file.
+	// Kind is env (a variable), file or dir.
 	Kind string `json:"kind"`
+	// Placeholder is set on a variable delivered as a placeholder
+	// (hutch vault placeholder): commands see a token, and the egress
+	// proxy puts the value in requests to Hosts only.
+	Placeholder *VaultPlaceholder `json:"placeholder,omitempty"`
+}
+
+// VaultPlaceholder is how a variable marked as a placeholder is
+// delivered; it holds neither the value nor the token.
+type VaultPlaceholder struct {
+	// Hosts are the hosts the value is sent to, as allowlist entries.
+	Hosts []string `json:"hosts"`
+	// Body: the value is put in request bodies too, not only in headers,
+	// paths and queries.
+	Body bool `json:"body,omitempty"`
+	// Expires is when the proxy stops putting the value in; absent:
+	// never. Expired says that time has passed.
+	Expires *time.Time `json:"expires,omitempty"`
+	Expired bool       `json:"expired,omitempty"`
 }
 
 // ChatRequest is /v1/chat's body: a chat message such as "/sandbox boost"

@@ -712,6 +712,7 @@ export interface components {
             name: string;
             /** @enum {string} */
             kind: "env" | "file" | "dir";
+            placeholder?: components["schemas"]["VaultPlaceholder"];
         };
         ChatRequest: {
             conversation: components["schemas"]["Conversation"];
@@ -830,6 +831,20 @@ export interface components {
             url: string;
             /** Format: date-time */
             expires: string;
+        };
+        /** @description How a variable marked as a placeholder (hutch vault placeholder) is delivered: commands see a token, and the egress proxy puts the value in requests to the hosts only. Holds neither the value nor the token. */
+        VaultPlaceholder: {
+            /** @description The hosts the value is sent to, as allowlist entries. */
+            hosts: string[];
+            /** @description The value is put in request bodies too, not only in headers, paths and queries. */
+            body?: boolean;
+            /**
+             * Format: date-time
+             * @description When the proxy stops putting the value in; absent: never.
+             */
+            expires?: string;
+            /** @description The expiry has passed. */
+            expired?: boolean;
         };
     };
     responses: {

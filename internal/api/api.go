@@ -803,7 +803,11 @@ func (s *Server) writeVault(w http.ResponseWriter, key string) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, VaultEntries(entries))
+	marks, err := s.Service.Vaults().Placeholders(key)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, VaultEntries(entries, marks, time.Now()))
 	return nil
 }
 

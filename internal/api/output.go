@@ -4,6 +4,8 @@ import (
 	"net/http"
 	"runtime"
 	"runtime/debug"
+	"slices"
+	"time"
 
 	"github.com/hutchsandbox/hutch/internal/service"
 	"github.com/hutchsandbox/hutch/internal/vault"
@@ -41,12 +43,22 @@ func PolicyAnswerOf(pol service.Policy) PolicyAnswer {
 }
 
 // VaultEntries is a vault's listing as /v1/vault/list answers it: names
-// and kinds, never values (hutch vault ls --json prints it too). Never
-// nil, so an empty vault is [].
-func VaultEntries(entries []vault.Entry) []VaultEntry {
+// and kinds, never values, and the placeholder marks of its variables
+// as of now (hutch vault ls --json prints it too). Never nil, so an
+// empty vault is [].
+func VaultEntries(entries []vault.Entry, marks map[string]vault.Placeholder, now time.Time) []VaultEntry {
 	out := []VaultEntry{}
 	for _, e := range entries {
-		out = append(out, VaultEntry{Name: e.Name, Kind: string(e.Kind)})
+		ve := VaultEntry{Name: e.Name, Kind: string(e.Kind)}
+		if m, ok := marks[e.Name]; ok && e.Kind == vault.EntryEnv {
+			p := &VaultPlaceholder{Hosts: slices.Clone(m.Hosts), Body: m.Body}
+			if !m.Expires.IsZero() {
+				at := m.Expires.UTC()
+				p.Expires, p.Expired = &at, m.Expired(now)
+			}
+			ve.Placeholder = p
+		}
+		out = append(out, ve)
 	}
 	return out
 }

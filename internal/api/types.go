@@ -23,6 +23,7 @@ type (
 	Mount               = client.Mount
 	VaultRequest        = client.VaultRequest
 	VaultEntry          = client.VaultEntry
+	VaultPlaceholder    = client.VaultPlaceholder
 	ChatRequest         = client.ChatRequest
 	ChatReply           = client.ChatReply
 	AdminLinkRequest    = client.AdminLinkRequest

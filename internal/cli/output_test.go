@@ -59,6 +59,7 @@ func TestJSON_Golden(t *testing.T) {
 	e.ok("door", "set", "web/docs", "shared")
 	e.ok("office", "channel-kind", "slack/C0123ABC", "im")
 	e.ok("vault", "set", "web/docs", "GH_TOKEN=ghp_secret_value", "NPM_TOKEN=npm_secret_value")
+	e.ok("vault", "placeholder", "web/docs", "GH_TOKEN", "api.github.com", "--expires", "2099-01-01")
 
 	t.Run("office_list", func(t *testing.T) {
 		jsonGolden(t, "office_list", e.ok("office", "list", "--json"), e.state, "$STATE")
@@ -69,8 +70,8 @@ func TestJSON_Golden(t *testing.T) {
 	})
 	t.Run("vault_ls", func(t *testing.T) {
 		out := e.ok("vault", "ls", "web/docs", "--json")
-		if strings.Contains(out, "secret_value") {
-			t.Fatalf("vault ls --json printed a value: %s", out)
+		if strings.Contains(out, "secret_value") || strings.Contains(out, "hutch-placeholder-") {
+			t.Fatalf("vault ls --json printed a value or a placeholder's token: %s", out)
 		}
 		jsonGolden(t, "vault_ls", out)
 		jsonGolden(t, "vault_ls_empty", e.ok("vault", "ls", "--user", "U042", "--json"))
@@ -175,6 +176,7 @@ func TestJSON_IsTheAPIAnswer(t *testing.T) {
 	e.ok("door", "set", "web/docs", "shared")
 	e.ok("office", "channel-kind", "slack/C0123ABC", "im")
 	e.ok("vault", "set", "web/docs", "GH_TOKEN=ghp_x")
+	e.ok("vault", "placeholder", "web/docs", "GH_TOKEN", "api.github.com", "--body")
 	layout, err := service.ResolveLayout(service.LayoutOptions{StateDir: e.state, Getenv: e.getenv})
 	if err != nil {
 		t.Fatal(err)

@@ -170,7 +170,9 @@ func newVaultLsCmd(g *globals) *cobra.Command {
 		Long: vaultLong + `
 
 --json prints what POST /v1/vault/list answers: an array of {name, kind}
-(kind env, file or dir), never a value. -q prints the names, one a line.`,
+(kind env, file or dir), with "placeholder": {hosts, body, expires,
+expired} on a variable marked as one, never a value or a token. -q
+prints the names, one a line.`,
 		Example: "  hutch vault ls slack/C0123ABC\n  hutch vault ls --container hutch-sandbox\n  hutch vault ls slack/C0123ABC --json",
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if asJSON && quiet {
@@ -195,19 +197,19 @@ func newVaultLsCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			marks, err := svc.Vaults().Placeholders(key)
+			if err != nil {
+				return err
+			}
 			switch {
 			case asJSON:
-				return printJSON(g.stdout, api.VaultEntries(entries))
+				return printJSON(g.stdout, api.VaultEntries(entries, marks, time.Now()))
 			case quiet:
 				out := &printer{w: g.stdout}
 				for _, e := range entries {
 					out.println(e.Name)
 				}
 				return out.err
-			}
-			marks, err := svc.Vaults().Placeholders(key)
-			if err != nil {
-				return err
 			}
 			if len(entries) == 0 {
 				return printf(g.stdout, "Vault %s is empty.\n", key)
