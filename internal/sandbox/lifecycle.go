@@ -110,7 +110,14 @@ type Change struct {
 	// Because says why a runtime was re-created: what MarkRecreated
 	// records on it ("what it was built from changed (mounts)").
 	Because string
+	// From says where a created runtime came from when it was not made
+	// for the office then: FromWarmPool.
+	From string
 }
+
+// FromWarmPool is Change.From of a runtime handed out of image mode's
+// warm pool.
+const FromWarmPool = "from the warm pool"
 
 // Made is the Change of a runtime just made for key: re-created when
 // because (what MarkRecreated recorded) says why, else created.

@@ -54,7 +54,7 @@ func (s *Service) Record(ctx context.Context, action, target, detail string) {
 func (s *Service) RuntimeChanged(ctx context.Context, c sandbox.Change) {
 	switch c.Event {
 	case "created":
-		s.Record(ctx, events.RuntimeCreated, c.OfficeKey, "")
+		s.Record(ctx, events.RuntimeCreated, c.OfficeKey, c.From)
 	case "recreated":
 		s.Record(ctx, events.RuntimeRecreated, c.OfficeKey, c.Because)
 	}

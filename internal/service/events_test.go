@@ -42,7 +42,8 @@ func eventsSince(t *testing.T, svc *service.Service, n int) []string {
 func TestEvents_EveryChange(t *testing.T) {
 	svc := newService(t)
 	mode := sandbox.Mode{Kind: sandbox.KindImage, Target: "busybox"}
-	svc.SetRuntime(mode, mock.New(mock.Config{Mode: mode, Changed: svc.RuntimeChanged}))
+	rt := mock.New(mock.Config{Mode: mode, Changed: svc.RuntimeChanged})
+	svc.SetRuntime(mode, rt)
 	addr, err := office.NewAddress("slack", "C0EVENTS")
 	if err != nil {
 		t.Fatal(err)
@@ -112,6 +113,16 @@ func TestEvents_EveryChange(t *testing.T) {
 	}
 	svc.CountRefusal(mcp, metrics.SurfaceMCP, sandbox.OutsideRefusal("/etc"))
 	svc.CountRefusal(api, metrics.SurfaceAPI, errdefs.New(errdefs.ErrInvalid, "bad input is no refusal"))
+	// A runtime no office accounts for (made by hand here, as one of an
+	// office whose record is gone would be) goes at reconcile, and says
+	// why.
+	ghost := "v1-web-ghost-0123456789abcdef"
+	if _, err := rt.Exec(context.Background(), sandbox.Spec{OfficeKey: ghost, OfficeDir: t.TempDir()}, sandbox.ExecRequest{Argv: []string{"true"}}); err != nil {
+		t.Fatal(err)
+	}
+	if rep, err := svc.ReconcileMode(context.Background(), mode); err != nil || len(rep.Removed) != 1 {
+		t.Fatalf("reconcile: %+v, %v", rep, err)
+	}
 
 	want := []string{
 		"chat U123 door.set " + addr.String() + ": trusted/shared-support/public",
@@ -130,6 +141,8 @@ func TestEvents_EveryChange(t *testing.T) {
 		"api  vault.remove " + key + ": API_KEY",
 		"portal ada setting.set global: sandbox.pids=512",
 		"mcp  refused : failed_precondition: " + sandbox.OutsideRefusal("/etc").Error(),
+		"cli  runtime.created " + ghost + ":",
+		"cli  runtime.removed " + ghost + ": no office accounts for it",
 	}
 	got := eventsSince(t, svc, 0)
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {

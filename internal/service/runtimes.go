@@ -322,7 +322,11 @@ func (s *Service) ReconcileMode(ctx context.Context, mode sandbox.Mode) (sandbox
 	for _, rec := range f.Migrations {
 		known[vault.ConversationKey(rec.RawConversationID)] = true
 	}
-	return m.Reconcile(ctx, func(k string) bool { return known[k] })
+	rep, err := m.Reconcile(ctx, func(k string) bool { return known[k] })
+	for _, k := range rep.Removed {
+		s.Record(ctx, events.RuntimeRemoved, k, "no office accounts for it")
+	}
+	return rep, err
 }
 
 // SetRuntimeSetting sets (or with "" removes) a global sandbox.* key,

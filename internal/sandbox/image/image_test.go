@@ -55,6 +55,17 @@ type fixture struct {
 	pooled atomic.Int64
 	// noHandOut says the test hands out nothing on purpose.
 	noHandOut bool
+	// changes are what every runtime of the fixture told its Changed
+	// hook.
+	changesMu sync.Mutex
+	changes   []sandbox.Change
+}
+
+// changed returns the changes told so far.
+func (f *fixture) changed() []sandbox.Change {
+	f.changesMu.Lock()
+	defer f.changesMu.Unlock()
+	return slices.Clone(f.changes)
 }
 
 // syncBuffer is a bytes.Buffer for several goroutines' logs.
@@ -150,6 +161,11 @@ func (f *fixture) runtimeWith(t *testing.T, change func(*image.Config)) *image.R
 			if e == "pooled" {
 				f.pooled.Add(1)
 			}
+		},
+		Changed: func(_ context.Context, c sandbox.Change) {
+			f.changesMu.Lock()
+			defer f.changesMu.Unlock()
+			f.changes = append(f.changes, c)
 		}}
 	change(&cfg)
 	rt, err := image.New(cfg)

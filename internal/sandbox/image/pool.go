@@ -367,6 +367,9 @@ func (r *Runtime) handOut(ctx context.Context, s *session, spec sandbox.Spec, d 
 	r.writeVerified(spec.OfficeKey, s.verified)
 	r.log.Info("handed out a warm pool runtime", "office_key", spec.OfficeKey, "member", m.name, "id", shortID(m.id))
 	r.event("pooled")
+	if r.cfg.Changed != nil {
+		r.cfg.Changed(ctx, sandbox.Change{Event: "created", OfficeKey: spec.OfficeKey, From: sandbox.FromWarmPool})
+	}
 	return nil
 }
 

@@ -107,6 +107,10 @@ func TestPool_HandOut(t *testing.T) {
 	if len(f.members(t)) != 0 {
 		t.Errorf("the pool still lists the handed-out member: %v", f.members(t))
 	}
+	// The office's runtime was made, from the pool: the event log says so.
+	if got, want := f.changed(), (sandbox.Change{Event: "created", OfficeKey: spec.OfficeKey, From: sandbox.FromWarmPool}); !slices.Contains(got, want) {
+		t.Errorf("changes told: %+v; want %+v", got, want)
+	}
 	// Made as an office's container is, with the office's limits.
 	hc := ins.Container.HostConfig
 	if len(hc.CapDrop) != 1 || hc.CapDrop[0] != "ALL" || !slices.Contains(hc.SecurityOpt, "no-new-privileges") {
