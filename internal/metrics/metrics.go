@@ -12,6 +12,7 @@ import (
 	"context"
 	"net/http"
 	"runtime/debug"
+	"slices"
 	"sync"
 	"time"
 
@@ -75,6 +76,7 @@ func New(version string) *Set {
 	}
 	s.reg.MustRegister(s.commands, s.latency, s.lifecycle, s.egress, s.refusals, buildInfo(version),
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	s.zeroRefusals()
 	return s
 }
 
@@ -114,21 +116,32 @@ const (
 	ReasonNetwork = "network"
 )
 
-// labelValues are the values the refusal labels may take.
-var labelValues = map[string]bool{
-	SurfaceAPI: true, SurfaceChat: true, SurfaceMCP: true, SurfacePortal: true, SurfaceEgress: true,
-	ReasonUnauthorized: true, ReasonForbidden: true, ReasonAdmission: true, ReasonCeiling: true,
-	ReasonFailedPrecondition: true, ReasonNotSupported: true, ReasonNetwork: true,
-}
+// The values the refusal labels may take.
+var (
+	refusalSurfaces = []string{SurfaceAPI, SurfaceChat, SurfaceMCP, SurfacePortal, SurfaceEgress}
+	refusalReasons  = []string{ReasonUnauthorized, ReasonForbidden, ReasonAdmission, ReasonCeiling,
+		ReasonFailedPrecondition, ReasonNotSupported, ReasonNetwork}
+)
 
 // Refusal counts one refusal. surface and reason are of the constants
 // above; any other value is not counted, so that no caller can grow the
 // labels past them. A nil Set records nothing.
 func (s *Set) Refusal(surface, reason string) {
-	if s == nil || !labelValues[surface] || !labelValues[reason] {
+	if s == nil || !slices.Contains(refusalSurfaces, surface) || !slices.Contains(refusalReasons, reason) {
 		return
 	}
 	s.refusals.WithLabelValues(surface, reason).Inc()
+}
+
+// zeroRefusals makes every series of hutch_refusals_total, at 0: an
+// alert on increase() or rate() sees the first refusal of a kind only
+// when its series was there before it.
+func (s *Set) zeroRefusals() {
+	for _, surface := range refusalSurfaces {
+		for _, reason := range refusalReasons {
+			s.refusals.WithLabelValues(surface, reason)
+		}
+	}
 }
 
 // buildInfo is hutch_build_info: 1, labelled with the version, commit and

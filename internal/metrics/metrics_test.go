@@ -64,6 +64,7 @@ func TestSet_ExposesCommandsEventsAndRuntimes(t *testing.T) {
 	s.Refusal(metrics.SurfacePortal, metrics.ReasonForbidden)
 	s.Refusal(metrics.SurfaceMCP, "")                  // no reason: not counted
 	s.Refusal(metrics.SurfaceMCP, "conversation C123") // not a reason: not counted
+	s.Refusal(metrics.ReasonNetwork, metrics.SurfaceAPI) // the labels swapped: not counted
 	s.WatchRuntimes(sandbox.KindImage, func(context.Context) (metrics.Runtimes, error) { return runtimes{}, nil })
 	body := scrape(t, s)
 	for _, want := range []string{
@@ -98,9 +99,20 @@ func TestSet_ExposesCommandsEventsAndRuntimes(t *testing.T) {
 		}
 	}
 	// A runtime that is not read, or not running, has no series.
-	for _, absent := range []string{`office_key="v1-web-b-`, `office_key="v1-web-c-`, `office_key="v1-web-d-`, `surface="mcp"`} {
+	for _, absent := range []string{`office_key="v1-web-b-`, `office_key="v1-web-c-`, `office_key="v1-web-d-`, `surface="network"`, `reason="conversation C123"`, `hutch_refusals_total{reason=""`} {
 		if strings.Contains(body, absent) {
 			t.Errorf("metrics have %s", absent)
+		}
+	}
+	// Every refusal series is there from the start, at 0 until counted,
+	// so that an alert's increase() sees the first one: 5 surfaces, 7
+	// reasons.
+	if n := strings.Count(body, "\nhutch_refusals_total{"); n != 35 {
+		t.Errorf("%d refusal series, want 35", n)
+	}
+	for _, want := range []string{`hutch_refusals_total{reason="network",surface="egress"} 0`, `hutch_refusals_total{reason="ceiling",surface="mcp"} 0`} {
+		if !strings.Contains(body, want) {
+			t.Errorf("metrics lack %s", want)
 		}
 	}
 	testenv.CheckMetrics(t, []byte(body))
