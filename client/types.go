@@ -208,7 +208,17 @@ type DoorRequest struct {
 
 // PolicyAnswer is a conversation's effective door policy and projection.
 type PolicyAnswer struct {
-	OfficeKey string `json:"officeKey"`
+	// Conversation is "platform/id".
+	Conversation string `json:"conversation"`
+	OfficeKey    string `json:"officeKey"`
+	// OfficeDir is the office's directory on the daemon's host, and
+	// OfficeDirExists whether it is there yet (the first command makes
+	// it); StateDir holds hutch's records of the conversation.
+	OfficeDir       string `json:"officeDir"`
+	OfficeDirExists bool   `json:"officeDirExists"`
+	StateDir        string `json:"stateDir"`
+	// Sandbox is the mode the answer is for.
+	Sandbox string `json:"sandbox"`
 	// Policy is the effective policy, e.g. isolated/conversation.
 	Policy string `json:"policy"`
 	// Origin says where it came from (set, channel kind, default).
@@ -222,6 +232,17 @@ type PolicyAnswer struct {
 	Projection string `json:"projection"`
 	// ManagedProjection: the mode mounts exactly Mounts (see Health).
 	ManagedProjection bool `json:"managedProjection"`
+	// Vault is the vault the conversation's commands get in this mode;
+	// absent in host mode, which uses the vault of the request's user.
+	Vault *VaultSummary `json:"vault,omitempty"`
+}
+
+// VaultSummary names a vault and counts its entries, never valued.
+type VaultSummary struct {
+	Key string `json:"key"`
+	// Env counts its variables, Files its files and directories.
+	Env   int `json:"env"`
+	Files int `json:"files"`
 }
 
 // Mount is one projected path.

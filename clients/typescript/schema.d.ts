@@ -680,7 +680,17 @@ export interface components {
         };
         /** @description A conversation's effective door policy and projection. */
         PolicyAnswer: {
+            /** @description The conversation, as platform/id. */
+            conversation: string;
             officeKey: string;
+            /** @description The office's directory on the daemon's host. */
+            officeDir: string;
+            /** @description The office's directory is there (the first command makes it). */
+            officeDirExists: boolean;
+            /** @description Where hutch keeps its records of the conversation. */
+            stateDir: string;
+            /** @description The mode this answer is for. */
+            sandbox: string;
             /** @description The effective policy, e.g. trusted / shared-support / public. */
             policy: string;
             /** @description Where the policy came from. */
@@ -692,6 +702,7 @@ export interface components {
             projection: string;
             /** @description The mode mounts exactly mounts. */
             managedProjection: boolean;
+            vault?: components["schemas"]["VaultSummary"];
         };
         /** @description Names a vault (a conversation's, a user's or a container's) and what to do with it. */
         VaultRequest: {
@@ -845,6 +856,14 @@ export interface components {
             expires?: string;
             /** @description The expiry has passed. */
             expired?: boolean;
+        };
+        /** @description The vault a conversation's commands get in the mode: its key and how many entries it holds, never a value. Absent in host mode, which uses the vault of the request's user. */
+        VaultSummary: {
+            key: string;
+            /** @description Its variables. */
+            env: number;
+            /** @description Its files and directories. */
+            files: number;
         };
     };
     responses: {

@@ -2,6 +2,7 @@ package api
 
 import (
 	"net/http"
+	"os"
 	"runtime"
 	"runtime/debug"
 	"slices"
@@ -30,9 +31,25 @@ func OfficeList(svc *service.Service) ([]byte, error) {
 // PolicyAnswerOf is pol as /v1/policy answers it (hutch office show
 // --json prints it too).
 func PolicyAnswerOf(pol service.Policy) PolicyAnswer {
-	ans := PolicyAnswer{OfficeKey: string(pol.Key), Policy: pol.Decision.Policy.String(), Origin: pol.Decision.Origin(),
+	ans := PolicyAnswer{Conversation: pol.Address.String(), OfficeKey: string(pol.Key),
+		OfficeDir: pol.Dir, StateDir: pol.StateDir, Sandbox: pol.Mode.String(),
+		Policy: pol.Decision.Policy.String(), Origin: pol.Decision.Origin(),
 		Warning: pol.Decision.Warning, Mounts: []Mount{}, Projection: pol.Projection,
 		ManagedProjection: pol.ManagedProjection}
+	if fi, err := os.Lstat(pol.Dir); err == nil && fi.IsDir() {
+		ans.OfficeDirExists = true
+	}
+	if pol.VaultKey != "" {
+		v := &VaultSummary{Key: pol.VaultKey}
+		for _, e := range pol.Vault {
+			if e.Kind == vault.EntryEnv {
+				v.Env++
+			} else {
+				v.Files++
+			}
+		}
+		ans.Vault = v
+	}
 	for _, m := range pol.Mounts {
 		ans.Mounts = append(ans.Mounts, Mount{HostPath: m.HostPath, RuntimePath: m.RuntimePath, ReadOnly: m.ReadOnly})
 	}

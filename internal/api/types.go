@@ -24,6 +24,7 @@ type (
 	VaultRequest        = client.VaultRequest
 	VaultEntry          = client.VaultEntry
 	VaultPlaceholder    = client.VaultPlaceholder
+	VaultSummary        = client.VaultSummary
 	ChatRequest         = client.ChatRequest
 	ChatReply           = client.ChatReply
 	AdminLinkRequest    = client.AdminLinkRequest

@@ -167,8 +167,9 @@ If the mode cannot enforce the policy, the refusal a command would get is
 shown too. Nothing is created.
 
 --json prints what POST /v1/policy answers for the mode of --sandbox:
-{officeKey, policy, origin, warning, mounts, refusal, projection,
-managedProjection}.`,
+{conversation, officeKey, officeDir, officeDirExists, stateDir, sandbox,
+policy, origin, warning, mounts, refusal, projection, managedProjection,
+vault: {key, env, files}}.`,
 		Example: "  hutch office show slack/C0123ABC\n  hutch office show slack/C0123ABC --sandbox image:debian:12",
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
