@@ -356,25 +356,7 @@ const openapiToken = "openapi-test-token"
 // a conflict.
 func openapiServers(t *testing.T) (host, managed, failing string) {
 	t.Helper()
-	serve := func(mode sandbox.Mode, fail map[string]error) string {
-		layout, err := service.ResolveLayout(service.LayoutOptions{StateDir: filepath.Join(t.TempDir(), "state"), Getenv: func(string) string { return "" }})
-		if err != nil {
-			t.Fatal(err)
-		}
-		svc := service.New(layout, nil)
-		m := metrics.New("")
-		svc.SetMetrics(m)
-		if mode.Kind != sandbox.KindHost {
-			svc.SetRuntime(mode, mock.New(mock.Config{Mode: mode, Fail: fail}))
-		}
-		srv := &api.Server{Service: svc, Mode: mode, Version: "test", Token: openapiToken, MaxBody: 64 << 10, Metrics: m.Handler(),
-			AdminLink: func(string, time.Duration) (string, time.Time, error) {
-				return "http://127.0.0.1:9/admin/login?t=x", time.Date(2026, 12, 3, 12, 0, 0, 0, time.UTC), nil
-			}}
-		ts := httptest.NewServer(srv.Handler())
-		t.Cleanup(ts.Close)
-		return ts.URL
-	}
+	serve := func(mode sandbox.Mode, fail map[string]error) string { return openapiServer(t, mode, fail) }
 	image := sandbox.Mode{Kind: sandbox.KindImage, Target: "busybox"}
 	return serve(sandbox.Mode{Kind: sandbox.KindHost}, nil), serve(image, nil),
 		serve(image, map[string]error{
@@ -383,7 +365,85 @@ func openapiServers(t *testing.T) (host, managed, failing string) {
 		})
 }
 
+// openapiServer is one server of openapiServers: in mode, its runtimes a
+// mock failing as fail says unless mode is host.
+func openapiServer(t *testing.T, mode sandbox.Mode, fail map[string]error) string {
+	t.Helper()
+	layout, err := service.ResolveLayout(service.LayoutOptions{StateDir: filepath.Join(t.TempDir(), "state"), Getenv: func(string) string { return "" }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc := service.New(layout, nil)
+	m := metrics.New("")
+	svc.SetMetrics(m)
+	if mode.Kind != sandbox.KindHost {
+		svc.SetRuntime(mode, mock.New(mock.Config{Mode: mode, Fail: fail}))
+	}
+	srv := &api.Server{Service: svc, Mode: mode, Version: "test", Token: openapiToken, MaxBody: 64 << 10, Metrics: m.Handler(),
+		AdminLink: func(string, time.Duration) (string, time.Time, error) {
+			return "http://127.0.0.1:9/admin/login?t=x", time.Date(2026, 12, 3, 12, 0, 0, 0, time.UTC), nil
+		}}
+	ts := httptest.NewServer(srv.Handler())
+	t.Cleanup(ts.Close)
+	return ts.URL
+}
+
 var bearer = []string{"Authorization", "Bearer " + openapiToken}
+
+// TestOpenAPI_CutShort: the two errors that come after an answer began,
+// triggered: a command whose runtime goes away once its output went out
+// ends its stream with an error frame, which matches the frame schema,
+// and a file read cut after its first byte sends the bytes it had and
+// the Hutch-Error trailer, an ErrorBody, as the description says.
+func TestOpenAPI_CutShort(t *testing.T) {
+	s := loadSpec(t)
+	gone := errdefs.New(errdefs.ErrUnavailable, "The runtime went away")
+	base := openapiServer(t, sandbox.Mode{Kind: sandbox.KindImage, Target: "busybox"}, map[string]error{
+		mock.OpExecAfterOutput: gone,
+		mock.OpReadAfterBytes:  gone,
+	})
+	c := `"conversation":{"platform":"web","conversationId":"openapi-cut"}`
+
+	ex := call{"POST", "/v1/exec", `{` + c + `,"command":"echo out; echo more > f.txt"}`, bearer}
+	status, ct, body := ex.do(t, base)
+	if status != http.StatusOK {
+		t.Fatalf("exec: %d %s", status, body)
+	}
+	s.checkResponse(t, "exec cut short", s.operation(ex.method, ex.path), status, ct, body)
+	lines := strings.Split(strings.TrimSuffix(body, "\n"), "\n")
+	var last api.Frame
+	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &last); err != nil || last.Error == nil ||
+		last.Error.Code != "unavailable" || last.Error.Error != gone.Error() || last.Result != nil || len(lines) < 2 {
+		t.Errorf("exec's frames: %s; want the output, then an error frame of code unavailable", body)
+	}
+
+	req, err := http.NewRequest("POST", base+"/v1/files/read", strings.NewReader(`{`+c+`,"path":"f.txt"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set(bearer[0], bearer[1])
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := io.ReadAll(resp.Body)
+	_ = resp.Body.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != http.StatusOK || string(data) != "m" {
+		t.Errorf("files/read cut short: %d %q; want 200 and the one byte sent", resp.StatusCode, data)
+	}
+	trailer := resp.Trailer.Get(api.TrailerError)
+	s.validate(t, "the Hutch-Error trailer", "/components/schemas/ErrorBody", trailer, false)
+	var eb api.ErrorBody
+	if err := json.Unmarshal([]byte(trailer), &eb); err != nil || eb.Code != "unavailable" || !strings.HasSuffix(eb.Error, ": "+gone.Error()) {
+		t.Errorf("the Hutch-Error trailer: %q (%v); want the runtime's error, code unavailable", trailer, err)
+	}
+	if ok, _ := s.at(s.operation("POST", "/v1/files/read") + pointer("responses", "200")); !strings.Contains(fmt.Sprint(ok.(map[string]any)["description"]), api.TrailerError) {
+		t.Errorf("files/read's description does not name the %s trailer", api.TrailerError)
+	}
+}
 
 // TestOpenAPI_Errors: each kind of error the API answers, triggered for
 // real, is described by its operation and has the error shape.

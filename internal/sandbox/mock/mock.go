@@ -50,6 +50,12 @@ const (
 	OpUsage     = "usage"
 	OpCheck     = "check"
 	OpReconcile = "reconcile"
+	// OpExecAfterOutput fails an Exec after the command ran and its
+	// output went out, as a runtime that went away mid-command does.
+	OpExecAfterOutput = "exec-after-output"
+	// OpReadAfterBytes fails a file read after its first byte went out,
+	// as a runtime that went away mid-read does.
+	OpReadAfterBytes = "read-after-bytes"
 )
 
 // Config says what the mock stands in for and how it fails.
@@ -134,6 +140,9 @@ func (r *Runtime) Exec(ctx context.Context, spec sandbox.Spec, req sandbox.ExecR
 	r.mu.Lock()
 	rt.cpu += time.Since(start) / 10 // a nominal share: the mock measures nothing
 	r.mu.Unlock()
+	if ferr := r.fail(OpExecAfterOutput); ferr != nil && err == nil {
+		return sandbox.ExecResult{}, ferr
+	}
 	return res, err
 }
 
@@ -211,7 +220,7 @@ func (r *Runtime) Files(spec sandbox.Spec) sandbox.Files {
 			r.cfg.Changed(ctx, *change)
 		}
 		r.ended(spec.OfficeKey, rt)
-		return mapped{spec: spec}, nil
+		return mapped{spec: spec, cut: r.fail(OpReadAfterBytes)}, nil
 	}, spec.OfficeRuntimePath, spec.Roots())
 }
 
@@ -219,7 +228,11 @@ func (r *Runtime) Files(spec sandbox.Spec) sandbox.Files {
 // under a read-only mount is refused by its path as given; a symlink
 // elsewhere that leads into one is not caught (the mock is no boundary;
 // the files suite checks real bind mounts in the real modes).
-type mapped struct{ spec sandbox.Spec }
+type mapped struct {
+	spec sandbox.Spec
+	// cut, when set, fails a read after its first byte.
+	cut error
+}
 
 func (m mapped) roots(roots []string) []string {
 	out := make([]string, len(roots))
@@ -242,7 +255,28 @@ func (m mapped) errorIn(p string, err error) error {
 }
 
 func (m mapped) ReadFileWithin(_ context.Context, p string, roots []string, w io.Writer) error {
+	if m.cut != nil {
+		w = &cutWriter{w: w, err: m.cut}
+	}
 	return m.errorIn(p, agent.ReadFileWithin(hostPath(m.spec, p), m.roots(roots), w))
+}
+
+// cutWriter passes on one byte, then fails with err.
+type cutWriter struct {
+	w    io.Writer
+	err  error
+	done bool
+}
+
+func (c *cutWriter) Write(p []byte) (int, error) {
+	if c.done || len(p) == 0 {
+		return 0, c.err
+	}
+	c.done = true
+	if _, err := c.w.Write(p[:1]); err != nil {
+		return 0, err
+	}
+	return 1, c.err
 }
 
 func (m mapped) WriteFileWithin(_ context.Context, p string, roots []string, r io.Reader, mode os.FileMode) error {
