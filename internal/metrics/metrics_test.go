@@ -62,8 +62,8 @@ func TestSet_ExposesCommandsEventsAndRuntimes(t *testing.T) {
 	s.Refusal(metrics.SurfaceAPI, metrics.ReasonAdmission)
 	s.Refusal(metrics.SurfaceAPI, metrics.ReasonAdmission)
 	s.Refusal(metrics.SurfacePortal, metrics.ReasonForbidden)
-	s.Refusal(metrics.SurfaceMCP, "")                  // no reason: not counted
-	s.Refusal(metrics.SurfaceMCP, "conversation C123") // not a reason: not counted
+	s.Refusal(metrics.SurfaceMCP, "")                    // no reason: not counted
+	s.Refusal(metrics.SurfaceMCP, "conversation C123")   // not a reason: not counted
 	s.Refusal(metrics.ReasonNetwork, metrics.SurfaceAPI) // the labels swapped: not counted
 	s.WatchRuntimes(sandbox.KindImage, func(context.Context) (metrics.Runtimes, error) { return runtimes{}, nil })
 	body := scrape(t, s)
