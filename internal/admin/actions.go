@@ -76,6 +76,7 @@ func (s *Server) boost(w http.ResponseWriter, r *request) error {
 	if err != nil {
 		return err
 	}
+	s.refreshUsage(r.Context())
 	size := limitsText(st.Limits)
 	flash := fmt.Sprintf("Boosted %s until its runtime stops.", addr)
 	if size != "" {
@@ -188,6 +189,7 @@ func (s *Server) destroy(action string) func(http.ResponseWriter, *request) erro
 		if err := d.act(lc, r.Context(), string(addr.Key())); err != nil {
 			return err
 		}
+		s.refreshUsage(r.Context())
 		return s.renderOffice(w, r, addr, http.StatusOK, d.Flash(addr), "")
 	}
 }

@@ -213,6 +213,9 @@ type sampler struct {
 	once  sync.Once
 	first chan struct{} // closed once the first reading is in
 	stop  context.CancelFunc
+	// asks carries refresh's requests to the loop, which closes each
+	// once it has read.
+	asks chan chan struct{}
 
 	// mu guards the following.
 	mu        sync.Mutex
@@ -231,6 +234,31 @@ func newSampler(now func() time.Time, log *slog.Logger, source func(context.Cont
 	return &sampler{
 		now: now, log: log, every: sampleEvery, pause: firstPause, source: source,
 		first: make(chan struct{}), stop: func() {}, series: map[string]*series{},
+		asks: make(chan chan struct{}),
+	}
+}
+
+// refreshWait bounds how long an action waits for the reading it asked
+// for.
+const refreshWait = 3 * time.Second
+
+// refresh has the loop read now rather than at its next tick, and waits
+// (up to refreshWait, or ctx) until it has: after an action changed a
+// runtime's limits or state, the page it answers with shows them, not
+// those of a reading up to sampleEvery old. The tick's readings stay the
+// loop's alone.
+func (u *sampler) refresh(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(ctx, refreshWait)
+	defer cancel()
+	done := make(chan struct{})
+	select {
+	case u.asks <- done:
+	case <-ctx.Done():
+		return
+	}
+	select {
+	case <-done:
+	case <-ctx.Done():
 	}
 }
 
@@ -254,6 +282,10 @@ func (u *sampler) run(ctx context.Context) {
 			return
 		case <-t.C:
 			u.tick(ctx)
+		case done := <-u.asks:
+			u.tick(ctx)
+			close(done)
+			t.Reset(u.every)
 		}
 	}
 }
@@ -478,6 +510,16 @@ type usageRow struct {
 
 // usageView is the table of running runtimes' use, or nil for a mode
 // hutch manages no runtimes in.
+// refreshUsage has s's sampler read now, when it runs (see refresh).
+func (s *Server) refreshUsage(ctx context.Context) {
+	samplers.Lock()
+	u := samplers.m[s]
+	samplers.Unlock()
+	if u != nil {
+		u.refresh(ctx)
+	}
+}
+
 func (s *Server) usageView(ctx context.Context) *usageView {
 	if !sandbox.CapabilitiesOf(s.mode.Kind).ManagedLifecycle {
 		return nil

@@ -611,3 +611,38 @@ func TestCPUShare(t *testing.T) {
 		}
 	}
 }
+
+// TestSampler_Refresh: an action that changed a runtime asks the loop to
+// read at once, and the view shows what it read before the next tick
+// (here an hour away): a boost's new memory limit, not the old one.
+func TestSampler_Refresh(t *testing.T) {
+	a := usageStatus("web", "alpha", sandbox.StateRunning)
+	rts := &fakeRuntimes{list: []sandbox.Status{a}}
+	rts.set(a.OfficeKey, 900_000_000, 98_000_000_000, 40)
+	rts.set(a.OfficeKey, 1_000_000_000, 100_000_000_000, 50)
+	u := newSampler(time.Now, nil, func(context.Context) (measured, error) { return rts, nil })
+	u.every, u.pause = time.Hour, 0
+	u.start()
+	defer u.stop()
+	<-u.first
+	if v := u.view(); len(v.Rows) != 1 || v.Rows[0].MemoryLimit != "256 MiB" {
+		t.Fatalf("first view: %+v", v.Rows)
+	}
+	boosted := a
+	boosted.Limits.MemoryBytes = 512 << 20
+	rts.setList(boosted)
+	rts.mu.Lock()
+	rts.readings[a.OfficeKey] = append(rts.readings[a.OfficeKey], sandbox.Usage{
+		Instance: "id-" + a.OfficeKey, CPU: 1_100_000_000, Clock: 51_000_000_000,
+		Memory: 60 << 20, MemoryLimit: 512 << 20, Pids: 4, PidsLimit: 128,
+	})
+	rts.mu.Unlock()
+	start := time.Now()
+	u.refresh(context.Background())
+	if waited := time.Since(start); waited >= refreshWait {
+		t.Fatalf("refresh waited %v, its bound: the loop did not read", waited)
+	}
+	if v := u.view(); len(v.Rows) != 1 || v.Rows[0].MemoryLimit != "512 MiB" {
+		t.Errorf("the view after a refresh: %+v; want the new limit, 512 MiB", v.Rows)
+	}
+}
