@@ -21,6 +21,7 @@ import (
 
 	"github.com/hutchsandbox/hutch/internal/bridge/protocol"
 	"github.com/hutchsandbox/hutch/internal/errdefs"
+	"github.com/hutchsandbox/hutch/internal/httpstatus"
 	"github.com/hutchsandbox/hutch/internal/office"
 	"github.com/hutchsandbox/hutch/internal/sandbox"
 	"github.com/hutchsandbox/hutch/internal/service"
@@ -126,7 +127,7 @@ func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	r.Body = http.MaxBytesReader(w, r.Body, MaxBody)
-	rw := &recorder{ResponseWriter: w}
+	rw := &httpstatus.Recorder{ResponseWriter: w}
 	var err error
 	func() {
 		defer func() {
@@ -137,8 +138,8 @@ func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}()
 		err = s.route(rw, r)
 	}()
-	status := rw.status
-	if err != nil && !rw.wrote() {
+	status := rw.Status
+	if err != nil && !rw.Wrote() {
 		status = writeError(rw, err)
 	}
 	lvl := slog.LevelDebug
@@ -589,28 +590,3 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	enc.SetEscapeHTML(false)
 	_ = enc.Encode(v)
 }
-
-// recorder notes the status a handler sent.
-type recorder struct {
-	http.ResponseWriter
-	status int
-}
-
-func (r *recorder) WriteHeader(code int) {
-	if r.status == 0 {
-		r.status = code
-	}
-	r.ResponseWriter.WriteHeader(code)
-}
-
-func (r *recorder) Write(p []byte) (int, error) {
-	if r.status == 0 {
-		r.status = http.StatusOK
-	}
-	return r.ResponseWriter.Write(p)
-}
-
-func (r *recorder) wrote() bool { return r.status != 0 }
-
-// Unwrap lets http.ResponseController reach the flusher.
-func (r *recorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }

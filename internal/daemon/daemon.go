@@ -27,6 +27,7 @@ import (
 	"github.com/hutchsandbox/hutch/internal/atomicfile"
 	"github.com/hutchsandbox/hutch/internal/errdefs"
 	"github.com/hutchsandbox/hutch/internal/events"
+	"github.com/hutchsandbox/hutch/internal/httpstatus"
 	"github.com/hutchsandbox/hutch/internal/mcpserver"
 	"github.com/hutchsandbox/hutch/internal/metrics"
 	"github.com/hutchsandbox/hutch/internal/sandbox"
@@ -301,9 +302,9 @@ func Run(ctx context.Context, o Options) error {
 // counts the refusals of what is asked itself, where it answers them.
 func countPortalRefusals(svc *service.Service, h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		sw := &statusWriter{ResponseWriter: w}
+		sw := &httpstatus.Recorder{ResponseWriter: w}
 		h.ServeHTTP(sw, r)
-		switch sw.status {
+		switch sw.Status {
 		case http.StatusUnauthorized:
 			svc.CountRefused(r.Context(), metrics.SurfacePortal, metrics.ReasonUnauthorized)
 		case http.StatusForbidden:
@@ -311,29 +312,6 @@ func countPortalRefusals(svc *service.Service, h http.Handler) http.Handler {
 		}
 	})
 }
-
-// statusWriter keeps the status a handler answered.
-type statusWriter struct {
-	http.ResponseWriter
-	status int
-}
-
-func (w *statusWriter) WriteHeader(status int) {
-	if w.status == 0 {
-		w.status = status
-	}
-	w.ResponseWriter.WriteHeader(status)
-}
-
-func (w *statusWriter) Write(b []byte) (int, error) {
-	if w.status == 0 {
-		w.status = http.StatusOK
-	}
-	return w.ResponseWriter.Write(b)
-}
-
-// Unwrap lets http.ResponseController reach the connection's writer.
-func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // validate refuses to start in a mode that cannot work here, with the
 // reason and a hint.
