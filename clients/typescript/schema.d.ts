@@ -548,14 +548,14 @@ export interface components {
              * @enum {string}
              */
             surface: "cli" | "api" | "chat" | "mcp" | "portal" | "daemon";
-            /** @description Who made it, when known: a portal user, a chat's or MCP client's platform user. */
+            /** @description Who made it, when known: a portal user, a chat's or MCP client's platform user, the account that ran a hutch command. */
             who?: string;
             /**
              * @description What happened (docs/api.md lists what each means and what its detail holds).
              * @enum {string}
              */
-            action: "runtime.created" | "runtime.recreated" | "runtime.stopped" | "runtime.removed" | "limits.set" | "limits.boost" | "door.set" | "vault.set" | "vault.remove" | "vault.placeholder" | "vault.unmark" | "setting.set" | "refused" | "portal.signin" | "portal.signout";
-            /** @description What it happened to: an office key (runtimes, limits, vaults), a conversation as platform/id (door), or global. */
+            action: "runtime.created" | "runtime.recreated" | "runtime.stopped" | "runtime.removed" | "limits.set" | "limits.boost" | "door.set" | "vault.set" | "vault.remove" | "vault.placeholder" | "vault.unmark" | "setting.set" | "project.trust" | "project.setting" | "refused" | "portal.signin" | "portal.signout";
+            /** @description What it happened to: an office key (runtimes, limits, vaults), a conversation as platform/id (door, and a refusal of a call that named one), a project (its directory, or a project sandbox's container name), or global. */
             target?: string;
             /** @description Names and reasons: why a runtime was re-created, the limits, the door policy, the vault's names, a refusal's reason and text. */
             detail?: string;

@@ -351,12 +351,13 @@ func (p *projectCmd) boxOptions(eng *engine.Engine, stateDir, runDir string) box
 	settings, _ := p.settingsPath()
 	return box.Options{Engine: eng, StateDir: stateDir, RunDir: runDir, Progress: p.g.stderr, Home: p.home(), SettingsFile: settings,
 		Agent:   func() (agentbin.Binary, error) { return agentbin.LocateCached(p.g.env("HUTCH_AGENT_BINARY"), stateDir) },
-		Changed: projectChanged(stateDir)}
+		Changed: projectChanged(stateDir, p.g.operator())}
 }
 
 // projectChanged records the changes to a project's sandbox in the event
-// log of stateDir, as the CLI's, the container's name as their target.
-func projectChanged(stateDir string) func(ctx context.Context, event, name, why string) {
+// log of stateDir, as the CLI's and who's, the container's name as their
+// target.
+func projectChanged(stateDir, who string) func(ctx context.Context, event, name, why string) {
 	log := events.Open(stateDir)
 	actions := map[string]string{"created": events.RuntimeCreated, "stopped": events.RuntimeStopped, "removed": events.RuntimeRemoved}
 	return func(_ context.Context, event, name, why string) {
@@ -365,7 +366,16 @@ func projectChanged(stateDir string) func(ctx context.Context, event, name, why 
 			return
 		}
 		// A log that cannot be written does not undo the change.
-		_ = log.Append(events.Event{Surface: events.SurfaceCLI, Action: action, Target: name, Detail: why})
+		_ = log.Append(events.Event{Surface: events.SurfaceCLI, Who: who, Action: action, Target: name, Detail: why})
+	}
+}
+
+// record writes a change to the project's settings or approval to the
+// event log, as the CLI's with its user. A log that cannot be written
+// does not undo the change.
+func (p *projectCmd) record(action, target, detail string) {
+	if svc, err := p.g.service(); err == nil {
+		svc.Record(context.Background(), action, target, detail)
 	}
 }
 
@@ -1044,6 +1054,12 @@ keys and the effective values.`,
 			if !set {
 				verb = "Unset"
 			}
+			// The key alone: a value may be a credential (sandbox-env).
+			target := dir
+			if global {
+				target = "global"
+			}
+			p.record(events.ProjectSetting, target, strings.ToLower(verb)+" "+args[0])
 			return printf(p.g.stdout, "%s %s for %s in %s.\n", verb, args[0], scope, path)
 		},
 	}
@@ -1080,6 +1096,7 @@ features too: they run when the image is built. Read them first.`,
 			if err := l.trust.Approve(l.dir, a, sources); err != nil {
 				return err
 			}
+			p.record(events.ProjectTrust, l.dir, l.dcPath+" sha256 "+a.Digest()[:12])
 			if err := printf(p.g.stdout, "Approved %s (sha256 %s); run `hutch project rebuild` to apply it to a running sandbox.\n", l.dcPath, a.Digest()[:12]); err != nil {
 				return err
 			}

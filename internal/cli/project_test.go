@@ -1,11 +1,15 @@
 package cli
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
+	"os/user"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/hutchsandbox/hutch/internal/events"
 )
 
 // projectEnv is a CLI environment with its own HOME and config dir and a
@@ -88,6 +92,9 @@ func TestProject_Trust(t *testing.T) {
 	}
 	if out := e.ok("project", "-C", proj, "trust"); !strings.HasPrefix(out, "Approved "+dc+" (sha256 ") {
 		t.Errorf("trust printed %q", out)
+	}
+	if ev := e.ok("events", "-n", "1", "--json"); !strings.Contains(ev, `"action":"project.trust","target":"`+proj+`","detail":"`+dc+` sha256 `) {
+		t.Errorf("the approval is not the last event: %s", ev)
 	}
 	if out := e.ok("project", "-C", proj, "settings"); strings.Contains(out, "not applied") {
 		t.Errorf("trusted devcontainer.json still noted:\n%s", out)
@@ -256,6 +263,28 @@ func TestProject_SettingsSetUnset(t *testing.T) {
 	}
 	if hashDir(t, proj) != before {
 		t.Error("settings set wrote inside the project")
+	}
+	// Each change is an event, by key alone: a value can be a secret.
+	me, err := user.Current()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, line := range strings.Split(strings.TrimSpace(e.ok("events", "--json")), "\n") {
+		var ev events.Event
+		if err := json.Unmarshal([]byte(line), &ev); err != nil {
+			t.Fatalf("event %q: %v", line, err)
+		}
+		got = append(got, strings.Join([]string{ev.Surface, ev.Who, ev.Action, ev.Target, ev.Detail}, "|"))
+	}
+	want := []string{
+		"cli|" + me.Username + "|project.setting|" + proj + "|set sandbox-agents",
+		"cli|" + me.Username + "|project.setting|global|set sandbox-memory",
+		"cli|" + me.Username + "|project.setting|" + proj + "|set sandbox-env",
+		"cli|" + me.Username + "|project.setting|" + proj + "|unset sandbox-agents",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("events:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }
 

@@ -51,6 +51,8 @@ const (
 	VaultPlaceholder = "vault.placeholder" // a placeholder marked; Detail name and hosts
 	VaultUnmark      = "vault.unmark"      // a placeholder mark cleared; Detail the name
 	SettingSet       = "setting.set"       // a global setting; Detail key=value or key cleared
+	ProjectTrust     = "project.trust"     // a project's devcontainer.json approved; Detail the file and digest
+	ProjectSetting   = "project.setting"   // a project setting set or unset; Detail the key, never the value
 	Refused          = "refused"           // a refusal; Detail its reason and text
 	PortalSignIn     = "portal.signin"
 	PortalSignOut    = "portal.signout"
@@ -61,7 +63,7 @@ var Actions = []string{
 	RuntimeCreated, RuntimeRecreated, RuntimeStopped, RuntimeRemoved,
 	LimitsSet, LimitsBoost, DoorSet,
 	VaultSet, VaultRemove, VaultPlaceholder, VaultUnmark,
-	SettingSet, Refused, PortalSignIn, PortalSignOut,
+	SettingSet, ProjectTrust, ProjectSetting, Refused, PortalSignIn, PortalSignOut,
 }
 
 // Event is one change. Its JSON form is the line in the log, what
