@@ -547,7 +547,7 @@ export interface components {
              * @description Where the change came from.
              * @enum {string}
              */
-            surface: "cli" | "api" | "chat" | "mcp" | "portal" | "daemon";
+            surface: "cli" | "api" | "chat" | "mcp" | "portal" | "daemon" | "egress";
             /** @description Who made it, when known: a portal user, a chat's or MCP client's platform user, the account that ran a hutch command. */
             who?: string;
             /**

@@ -75,9 +75,18 @@ type Proxy struct {
 	Record func(Event)
 	// Denied, when set, is called once for each connection or request
 	// the network policy refuses (a host not listed, network none, a name
-	// that resolves to an internal address), from the proxy's goroutines.
-	// It is told nothing of what was refused: the log line says that.
-	Denied func()
+	// that resolves to an internal address), from the proxy's goroutines,
+	// with what was refused and why.
+	Denied func(Denial)
+}
+
+// Denial is a connection or request the network policy refused: where it
+// went and why ("not in allowlist", "network is none", "resolves to
+// internal address 10.0.0.1").
+type Denial struct {
+	Host   string
+	Port   int
+	Reason string
 }
 
 // Serve answers proxy requests on l until ctx ends, then closes l, every
@@ -141,7 +150,7 @@ type server struct {
 	ca            *CA
 	roots         *x509.CertPool
 	recordFn      func(Event)
-	deniedFn      func()
+	deniedFn      func(Denial)
 
 	mu     sync.Mutex
 	closed bool
@@ -399,9 +408,9 @@ func (s *server) dialFailed(w http.ResponseWriter, r *http.Request, host string,
 	target := net.JoinHostPort(host, strconv.Itoa(port))
 	var refused *refusedAddr
 	if errors.As(err, &refused) {
-		s.denied()
-		s.decide(r.Context(), false, r.Method, host, port,
-			slog.String("reason", "resolves to internal address "+refused.addr.Addr().String()))
+		reason := "resolves to internal address " + refused.addr.Addr().String()
+		s.denied(host, port, reason)
+		s.decide(r.Context(), false, r.Method, host, port, slog.String("reason", reason))
 		http.Error(w, fmt.Sprintf("hutch egress: %s resolves to %s, an internal address; "+
 			"to reach it, add %s to sandbox.network.allow", target, refused.addr.Addr(), refused.addr),
 			http.StatusForbidden)
@@ -417,15 +426,15 @@ func (s *server) notListed(w http.ResponseWriter, r *http.Request, pol netpolicy
 	if pol.Mode == netpolicy.ModeNone {
 		reason = "network is none"
 	}
-	s.denied()
+	s.denied(host, port, reason)
 	s.decide(r.Context(), false, r.Method, host, port, slog.String("reason", reason))
 	http.Error(w, pol.Refusal(host, port), http.StatusForbidden)
 }
 
 // denied tells Proxy.Denied of a refusal by the network policy.
-func (s *server) denied() {
+func (s *server) denied(host string, port int, reason string) {
 	if s.deniedFn != nil {
-		s.deniedFn()
+		s.deniedFn(Denial{Host: host, Port: port, Reason: reason})
 	}
 }
 

@@ -302,7 +302,7 @@ func TestProxy_ConnectDenied(t *testing.T) {
 	h := start(t, func(h *harness, p *egress.Proxy) {
 		p.Policy = mustAllow(t, "origin.test", "*.npmjs.org")
 		p.Dial = h.routes(nil)
-		p.Denied = func() { deniedCalls.Add(1) }
+		p.Denied = func(egress.Denial) { deniedCalls.Add(1) }
 	})
 	testCases := []struct{ name, target string }{
 		{"unlisted", "evil.test:443"},
@@ -465,7 +465,7 @@ func TestProxy_InternalAddressGuard(t *testing.T) {
 		var deniedCalls atomic.Int32
 		h := start(t, func(h *harness, p *egress.Proxy) {
 			p.Policy = mustAllow(t, name)
-			p.Denied = func() { deniedCalls.Add(1) }
+			p.Denied = func(egress.Denial) { deniedCalls.Add(1) }
 		})
 		res, body, _, _ := h.roundTrip(t, connectReq(name, ""))
 		if res.StatusCode != http.StatusForbidden || !strings.Contains(body, "internal address") {

@@ -34,6 +34,7 @@ const (
 	SurfaceMCP    = "mcp"    // MCP's sandbox tool
 	SurfacePortal = "portal" // the admin portal
 	SurfaceDaemon = "daemon" // the daemon on its own: idle stops, reconcile
+	SurfaceEgress = "egress" // the egress proxies: what a runtime's traffic was refused
 )
 
 // The actions an event records. The set is fixed: a reader may switch on

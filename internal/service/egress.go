@@ -1,10 +1,14 @@
 package service
 
 import (
+	"context"
+	"net"
 	"path/filepath"
+	"strconv"
 	"time"
 
 	"github.com/hutchsandbox/hutch/internal/egress"
+	"github.com/hutchsandbox/hutch/internal/events"
 	"github.com/hutchsandbox/hutch/internal/metrics"
 	"github.com/hutchsandbox/hutch/internal/netpolicy"
 	"github.com/hutchsandbox/hutch/internal/office"
@@ -85,16 +89,32 @@ func (s *Service) newEgressProxy(officeKey string) (*egress.Proxy, error) {
 		CA:            ca,
 		UpstreamRoots: s.egressRoots,
 		Record:        s.egressRecorder(officeKey),
-		Denied:        s.egressDenied,
+		Denied:        s.egressDenied(officeKey),
 	}, nil
 }
 
-// egressDenied counts a connection or request the network policy
-// refused: an agent reaching for a host it may not.
-func (s *Service) egressDenied() { s.metrics.Refusal(metrics.SurfaceEgress, metrics.ReasonNetwork) }
+// egressActor is the context of what an office's egress proxy refuses,
+// for the event log.
+func egressActor(officeKey string) context.Context {
+	return events.WithTarget(events.WithActor(context.Background(), events.Actor{Surface: events.SurfaceEgress}), officeKey)
+}
+
+// egressDenied is what an office's proxy tells of each connection or
+// request the network policy refused (an agent reaching for a host it
+// may not): counted, and a refusal event (at the rate refusal events
+// are written).
+func (s *Service) egressDenied(officeKey string) func(egress.Denial) {
+	return func(d egress.Denial) {
+		s.metrics.Refusal(metrics.SurfaceEgress, metrics.ReasonNetwork)
+		s.recordRefusal(egressActor(officeKey), metrics.SurfaceEgress,
+			metrics.ReasonNetwork+": "+net.JoinHostPort(d.Host, strconv.Itoa(d.Port))+" "+d.Reason)
+	}
+}
 
 // egressRecorder is what an office's proxy tells of each placeholder use:
-// its journal (for the portal) and the metrics.
+// its journal (for the portal) and the metrics; a refusal is an event of
+// the log too, an attempted exfiltration when the host is not one the
+// entry names.
 func (s *Service) egressRecorder(officeKey string) func(egress.Event) {
 	journal := egress.OpenJournal(s.EgressJournal(officeKey))
 	return func(ev egress.Event) {
@@ -103,5 +123,12 @@ func (s *Service) egressRecorder(officeKey string) func(egress.Event) {
 		}
 		journal.Record(ev)
 		s.metrics.Placeholder(ev.Kind, ev.Reason)
+		if ev.Kind == egress.KindRefused {
+			detail := "placeholder: " + ev.Secret + " toward " + net.JoinHostPort(ev.Host, strconv.Itoa(ev.Port)) + " " + ev.Reason
+			if ev.Reason == egress.ReasonNotListed {
+				detail += " (an attempted exfiltration)"
+			}
+			s.recordRefusal(egressActor(officeKey), metrics.SurfaceEgress, detail)
+		}
 	}
 }

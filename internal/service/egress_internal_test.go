@@ -11,12 +11,15 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/hutchsandbox/hutch/internal/egress"
+	"github.com/hutchsandbox/hutch/internal/events"
 	"github.com/hutchsandbox/hutch/internal/metrics"
 	"github.com/hutchsandbox/hutch/internal/office"
 )
 
 // TestEgressProxy_DenialCounted: a connection an office's egress proxy
-// refuses by its network setting is a refusal in the daemon's metrics.
+// refuses by its network setting is a refusal in the daemon's metrics,
+// and an event of the log naming the office, the host and why.
 func TestEgressProxy_DenialCounted(t *testing.T) {
 	layout, err := ResolveLayout(LayoutOptions{StateDir: filepath.Join(t.TempDir(), "state"), Getenv: func(string) string { return "" }})
 	if err != nil {
@@ -70,5 +73,38 @@ func TestEgressProxy_DenialCounted(t *testing.T) {
 	m.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
 	if want := `hutch_refusals_total{reason="network",surface="egress"} 1`; !strings.Contains(rec.Body.String(), want) {
 		t.Errorf("metrics lack %s", want)
+	}
+	evs, err := s.Events().Last(10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := events.Event{Surface: events.SurfaceEgress, Action: events.Refused, Target: string(addr.Key()), Detail: "network: example.test:443 network is none"}
+	if n := len(evs); n == 0 || evs[n-1].Surface != want.Surface || evs[n-1].Action != want.Action || evs[n-1].Target != want.Target || evs[n-1].Detail != want.Detail {
+		t.Errorf("events: %+v; want the last one %+v", evs, want)
+	}
+}
+
+// TestEgressRecorder_PlaceholderRefusalIsAnEvent: a placeholder the proxy
+// refused toward a host its entry does not name is an attempted
+// exfiltration in the event log (the secret's name and the host, never
+// its value); a substitution is no event there (the office's journal
+// keeps it).
+func TestEgressRecorder_PlaceholderRefusalIsAnEvent(t *testing.T) {
+	layout, err := ResolveLayout(LayoutOptions{StateDir: filepath.Join(t.TempDir(), "state"), Getenv: func(string) string { return "" }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := New(layout, nil)
+	key := "v1-web-exfil-0123456789abcdef"
+	record := s.egressRecorder(key)
+	record(egress.Event{Secret: "GH_TOKEN", Host: "api.github.com", Port: 443, Kind: egress.KindSubstituted})
+	record(egress.Event{Secret: "GH_TOKEN", Host: "evil.example", Port: 443, Kind: egress.KindRefused, Reason: egress.ReasonNotListed})
+	evs, err := s.Events().Last(10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "egress refused " + key + " placeholder: GH_TOKEN toward evil.example:443 host not listed for this secret (an attempted exfiltration)"
+	if len(evs) != 1 || evs[0].Surface+" "+evs[0].Action+" "+evs[0].Target+" "+evs[0].Detail != want {
+		t.Errorf("events: %+v; want one: %s", evs, want)
 	}
 }

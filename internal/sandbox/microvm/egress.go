@@ -152,7 +152,9 @@ func (r *Runtime) startEgress(dir string, spec sandbox.Spec, ca *egress.CA) (str
 		Dial:          r.cfg.EgressDial,
 		CA:            ca,
 		UpstreamRoots: r.cfg.EgressUpstreamRoots,
-		Denied:        r.cfg.EgressDenied,
+	}
+	if r.cfg.EgressDenied != nil {
+		p.Denied = r.cfg.EgressDenied(key)
 	}
 	if r.cfg.EgressSecrets != nil {
 		p.Secrets = func() []egress.Secret { return r.cfg.EgressSecrets(key) }

@@ -89,9 +89,9 @@ type Config struct {
 	// EgressRecord, asked once per boot, receives the office's
 	// placeholder events (Proxy.Record).
 	EgressRecord func(officeKey string) func(egress.Event)
-	// EgressDenied is called for each connection the network policy
-	// refuses (Proxy.Denied).
-	EgressDenied func()
+	// EgressDenied, asked once per boot, is called for each connection
+	// the office's network policy refuses (Proxy.Denied).
+	EgressDenied func(officeKey string) func(egress.Denial)
 	// EgressDial and EgressUpstreamRoots replace the proxy's dialer and
 	// the roots it verifies intercepted upstreams with (tests).
 	EgressDial          func(ctx context.Context, network, addr string) (net.Conn, error)
