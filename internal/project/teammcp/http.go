@@ -69,8 +69,16 @@ func Handler(newServer func(*http.Request) *mcp.Server, token string) http.Handl
 		// (withRequest), so the command stops with it.
 		r = r.WithContext(context.WithValue(r.Context(), requestKey{}, r.Context()))
 		if r.Method == http.MethodPost {
-			body, err := io.ReadAll(r.Body)
+			// Read here, to look for a progress token, so bounded here as
+			// the SDK bounds what it reads: the token is the agents', and
+			// an agent must not make hutch hold a body of any size.
+			body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, mcp.DefaultMaxRequestBodyBytes))
 			if err != nil {
+				var mbe *http.MaxBytesError
+				if errors.As(err, &mbe) {
+					http.Error(w, fmt.Sprintf("request body exceeds %d bytes", mbe.Limit), http.StatusRequestEntityTooLarge)
+					return
+				}
 				http.Error(w, "reading the request: "+err.Error(), http.StatusBadRequest)
 				return
 			}

@@ -11,7 +11,9 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -237,5 +239,57 @@ func TestClientConfig(t *testing.T) {
 `
 	if got != want {
 		t.Errorf("got\n%s\nwant\n%s", got, want)
+	}
+}
+
+// endless is a body that never ends, counting what was read of it.
+type endless struct{ read atomic.Int64 }
+
+func (e *endless) Read(p []byte) (int, error) {
+	for i := range p {
+		p[i] = ' '
+	}
+	e.read.Add(int64(len(p)))
+	return len(p), nil
+}
+
+// TestHandler_AttackHugeBody: the agents hold the token, and the handler
+// reads a POST's body itself (to look for a progress token). A body that
+// never ends, with a progress token or without, is refused with 413 once
+// it passes the SDK's bound, and no more of it than that and what the
+// sockets' buffers hold is read (a reader without the bound reads
+// gigabytes in the ten seconds the client waits).
+func TestHandler_AttackHugeBody(t *testing.T) {
+	srv := newServer()
+	ts := httptest.NewServer(teammcp.Handler(func(*http.Request) *mcp.Server { return srv }, token))
+	t.Cleanup(ts.Close)
+	for _, prefix := range []string{
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"_meta":{"progressToken":1},"name":"bash","arguments":{"command":"`,
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"bash","arguments":{"command":"`,
+	} {
+		body := &endless{}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, ts.URL+"/mcp", io.MultiReader(strings.NewReader(prefix), body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Authorization", "Bearer "+token)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			// The server may close the connection while the body is still
+			// being sent; what it read is what counts.
+			t.Logf("the request: %v", err)
+		} else {
+			_ = resp.Body.Close()
+			if resp.StatusCode != http.StatusRequestEntityTooLarge {
+				t.Errorf("an endless body: %s, want 413", resp.Status)
+			}
+		}
+		if n := body.read.Load(); n > 16*mcp.DefaultMaxRequestBodyBytes {
+			t.Errorf("%d bytes of the endless body were read; the bound is %d", n, mcp.DefaultMaxRequestBodyBytes)
+		}
 	}
 }
