@@ -269,7 +269,7 @@ func diagnose(ctx context.Context, p doctorProbes) []check {
 			notes = append(notes, "boosts and temporary limits need Podman 5.1 or later")
 		}
 		if e.KillsBuildSteps() {
-			notes = append(notes, "before 4.6, Podman sometimes kills a step of an image build run beside other work, and hutch builds it again, up to 3 times")
+			notes = append(notes, fmt.Sprintf("before 4.6, Podman sometimes kills a step of an image build run beside other work, and hutch builds it again, up to %d times", engine.KilledStepAttempts))
 		}
 		if len(notes) > 0 {
 			reason += " (" + strings.Join(notes, "; ") + ")"

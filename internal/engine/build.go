@@ -30,7 +30,9 @@ func BuildDockerfile(ctx context.Context, cli *client.Client, dockerfile []byte,
 	if err != nil {
 		return fmt.Errorf("making the build context: %w", err)
 	}
-	return retryKilledStep(ctx, out, func() error {
+	// Without the engine at hand, the message alone decides: only Buildah
+	// (Podman) ends one with killedStepText.
+	return retryKilledStep(ctx, true, out, func() error {
 		res, err := cli.ImageBuild(ctx, bytes.NewReader(buildCtx), client.ImageBuildOptions{
 			Tags:        []string{tag},
 			Dockerfile:  "Dockerfile",
@@ -77,11 +79,18 @@ func streamBuild(r io.Reader, out io.Writer) error {
 		}
 		if msg.Error != nil {
 			p.Flush()
-			text := shortenCommands(strings.TrimSpace(msg.Error.Message))
+			raw := strings.TrimSpace(msg.Error.Message)
+			text := shortenCommands(raw)
+			var err error
 			if step == "" {
-				return fmt.Errorf("image build failed: %s", text)
+				err = fmt.Errorf("image build failed: %s", text)
+			} else {
+				err = fmt.Errorf("image build failed at %s: %s", shorten(step, maxStepText), text)
 			}
-			return fmt.Errorf("image build failed at %s: %s", shorten(step, maxStepText), text)
+			if strings.HasSuffix(raw, killedStepText) {
+				err = killedStep{err}
+			}
+			return err
 		}
 		p.Print(msg)
 	}

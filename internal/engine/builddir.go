@@ -117,7 +117,7 @@ func (e *Engine) BuildDir(ctx context.Context, b DirBuild, out io.Writer) error 
 	if outside {
 		src.ExtraIgnore = name
 	}
-	err := retryKilledStep(ctx, out, func() error {
+	err := retryKilledStep(ctx, e.KillsBuildSteps(), out, func() error {
 		err := e.buildDir(ctx, src, b, bk, out)
 		var unsupported *buildkitUnsupported
 		if errors.As(err, &unsupported) {

@@ -124,7 +124,7 @@ func (e *Engine) BuildFile(ctx context.Context, dockerfile []byte, tag string, a
 	if err != nil {
 		return fmt.Errorf("making the build context: %w", err)
 	}
-	return retryKilledStep(ctx, out, func() error {
+	return retryKilledStep(ctx, e.KillsBuildSteps(), out, func() error {
 		body, err := e.startBuild(ctx, bytes.NewReader(buildCtx), client.ImageBuildOptions{
 			Tags:        []string{tag},
 			Dockerfile:  "Dockerfile",

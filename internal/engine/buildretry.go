@@ -3,8 +3,8 @@ package engine
 import (
 	"context"
 	"fmt"
+	"errors"
 	"io"
-	"strings"
 )
 
 // Podman before 4.6 kills the runtime of a build's RUN step itself now
@@ -21,19 +21,29 @@ import (
 // process's exit status instead, so it is not taken for this.
 const killedStepText = "while running runtime: signal: killed"
 
-// killedStepAttempts bounds the builds of one image that Podman's fault
+// KilledStepAttempts bounds the builds of one image that Podman's fault
 // may cost.
-const killedStepAttempts = 3
+const KilledStepAttempts = 3
+
+// killedStep is a build that failed only because Podman killed a step's
+// runtime: the engine's message ends with killedStepText, Buildah's own
+// words for the runtime's end, after the step it quotes. A RUN line that
+// holds the text itself leaves it inside the quote, not at the end.
+type killedStep struct{ error }
+
+func (e killedStep) Unwrap() error { return e.error }
 
 // retryKilledStep runs build, and again while it fails only because
-// Podman killed a step's runtime (see above), at most killedStepAttempts
-// times in all, saying so on out.
-func retryKilledStep(ctx context.Context, out io.Writer, build func() error) error {
+// Podman killed a step's runtime (see above), at most KilledStepAttempts
+// times in all, saying so on out. kills says the engine is a Podman that
+// does that (Engine.KillsBuildSteps); on any other, build runs once.
+func retryKilledStep(ctx context.Context, kills bool, out io.Writer, build func() error) error {
 	for attempt := 1; ; attempt++ {
 		err := build()
-		if err == nil || attempt == killedStepAttempts || ctx.Err() != nil || !strings.Contains(err.Error(), killedStepText) {
+		var killed killedStep
+		if !kills || err == nil || attempt == KilledStepAttempts || ctx.Err() != nil || !errors.As(err, &killed) {
 			return err
 		}
-		_, _ = fmt.Fprintf(out, "Podman killed the runtime of that step itself, which Podman before 4.6 does to a build beside other work (containers/podman#17918); building again from its cache (attempt %d of %d).\n", attempt+1, killedStepAttempts)
+		_, _ = fmt.Fprintf(out, "Podman killed the runtime of that step itself, which Podman before 4.6 does to a build beside other work (containers/podman#17918); building again from its cache (attempt %d of %d).\n", attempt+1, KilledStepAttempts)
 	}
 }

@@ -21,6 +21,14 @@ const killedStep = `{"stream":"STEP 1/2: FROM base\n"}
 {"error":"building at STEP \"RUN mkdir -p /sandbox/home\": while running runtime: signal: killed","errorDetail":{"message":"building at STEP \"RUN mkdir -p /sandbox/home\": while running runtime: signal: killed"}}
 `
 
+// quoted is a step that failed on its own whose RUN line holds the text
+// of a killed step: an agent's Dockerfile must not buy itself a retry
+// and a false explanation.
+const quoted = `{"stream":"STEP 1/2: FROM base\n"}
+{"stream":"STEP 2/2: RUN false # while running runtime: signal: killed\n"}
+{"error":"building at STEP \"RUN false # while running runtime: signal: killed\": while running runtime: exit status 1","errorDetail":{"message":"building at STEP \"RUN false # while running runtime: signal: killed\": while running runtime: exit status 1"}}
+`
+
 // stepFailed is a step whose own process failed: never built again.
 const stepFailed = `{"stream":"STEP 1/2: FROM base\n"}
 {"stream":"STEP 2/2: RUN false\n"}
@@ -37,12 +45,18 @@ const built = `{"stream":"STEP 1/2: FROM base\n"}
 // counting the builds it read a whole context for.
 func fakePodman(t *testing.T, answers ...string) (*engine.Engine, *atomic.Int32) {
 	t.Helper()
+	return fakeEngineBuilding(t, "Libpod/4.3.1 (linux)", answers...)
+}
+
+// fakeEngineBuilding is fakePodman with the ping's Server header given.
+func fakeEngineBuilding(t *testing.T, server string, answers ...string) (*engine.Engine, *atomic.Int32) {
+	t.Helper()
 	var builds atomic.Int32
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch {
 		case strings.HasSuffix(r.URL.Path, "/_ping"):
 			w.Header().Set("Api-Version", "1.41")
-			w.Header().Set("Server", "Libpod/4.3.1 (linux)")
+			w.Header().Set("Server", server)
 			_, _ = w.Write([]byte("OK"))
 		case strings.HasSuffix(r.URL.Path, "/build"):
 			if _, err := io.Copy(io.Discard, r.Body); err != nil {
@@ -63,9 +77,6 @@ func fakePodman(t *testing.T, answers ...string) (*engine.Engine, *atomic.Int32)
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = eng.Close() })
-	if eng.Flavor != engine.FlavorPodman {
-		t.Fatalf("the fake is taken for %q, not Podman", eng.Flavor)
-	}
 	return eng, &builds
 }
 
@@ -121,6 +132,29 @@ func TestBuild_PodmanKilledStep(t *testing.T) {
 				}
 				if n := strings.Count(out.String(), "building again from its cache"); n != 2 {
 					t.Errorf("%d lines say it builds again, want 2:\n%s", n, out.String())
+				}
+			})
+			t.Run("holds the text in its RUN line", func(t *testing.T) {
+				eng, builds := fakePodman(t, quoted, built)
+				if err := build(eng, io.Discard); err == nil || !strings.Contains(err.Error(), "exit status 1") {
+					t.Fatalf("err = %v, want the step's failure", err)
+				}
+				if got := builds.Load(); got != 1 {
+					t.Errorf("%d builds, want 1", got)
+				}
+			})
+			t.Run("a Podman that does not kill", func(t *testing.T) {
+				eng, builds := fakeEngineBuilding(t, "Libpod/4.9.3 (linux)", killedStep, built)
+				err := build(eng, io.Discard)
+				want := int32(1)
+				if name == "BuildDockerfile" {
+					// Without the engine at hand, it goes by the message.
+					want = 2
+				} else if err == nil {
+					t.Errorf("built again on Podman 4.9")
+				}
+				if got := builds.Load(); got != want {
+					t.Errorf("%d builds, want %d", got, want)
 				}
 			})
 			t.Run("failed on its own", func(t *testing.T) {
