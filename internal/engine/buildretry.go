@@ -2,8 +2,8 @@ package engine
 
 import (
 	"context"
-	"fmt"
 	"errors"
+	"fmt"
 	"io"
 )
 
