@@ -41,8 +41,9 @@ type Client struct {
 	Transport http.RoundTripper
 	// Surface and Who, when set, name where the calls come from in the
 	// daemon's event log (HeaderSurface, HeaderWho): hutch's own
-	// commands send the surface "cli" and the user who ran them. Other
-	// clients leave them empty and are the surface "api".
+	// commands send the surface "cli" and the user who ran them. The
+	// daemon takes the claim on its unix socket only. Other clients
+	// leave them empty and are the surface "api".
 	Surface, Who string
 
 	once sync.Once

@@ -324,8 +324,8 @@ const TrailerError = "Hutch-Error"
 
 // The headers that name where a call comes from, for the daemon's event
 // log (Client.Surface, Client.Who). The daemon takes only the surface
-// "cli", the one of hutch's own commands; Who is then the user who ran
-// the command, cut to the log's bound.
+// "cli", the one of hutch's own commands, and only on its unix socket;
+// Who is then the user who ran the command, cut to the log's bound.
 const (
 	HeaderSurface = "Hutch-Surface"
 	HeaderWho     = "Hutch-Who"

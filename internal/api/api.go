@@ -280,7 +280,7 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 				return
 			}
 		}
-		next.ServeHTTP(w, withActor(r))
+		next.ServeHTTP(w, withActor(r, s.Token == ""))
 	})
 }
 

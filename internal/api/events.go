@@ -20,15 +20,16 @@ const MaxEventFollowers = 32
 const DefaultEvents = 100
 
 // withActor names the request's surface (API, chat, MCP) in its context,
-// for the event log, with room for the target its handler names. A call
-// of the API that says it comes from hutch's own commands
+// for the event log, with room for the target its handler names. On the
+// daemon's unix socket (local: no token, only the state dir's owner
+// reaches it), a call that says it comes from hutch's own commands
 // (client.HeaderSurface "cli", and client.HeaderWho the user who ran
-// them) is the surface cli: a claim of whoever holds the API's token,
-// which is all the log can know of who runs a command elsewhere; no
-// other surface can be claimed.
-func withActor(r *http.Request) *http.Request {
+// them) is the surface cli. A caller over TCP holds a token that may be
+// a bot's or an agent's, so there the claim is not taken: it would let
+// the caller's changes pass for the operator's.
+func withActor(r *http.Request, local bool) *http.Request {
 	a := events.Actor{Surface: surfaceOf(r)}
-	if a.Surface == events.SurfaceAPI && r.Header.Get(client.HeaderSurface) == events.SurfaceCLI {
+	if local && a.Surface == events.SurfaceAPI && r.Header.Get(client.HeaderSurface) == events.SurfaceCLI {
 		a = events.Actor{Surface: events.SurfaceCLI, Who: r.Header.Get(client.HeaderWho)}
 	}
 	return r.WithContext(events.WithTargetSlot(events.WithActor(r.Context(), a)))

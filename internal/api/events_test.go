@@ -96,8 +96,8 @@ func TestEvents_FollowersBounded(t *testing.T) {
 // /v1/events under their surface, a chat's with its user; a runtime made
 // by a command is recorded under the surface of that command. A refusal
 // names the conversation it refused. A call that says it comes from
-// hutch's own commands is the surface cli, with the user it names; no
-// other surface can be claimed.
+// hutch's own commands on the local socket is the surface cli, with the
+// user it names; no other surface can be claimed, nor that one over TCP.
 func TestEvents_Surfaces(t *testing.T) {
 	layout, err := service.ResolveLayout(service.LayoutOptions{StateDir: filepath.Join(t.TempDir(), "state"), Getenv: func(string) string { return "" }})
 	if err != nil {
@@ -145,7 +145,26 @@ func TestEvents_Surfaces(t *testing.T) {
 	if code, body := post(t, ts, "/v1/sandbox/limits", `{`+c+`,"cpus":"1000"}`); code/100 != 4 {
 		t.Fatalf("limits over the ceiling through the API: %d %s", code, body)
 	}
-	resp, err := http.Get(ts.URL + "/v1/events")
+	// Over TCP the caller holds a token, which may be a bot's or an
+	// agent's: its claim to be the operator's command is not taken.
+	tcp := httptest.NewServer((&api.Server{Service: svc, Mode: mode, Token: "t0ken"}).Handler())
+	defer tcp.Close()
+	req, err := http.NewRequest(http.MethodPost, tcp.URL+"/v1/vault/set", strings.NewReader(`{`+c+`,"vars":{"FROM_TCP":"x"}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer t0ken")
+	req.Header.Set(client.HeaderSurface, "cli")
+	req.Header.Set(client.HeaderWho, "root")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("vault set over TCP: %s", resp.Status)
+	}
+	resp, err = http.Get(ts.URL + "/v1/events")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -175,6 +194,7 @@ func TestEvents_Surfaces(t *testing.T) {
 		"api||vault.set|" + key + "|FROM_PORTAL",
 		"api||vault.set|" + key + "|FROM_CHAT",
 		"api||refused|web/ev|ceiling",
+		"api||vault.set|" + key + "|FROM_TCP",
 	}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("events:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
