@@ -1,6 +1,7 @@
 package admin
 
 import (
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/cookiejar"
@@ -291,6 +292,18 @@ func TestCSRF(t *testing.T) {
 	}
 	if code, body := b.do(http.MethodGet, p.ts.URL+"/admin/audit", nil); code != http.StatusOK || !strings.Contains(body, events.DoorSet) || !strings.Contains(body, "trusted/full") {
 		t.Errorf("audit page: %d\n%s", code, body)
+	}
+	// An agent refused again and again (written straight to the log here,
+	// past any rate) cannot crowd the change off the page: refusals have
+	// their own table, of the last 50.
+	for i := range 900 {
+		if err := p.svc.Events().Append(events.Event{Surface: events.SurfaceEgress, Action: events.Refused, Target: "v1-web-agent", Detail: fmt.Sprintf("network: flood-%d.example:443 not in allowlist", i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	code, body := b.do(http.MethodGet, p.ts.URL+"/admin/audit", nil)
+	if code != http.StatusOK || !strings.Contains(body, "trusted/full") || !strings.Contains(body, "flood-899.example:") || strings.Contains(body, "flood-849.example:") {
+		t.Errorf("audit page after a flood of refusals: %d; want the change, and the last 50 refusals alone\n%s", code, body)
 	}
 }
 

@@ -6,7 +6,6 @@ import (
 	"html/template"
 	"math"
 	"net/http"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -316,18 +315,32 @@ func (s *Server) setDoor(w http.ResponseWriter, r *request) error {
 	return s.renderOffice(w, r, addr, http.StatusOK, fmt.Sprintf("Door policy set to %s; the next command runs with it.", word), "")
 }
 
-// auditShown is how many events the audit page lists.
-const auditShown = 200
+// The audit page lists the last auditShown changes and, apart, the last
+// auditRefusalsShown refusals, out of the log's last events.MaxLast
+// events: whoever is refused chooses how often, so refusals must not
+// crowd the operators' own changes off the page.
+const (
+	auditShown         = 200
+	auditRefusalsShown = 50
+)
 
-// auditPage lists the event log, newest first: what every surface
-// changed, the portal's own actions among them.
 func (s *Server) auditPage(w http.ResponseWriter, r *request) error {
-	entries, err := s.svc.Events().Last(auditShown)
+	entries, err := s.svc.Events().Last(events.MaxLast)
 	if err != nil {
 		return err
 	}
-	slices.Reverse(entries)
-	s.render(w, http.StatusOK, "audit.html", map[string]any{"Page": s.page(r, "Audit log"), "Entries": entries})
+	var changes, refusals []events.Event
+	for i := len(entries) - 1; i >= 0; i-- {
+		switch e := entries[i]; {
+		case e.Action == events.Refused:
+			if len(refusals) < auditRefusalsShown {
+				refusals = append(refusals, e)
+			}
+		case len(changes) < auditShown:
+			changes = append(changes, e)
+		}
+	}
+	s.render(w, http.StatusOK, "audit.html", map[string]any{"Page": s.page(r, "Audit log"), "Entries": changes, "Refusals": refusals})
 	return nil
 }
 

@@ -4,12 +4,14 @@ import (
 	"bufio"
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/hutchsandbox/hutch/internal/egress"
 	"github.com/hutchsandbox/hutch/internal/events"
@@ -106,5 +108,36 @@ func TestEgressRecorder_PlaceholderRefusalIsAnEvent(t *testing.T) {
 	want := "egress refused " + key + " placeholder: GH_TOKEN toward evil.example:443 host not listed for this secret (an attempted exfiltration)"
 	if len(evs) != 1 || evs[0].Surface+" "+evs[0].Action+" "+evs[0].Target+" "+evs[0].Detail != want {
 		t.Errorf("events: %+v; want one: %s", evs, want)
+	}
+}
+
+// TestRefusalLimiter_Sources: past maxRefusalSources, sources back at
+// their full burst are forgotten so a new one gets its own rate; while
+// none is idle, a new one shares its surface's overflow source.
+func TestRefusalLimiter_Sources(t *testing.T) {
+	l := &refusalLimiter{every: 500 * time.Millisecond}
+	for i := range maxRefusalSources {
+		if ok, _ := l.admitSource("mcp", fmt.Sprint("web/c", i)); !ok {
+			t.Fatalf("source %d refused at once", i)
+		}
+	}
+	// None idle yet (each spent a token just now, and gets it back only
+	// after 500 ms): a new source overflows.
+	for range refusalSourceBurst {
+		l.admitSource("mcp", "web/new")
+	}
+	if _, own := l.sources["mcp\x00web/new"]; own || len(l.sources) != maxRefusalSources+1 {
+		t.Fatalf("a new source past the bound: own entry %v, %d sources", own, len(l.sources))
+	}
+	if ok, _ := l.admitSource("mcp", "web/newer"); ok {
+		t.Error("the overflow source admitted past its burst")
+	}
+	// Once the first sources are back at their burst, they are forgotten.
+	time.Sleep(600 * time.Millisecond)
+	if ok, _ := l.admitSource("mcp", "web/latest"); !ok {
+		t.Error("a new source was refused after the idle ones were forgotten")
+	}
+	if _, own := l.sources["mcp\x00web/latest"]; !own {
+		t.Errorf("the new source shares a rate: %d sources", len(l.sources))
 	}
 }

@@ -3,6 +3,7 @@ package service_test
 import (
 	"context"
 	"fmt"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -157,36 +158,80 @@ func TestEvents_EveryChange(t *testing.T) {
 	}
 }
 
-// TestEvents_RefusalFlood: a flood of refusals (an agent retrying what is
-// refused, or anyone sending bad tokens) writes at most a burst of events
-// and then the rate's, each a write and an fsync; the next event written
-// says how many were left out, and the metrics count them all.
+// TestEvents_RefusalFlood: a flood of refusals from one source (an agent
+// retrying what is refused through its office) writes that source's
+// burst, then one event a while, which says how many like it were left
+// out; the metrics count them all. A flood from many sources (anyone
+// sending bad tokens, or many conversations) is bounded overall, and its
+// next event says so too.
 func TestEvents_RefusalFlood(t *testing.T) {
-	svc := newService(t)
-	const n = 2000
-	for range n {
-		svc.CountRefusal(context.Background(), metrics.SurfaceAPI, sandbox.OutsideRefusal("/etc/passwd"))
-	}
-	evs, err := svc.Events().Last(n)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(evs) == 0 || len(evs) >= n/10 {
-		t.Fatalf("a flood of %d refusals wrote %d events; want a burst's worth", n, len(evs))
-	}
-	// The rate admits one more shortly: it says what was left out.
-	var last events.Event
-	for last.Detail == "" || !strings.Contains(last.Detail, "not logged") {
-		time.Sleep(20 * time.Millisecond)
-		svc.CountRefusal(context.Background(), metrics.SurfaceAPI, sandbox.OutsideRefusal("/etc/passwd"))
-		if evs, err = svc.Events().Last(1); err != nil || len(evs) != 1 {
+	t.Run("one source", func(t *testing.T) {
+		svc := newService(t)
+		service.SetRefusalSourceEvery(svc, 200*time.Millisecond)
+		m := metrics.New("")
+		svc.SetMetrics(m)
+		agent := events.WithTarget(context.Background(), "web/agent")
+		const n = 2000
+		for range n {
+			svc.CountRefusal(agent, metrics.SurfaceMCP, sandbox.OutsideRefusal("/etc/passwd"))
+		}
+		evs, err := svc.Events().Last(n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(evs) != 5 {
+			t.Fatalf("a flood of %d refusals from one source wrote %d events; want its burst, 5", n, len(evs))
+		}
+		// Another source is not crowded out.
+		other := events.WithTarget(context.Background(), "web/other")
+		svc.CountRefusal(other, metrics.SurfaceMCP, sandbox.OutsideRefusal("/etc/shadow"))
+		if evs, _ := svc.Events().Last(1); len(evs) != 1 || evs[0].Target != "web/other" || strings.HasPrefix(evs[0].Detail, "(") {
+			t.Errorf("another source's refusal: %+v", evs)
+		}
+		time.Sleep(250 * time.Millisecond)
+		svc.CountRefusal(agent, metrics.SurfaceMCP, sandbox.OutsideRefusal("/etc/passwd"))
+		evs, err = svc.Events().Last(1)
+		if err != nil || len(evs) != 1 {
 			t.Fatalf("Last: %v", err)
 		}
-		last = evs[0]
-	}
-	if !strings.HasPrefix(last.Detail, "(") || !strings.Contains(last.Detail, " refusals before this one not logged: more than 20 a second) ") {
-		t.Errorf("the event after the flood: %q", last.Detail)
-	}
+		if want := fmt.Sprintf("(%d more like it not logged: more than one each 200ms) failed_precondition: ", n-5); evs[0].Target != "web/agent" || !strings.HasPrefix(evs[0].Detail, want) {
+			t.Errorf("the source's event after the flood: %+v; want it to begin %q", evs[0], want)
+		}
+		rec := httptest.NewRecorder()
+		m.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+		if want := fmt.Sprintf(`hutch_refusals_total{reason="failed_precondition",surface="mcp"} %d`, n+2); !strings.Contains(rec.Body.String(), want) {
+			t.Errorf("metrics lack %s", want)
+		}
+	})
+	t.Run("many sources", func(t *testing.T) {
+		svc := newService(t)
+		const n = 1000
+		for i := range n {
+			ctx := events.WithTarget(context.Background(), fmt.Sprintf("web/c%d", i))
+			svc.CountRefusal(ctx, metrics.SurfaceAPI, sandbox.OutsideRefusal("/etc/passwd"))
+		}
+		evs, err := svc.Events().Last(n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(evs) == 0 || len(evs) >= n/10 {
+			t.Fatalf("a flood of %d refusals wrote %d events; want the overall burst's worth", n, len(evs))
+		}
+		// The overall rate admits one more shortly: it says what was left out.
+		var last events.Event
+		for i := 0; last.Detail == "" || !strings.Contains(last.Detail, "not logged"); i++ {
+			time.Sleep(20 * time.Millisecond)
+			ctx := events.WithTarget(context.Background(), fmt.Sprintf("web/late%d", i))
+			svc.CountRefusal(ctx, metrics.SurfaceAPI, sandbox.OutsideRefusal("/etc/passwd"))
+			if evs, err = svc.Events().Last(1); err != nil || len(evs) != 1 {
+				t.Fatalf("Last: %v", err)
+			}
+			last = evs[0]
+		}
+		if !strings.HasPrefix(last.Detail, "(") || !strings.Contains(last.Detail, " refusals before this one not logged: more than 20 a second) ") {
+			t.Errorf("the event after the flood: %q", last.Detail)
+		}
+	})
 }
 
 // TestEvents_RefusalLogBounded: refusals past the rate's bound, however

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"sync/atomic"
+	"time"
 
 	"golang.org/x/time/rate"
 
@@ -76,25 +78,105 @@ func (s *Service) CountRefusal(ctx context.Context, surface string, err error) {
 // event, not written one by one.
 const refusalEventsPerSecond = 20
 
-// refusalLimiter admits refusal events at a bounded rate and counts
-// those it turned away.
+// One source of refusals (a surface and the target it names, such as an
+// agent's office behind its egress proxy) gets refusalSourceBurst events
+// at once, then one each refusalSourceEvery: an agent that keeps being
+// refused cannot fill the log, rotate the operator's changes out of it
+// or crowd them off the portal's page, however many hosts it tries.
+// What it left out is said in the source's next event.
+const (
+	refusalSourceBurst = 5
+	refusalSourceEvery = 10 * time.Second
+	// maxRefusalSources bounds the sources tracked at once; past it, the
+	// idle ones are forgotten, and while none is, a new source shares
+	// its surface's one.
+	maxRefusalSources = 1024
+)
+
+// refusalLimiter admits refusal events at a bounded rate, overall and
+// per source, and counts those it turned away.
 type refusalLimiter struct {
 	limit   *rate.Limiter
 	dropped atomic.Int64
+	// every is a source's interval (refusalSourceEvery; tests shorten it).
+	every time.Duration
+
+	mu      sync.Mutex // guards sources
+	sources map[string]*refusalSource
 }
 
-// recordRefusal writes a refusal event when the rate allows, saying how
+// refusalSource is one source's rate and what it left out.
+type refusalSource struct {
+	limit   *rate.Limiter
+	dropped int64
+}
+
+// admitSource reports whether source's next refusal may be written, and
+// how many of its own were left out since its last.
+func (l *refusalLimiter) admitSource(surface, target string) (bool, int64) {
+	if l.limit != nil && l.limit.Limit() == rate.Inf {
+		return true, 0 // UnlimitRefusalEvents
+	}
+	key := surface + "\x00" + target
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	src, ok := l.sources[key]
+	if !ok {
+		if len(l.sources) >= maxRefusalSources {
+			l.forgetIdle()
+		}
+		if len(l.sources) >= maxRefusalSources {
+			key = surface + "\x00\x00" // the overflow source of the surface
+			src = l.sources[key]
+		}
+		if src == nil {
+			if l.sources == nil {
+				l.sources = map[string]*refusalSource{}
+			}
+			src = &refusalSource{limit: rate.NewLimiter(rate.Every(l.every), refusalSourceBurst)}
+			l.sources[key] = src
+		}
+	}
+	if !src.limit.Allow() {
+		src.dropped++
+		return false, 0
+	}
+	n := src.dropped
+	src.dropped = 0
+	return true, n
+}
+
+// forgetIdle forgets the sources back at their full burst with nothing
+// left out: they are as a new source would be. l.mu is held.
+func (l *refusalLimiter) forgetIdle() {
+	for key, src := range l.sources {
+		if src.dropped == 0 && src.limit.Tokens() >= refusalSourceBurst {
+			delete(l.sources, key)
+		}
+	}
+}
+
+// recordRefusal writes a refusal event when the rates allow, saying how
 // many were left out since the last one written.
 func (s *Service) recordRefusal(ctx context.Context, surface, detail string) {
-	if l := s.refusalLog.limit; l != nil && !l.Allow() {
-		s.refusalLog.dropped.Add(1)
+	target := events.TargetFrom(ctx)
+	l := &s.refusalLog
+	ok, fromSource := l.admitSource(surface, target)
+	if !ok {
 		return
 	}
-	if n := s.refusalLog.dropped.Swap(0); n > 0 {
-		// First: a long detail is cut at the log's bound.
+	if l.limit != nil && !l.limit.Allow() {
+		l.dropped.Add(1 + fromSource)
+		return
+	}
+	// First: a long detail is cut at the log's bound.
+	if n := l.dropped.Swap(0); n > 0 {
 		detail = fmt.Sprintf("(%d refusals before this one not logged: more than %d a second) %s", n, refusalEventsPerSecond, detail)
 	}
-	s.Record(refusalActor(ctx, surface), events.Refused, events.TargetFrom(ctx), detail)
+	if fromSource > 0 {
+		detail = fmt.Sprintf("(%d more like it not logged: more than one each %s) %s", fromSource, l.every, detail)
+	}
+	s.Record(refusalActor(ctx, surface), events.Refused, target, detail)
 }
 
 // refusalActor is ctx's actor, under surface when it names none. (The

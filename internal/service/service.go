@@ -83,7 +83,7 @@ func New(layout Layout, log *slog.Logger) *Service {
 		surface:  events.SurfaceCLI,
 		getenv:   os.Getenv,
 
-		refusalLog: refusalLimiter{limit: rate.NewLimiter(refusalEventsPerSecond, 2*refusalEventsPerSecond)},
+		refusalLog: refusalLimiter{limit: rate.NewLimiter(refusalEventsPerSecond, 2*refusalEventsPerSecond), every: refusalSourceEvery},
 	}
 }
 
