@@ -20,9 +20,11 @@ package events
 import (
 	"context"
 	"encoding/json"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -149,13 +151,15 @@ func (e Event) Text() string {
 	return b.String()
 }
 
-// quoteIfNeeded keeps a field that could break the line (a control
-// character) or be mistaken for two fields quoted.
+// quoteIfNeeded quotes a field holding what could break the line or
+// make it read otherwise than it is on a terminal: a control character
+// (C0 or C1, some terminals act on U+009B), a line separator, or a
+// format character such as a direction override. The quote escapes them
+// all.
 func quoteIfNeeded(s string) string {
 	for _, r := range s {
-		if r < 0x20 || r == 0x7f || r == '\u2028' || r == '\u2029' {
-			b, _ := json.Marshal(s)
-			return string(b)
+		if !unicode.IsPrint(r) && r != ' ' {
+			return strconv.Quote(s)
 		}
 	}
 	return s

@@ -71,9 +71,10 @@ func TestLog_TornLineSkipped(t *testing.T) {
 }
 
 // What an agent controls (a conversation id, a file name, a refusal's
-// text) cannot make an event two lines, nor a line past MaxLine.
+// text) cannot make an event two lines, nor a line past MaxLine, nor its
+// text carry a raw escape, C1 control or direction override.
 func TestEvent_LineAttack(t *testing.T) {
-	hostile := "x\n{\"action\":\"forged\"}\r\n\u2028\u2029\x00\x1b[31m" + strings.Repeat("\x01", 5000) + "\xff\xfe"
+	hostile := "x\n{\"action\":\"forged\"}\r\n\u2028\u2029\x00\x1b[31m\u202e\u009b" + strings.Repeat("\x01", 5000) + "\xff\xfe"
 	e := events.Event{Time: time.Now(), Surface: hostile, Who: hostile, Action: hostile, Target: hostile, Detail: hostile}
 	line := e.Line()
 	if len(line) > events.MaxLine {
@@ -88,7 +89,7 @@ func TestEvent_LineAttack(t *testing.T) {
 	if _, ok := events.Parse(bytes.TrimSuffix(line, []byte{'\n'})); !ok {
 		t.Errorf("bounded line does not parse")
 	}
-	if txt := e.Text(); strings.ContainsAny(txt, "\n\r\x1b") {
+	if txt := e.Text(); strings.ContainsAny(txt, "\n\r\x1b\u202e\u009b") {
 		t.Errorf("Text carries a line break or escape: %q", txt[:100])
 	}
 }

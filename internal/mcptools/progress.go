@@ -93,7 +93,8 @@ func (w *outputWatch) snapshot() (int64, string) {
 var csi = lazyregexp.New(`\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[@-_]`)
 
 // lastLine is the last non-blank line of tail, as a terminal would show
-// it (after the last carriage return, without control sequences), cut to
+// it (after the last carriage return, without control sequences and
+// characters that do not print), cut to
 // its last ProgressLineRunes characters; cut says tail may start inside a
 // line. A line cut at either end starts with "…".
 func lastLine(tail []byte, cut bool) string {
@@ -109,7 +110,10 @@ func lastLine(tail []byte, cut bool) string {
 		switch {
 		case r == '\t':
 			return ' '
-		case unicode.IsControl(r):
+		case !unicode.IsPrint(r) && r != ' ':
+			// Control characters, and format ones: a direction
+			// override or a zero-width character would make the line
+			// read otherwise in the client than it is.
 			return -1
 		}
 		return r

@@ -21,6 +21,7 @@ func TestLastLine(t *testing.T) {
 		{"carriage_returns", "fetch 10%\rfetch 55%\rfetch 90%\r", false, "fetch 90%"},
 		{"colours", "\x1b[1;31merror\x1b[0m: bad\n", false, "error: bad"},
 		{"controls", "a\x00b\x07c\td\x7f\n", false, "abc d"},
+		{"format_characters", "rm \u202eexe.txt\u200b ok\u2066\n", false, "rm exe.txt ok"},
 		{"not_utf8", "ok \xff\xfe\n", false, "ok \uFFFD"},
 		{"start_cut_off", "the end of a long line", true, "…the end of a long line"},
 		{"start_kept", "x\nfull line", true, "full line"},
