@@ -170,7 +170,7 @@ func (r *Runtime) relimit(ctx context.Context, key string, change func(*session)
 	r.stopVMLocked(s, "new limits")
 	s.boost, s.temp = boost, temp
 	change(s)
-	s.recreated, s.recreatedBecause = time.Now(), "its limits changed (a microVM's vCPUs and memory are fixed at boot)"
+	s.markRecreated("its limits changed (a microVM's vCPUs and memory are fixed at boot)")
 	r.log.Info("microVM limits change: booting a replacement", "office_key", key)
 	_, err := r.ensureLocked(ctx, s, *s.spec)
 	s.Unlock()

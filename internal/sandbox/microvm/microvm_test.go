@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	goruntime "runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -41,6 +42,16 @@ type fixture struct {
 	state, run, ws, assets string
 	agent                  agentbin.Binary
 	rt                     *microvm.Runtime
+	// changes are what rt told its Changed hook.
+	changesMu sync.Mutex
+	changes   []sandbox.Change
+}
+
+// changed returns the changes rt told so far.
+func (f *fixture) changed() []sandbox.Change {
+	f.changesMu.Lock()
+	defer f.changesMu.Unlock()
+	return slices.Clone(f.changes)
 }
 
 func newFixture(t *testing.T) *fixture {
@@ -60,7 +71,13 @@ func newFixture(t *testing.T) *fixture {
 	}
 	t.Cleanup(func() { _ = agent.RemoveSocketDir(run) }) // sealed socket dirs included
 	f.run = run
-	f.rt = f.runtime(t)
+	f.rt = f.runtime(t, func(c *microvm.Config) {
+		c.Changed = func(_ context.Context, ch sandbox.Change) {
+			f.changesMu.Lock()
+			defer f.changesMu.Unlock()
+			f.changes = append(f.changes, ch)
+		}
+	})
 	return f
 }
 
@@ -361,6 +378,13 @@ func TestLifecycle(t *testing.T) {
 	st2, _ := f.rt.Status(ctx, spec.OfficeKey)
 	if st2.ID == st.ID {
 		t.Errorf("the VM was not replaced: pid %s", st2.ID)
+	}
+	// One event a boot: made, then re-made saying why.
+	if got, want := f.changed(), []sandbox.Change{
+		{Event: "created", OfficeKey: spec.OfficeKey},
+		{Event: "recreated", OfficeKey: spec.OfficeKey, Because: "the microVM exited on its own"},
+	}; !slices.Equal(got, want) {
+		t.Errorf("changes told: %+v, want %+v", got, want)
 	}
 	if err := f.rt.Stop(ctx, spec.OfficeKey); err != nil {
 		t.Fatal(err)

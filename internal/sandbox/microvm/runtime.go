@@ -142,6 +142,14 @@ type session struct {
 	// replaced the office's VM (sandbox.Status.Recreated).
 	recreated        time.Time
 	recreatedBecause string
+	// because is why the next boot replaces a VM ("" when it replaces
+	// none): its Changed hook is told once, at that boot.
+	because string
+}
+
+// markRecreated records that the office's VM is replaced, and why.
+func (s *session) markRecreated(why string) {
+	s.recreated, s.recreatedBecause, s.because = time.Now(), why, why
 }
 
 // New returns the microVM mode. It checks that the tools it runs exist;
@@ -242,7 +250,7 @@ func (r *Runtime) ensureLocked(ctx context.Context, s *session, spec sandbox.Spe
 		r.log.Warn("the microVM exited on its own; booting a new one", "office_key", s.Key, "console", s.vm.consoleTail())
 		r.cleanupVM(s.vm)
 		s.vm, s.boost, s.temp = nil, nil, nil
-		s.recreated, s.recreatedBecause = time.Now(), "the microVM exited on its own"
+		s.markRecreated("the microVM exited on its own")
 	}
 	m, err := r.assets.load(r.cfg.AssetDir)
 	if err != nil {
@@ -263,10 +271,7 @@ func (r *Runtime) ensureLocked(ctx context.Context, s *session, spec sandbox.Spe
 		r.log.Info("re-creating the microVM: what it was built from changed", "office_key", s.Key)
 		r.event("recreated")
 		r.stopVMLocked(s, "re-create")
-		s.recreated, s.recreatedBecause = time.Now(), "what it was built from changed"
-		if r.cfg.Changed != nil {
-			r.cfg.Changed(ctx, sandbox.Change{Event: "recreated", OfficeKey: s.Key, Because: s.recreatedBecause})
-		}
+		s.markRecreated("what it was built from changed")
 		// A stop ends a boost; the replacement boots with base limits.
 		if d, err = r.desired(s, spec, m); err != nil {
 			return nil, err

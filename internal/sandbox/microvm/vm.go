@@ -247,8 +247,9 @@ func (r *Runtime) boot(ctx context.Context, s *session, spec sandbox.Spec, m ass
 	r.log.Info("booting microVM", "office_key", s.Key, "accel", r.cfg.Accel, "vcpus", mach.CPUs, "memory_mib", mach.MemoryMiB, "shares", len(mach.Shares), "pid", cmd.Process.Pid)
 	r.event("created")
 	if r.cfg.Changed != nil {
-		r.cfg.Changed(ctx, sandbox.Change{Event: "created", OfficeKey: s.Key})
+		r.cfg.Changed(ctx, sandbox.Made(s.Key, s.because))
 	}
+	s.because = ""
 	v.client = agent.NewClient(dialAgent(mach.AgentSocket), r.log.With("office_key", s.Key))
 	if err := r.waitAgent(ctx, v); err != nil {
 		return nil, err
