@@ -28,6 +28,7 @@ import (
 	"github.com/hutchsandbox/hutch/internal/events"
 	"github.com/hutchsandbox/hutch/internal/project"
 	"github.com/hutchsandbox/hutch/internal/project/box"
+	"github.com/hutchsandbox/hutch/internal/service"
 )
 
 func newProjectCmd(g *globals) *cobra.Command {
@@ -331,7 +332,7 @@ func (p *projectCmd) load(ctx context.Context, lenient bool) (*loaded, error) {
 		return nil, err
 	}
 	spec.Notes = append(slices.Clone(l.notes), spec.Notes...)
-	opts := p.boxOptions(eng, layout.StateDir, layout.RunDir)
+	opts := p.boxOptions(eng, svc)
 	if in.Devcontainer != nil {
 		opts.Refine = p.refine(l, in)
 	}
@@ -345,28 +346,25 @@ func (p *projectCmd) load(ctx context.Context, lenient bool) (*loaded, error) {
 	return l, nil
 }
 
-func (p *projectCmd) boxOptions(eng *engine.Engine, stateDir, runDir string) box.Options {
+func (p *projectCmd) boxOptions(eng *engine.Engine, svc *service.Service) box.Options {
+	stateDir := svc.Layout().StateDir
 	// The egress proxy reads the project's network policy from it per
 	// connection; without it (no config dir) the spec's stays.
 	settings, _ := p.settingsPath()
-	return box.Options{Engine: eng, StateDir: stateDir, RunDir: runDir, Progress: p.g.stderr, Home: p.home(), SettingsFile: settings,
+	return box.Options{Engine: eng, StateDir: stateDir, RunDir: svc.Layout().RunDir, Progress: p.g.stderr, Home: p.home(), SettingsFile: settings,
 		Agent:   func() (agentbin.Binary, error) { return agentbin.LocateCached(p.g.env("HUTCH_AGENT_BINARY"), stateDir) },
-		Changed: projectChanged(stateDir, p.g.operator())}
+		Changed: projectChanged(svc)}
 }
 
-// projectChanged records the changes to a project's sandbox in the event
-// log of stateDir, as the CLI's and who's, the container's name as their
+// projectChanged records the changes to a project's sandbox in svc's
+// event log, as the CLI's with its user, the container's name as their
 // target.
-func projectChanged(stateDir, who string) func(ctx context.Context, event, name, why string) {
-	log := events.Open(stateDir)
+func projectChanged(svc *service.Service) func(ctx context.Context, event, name, why string) {
 	actions := map[string]string{"created": events.RuntimeCreated, "stopped": events.RuntimeStopped, "removed": events.RuntimeRemoved}
-	return func(_ context.Context, event, name, why string) {
-		action, ok := actions[event]
-		if !ok {
-			return
+	return func(ctx context.Context, event, name, why string) {
+		if action, ok := actions[event]; ok {
+			svc.Record(ctx, action, name, why)
 		}
-		// A log that cannot be written does not undo the change.
-		_ = log.Append(events.Event{Surface: events.SurfaceCLI, Who: who, Action: action, Target: name, Detail: why})
 	}
 }
 
@@ -407,7 +405,7 @@ func (p *projectCmd) attach(ctx context.Context, l *loaded) *box.Target {
 	if err != nil {
 		return nil
 	}
-	opts := p.boxOptions(nil, layout.StateDir, layout.RunDir)
+	opts := p.boxOptions(nil, svc)
 	if dc != nil {
 		opts.Refine = p.refine(l, in)
 	}

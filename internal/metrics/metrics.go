@@ -21,6 +21,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/hutchsandbox/hutch/internal/errdefs"
+	"github.com/hutchsandbox/hutch/internal/events"
 	"github.com/hutchsandbox/hutch/internal/sandbox"
 )
 
@@ -81,13 +82,14 @@ func New(version string) *Set {
 }
 
 // The surfaces that count refusals: each serves callers, and answers a
-// refusal there.
+// refusal there. They are the event log's surfaces of the same names:
+// a refusal is counted and recorded under one name.
 const (
-	SurfaceAPI    = "api"    // the HTTP API, on the socket or TCP
-	SurfaceChat   = "chat"   // /sandbox commands sent to /v1/chat
-	SurfaceMCP    = "mcp"    // the daemon's MCP endpoint (/mcp)
-	SurfacePortal = "portal" // the admin portal
-	SurfaceEgress = "egress" // the egress proxies in front of runtimes
+	SurfaceAPI    = events.SurfaceAPI    // the HTTP API, on the socket or TCP
+	SurfaceChat   = events.SurfaceChat   // /sandbox commands sent to /v1/chat
+	SurfaceMCP    = events.SurfaceMCP    // the daemon's MCP endpoint (/mcp)
+	SurfacePortal = events.SurfacePortal // the admin portal
+	SurfaceEgress = events.SurfaceEgress // the egress proxies in front of runtimes
 )
 
 // The reasons of a refusal, the values of the reason label.

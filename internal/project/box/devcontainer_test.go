@@ -3,12 +3,14 @@ package box_test
 import (
 	"context"
 	"os"
+	"os/user"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/hutchsandbox/hutch/internal/engine"
+	"github.com/hutchsandbox/hutch/internal/events"
 	"github.com/hutchsandbox/hutch/internal/project"
 	"github.com/hutchsandbox/hutch/internal/testenv"
 )
@@ -96,6 +98,28 @@ func TestCLI_RefusedDevcontainerStatusDown(t *testing.T) {
 	}
 	if out, _ := f.mustHutch(t, "down"); !strings.Contains(out, "Removed "+f.name) {
 		t.Errorf("down with a refused file: %q", out)
+	}
+	// What the commands changed is in the event log, as the CLI's, with
+	// the user who ran them.
+	me, err := user.Current()
+	if err != nil {
+		t.Fatal(err)
+	}
+	evs, err := events.Open(f.state).Last(20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, e := range evs {
+		got = append(got, strings.Join([]string{e.Surface, e.Who, e.Action, e.Target}, " "))
+	}
+	want := []string{
+		"cli " + me.Username + " runtime.created " + f.name,
+		"cli " + me.Username + " project.trust " + f.project,
+		"cli " + me.Username + " runtime.removed " + f.name,
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("events:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }
 
