@@ -416,7 +416,7 @@ var officeListing = office.NewView(func(recs []office.KeyedRecord) ([]byte, erro
 		out = append(out, OfficeEntry{Platform: string(rec.Platform), ConversationID: rec.ConversationID, OfficeKey: string(rec.Key), RecordedAt: rec.RecordedAt})
 	}
 	var buf bytes.Buffer
-	err := encodeJSON(&buf, out)
+	err := EncodeJSON(&buf, out)
 	return buf.Bytes(), err
 })
 

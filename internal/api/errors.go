@@ -15,12 +15,12 @@ func writeError(w http.ResponseWriter, err error) {
 func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
-	_ = encodeJSON(w, v)
+	_ = EncodeJSON(w, v)
 }
 
 // encodeJSON writes v as the API's answers are written: one line, '<',
 // '>' and '&' as they are.
-func encodeJSON(w io.Writer, v any) error {
+func EncodeJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetEscapeHTML(false)
 	return enc.Encode(v)

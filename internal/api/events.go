@@ -104,9 +104,6 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) error {
 		return nil
 	}
 	es := s.streams
-	if es == nil { // routes served without Handler (tests)
-		es = newEventStreams()
-	}
 	es.mu.Lock()
 	if es.n >= MaxEventFollowers || es.ended {
 		es.mu.Unlock()

@@ -1,10 +1,11 @@
 package cli
 
 import (
-	"encoding/json"
 	"io"
 
 	"github.com/spf13/cobra"
+
+	"github.com/hutchsandbox/hutch/internal/api"
 )
 
 // The machine-readable output of the commands that list or describe:
@@ -24,9 +25,5 @@ func quietFlag(cmd *cobra.Command, v *bool, what string) {
 	cmd.Flags().BoolVarP(v, "quiet", "q", false, "print only "+what+", one a line")
 }
 
-// printJSON writes v as one line of JSON.
-func printJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
-	enc.SetEscapeHTML(false)
-	return enc.Encode(v)
-}
+// printJSON writes v as one line of JSON, as the API writes it.
+func printJSON(w io.Writer, v any) error { return api.EncodeJSON(w, v) }
