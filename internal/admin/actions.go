@@ -104,8 +104,8 @@ func limitsText(l sandbox.Limits) string {
 // destructive is what the confirmation page and the actions behind it
 // say about stop and remove.
 type destructive struct {
-	// Verb is the action's route and button word; Done the audit verb.
-	Verb, Done string
+	// Verb is the action's route and button word.
+	Verb string
 	// Consequence says exactly what happens, of the conversation's runtime.
 	Consequence func(office.Address) string
 	// Flash is what the office page says once it is done.
@@ -116,7 +116,7 @@ type destructive struct {
 
 var destructives = map[string]destructive{
 	"stop": {
-		Verb: "Stop", Done: "stopped the runtime",
+		Verb: "Stop",
 		Consequence: func(a office.Address) string {
 			return fmt.Sprintf("The runtime of %s stops; its running commands are killed; the next command starts it again.", a)
 		},
@@ -126,7 +126,7 @@ var destructives = map[string]destructive{
 		act: sandbox.Lifecycle.Stop,
 	},
 	"remove": {
-		Verb: "Remove", Done: "removed the runtime",
+		Verb: "Remove",
 		Consequence: func(a office.Address) string {
 			return fmt.Sprintf("The runtime of %s is deleted with what it installed outside its office; the office and the vault stay.", a)
 		},

@@ -508,8 +508,6 @@ type usageRow struct {
 	Failure                  string
 }
 
-// usageView is the table of running runtimes' use, or nil for a mode
-// hutch manages no runtimes in.
 // refreshUsage has s's sampler read now, when it runs (see refresh).
 func (s *Server) refreshUsage(ctx context.Context) {
 	samplers.Lock()
@@ -520,6 +518,8 @@ func (s *Server) refreshUsage(ctx context.Context) {
 	}
 }
 
+// usageView is the table of running runtimes' use, or nil for a mode
+// hutch manages no runtimes in.
 func (s *Server) usageView(ctx context.Context) *usageView {
 	if !sandbox.CapabilitiesOf(s.mode.Kind).ManagedLifecycle {
 		return nil

@@ -22,7 +22,6 @@ import (
 
 var funcs = template.FuncMap{
 	"join":       strings.Join,
-	"since":      func(time.Time) string { return "-" }, // each Server's own clock replaces it (New)
 	"limits":     limitsLine,
 	"limitParts": limitParts,
 	"path":       wrapPath,

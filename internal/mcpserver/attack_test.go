@@ -22,6 +22,7 @@ import (
 	"github.com/hutchsandbox/hutch/internal/sandbox"
 	"github.com/hutchsandbox/hutch/internal/sandbox/image"
 	"github.com/hutchsandbox/hutch/internal/testenv"
+	"github.com/hutchsandbox/hutch/internal/tools"
 )
 
 // TestAttack_LimitsAboveCeiling: the agent asks its sandbox tool for most
@@ -134,7 +135,11 @@ func TestAttack_OutputFlood(t *testing.T) {
 			t.Errorf("notification %d: message of %d bytes: %.300q", i, len(n.Message), n.Message)
 		}
 	}
-	t.Logf("%d notifications in %v; the last counted %.0f bytes", len(got), elapsed.Round(time.Millisecond), got[len(got)-1].Progress)
+	last := got[len(got)-1].Progress
+	t.Logf("%d notifications in %v; the last counted %.0f bytes", len(got), elapsed.Round(time.Millisecond), last)
+	if last <= tools.CaptureLimit {
+		t.Errorf("the last notification counted %.0f bytes, not past the %d bash keeps: the count stopped with the capture", last, tools.CaptureLimit)
+	}
 }
 
 // rawStdio serves srv on StdioTransport over pipes, for a client that

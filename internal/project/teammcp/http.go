@@ -31,6 +31,10 @@ const (
 	ConfigName = "hutch.mcp.json"
 )
 
+// MaxBody bounds a request's body: the SDK's default, set on its
+// handlers and kept by Handler's own read.
+const MaxBody = mcp.DefaultMaxRequestBodyBytes
+
 // Handler serves the servers newServer returns over streamable HTTP,
 // stateless and answering in JSON: a client POSTs one JSON-RPC message
 // (a tools/call needs no initialize first) and reads one JSON answer, so
@@ -44,8 +48,8 @@ const (
 // answered 401 with a JSON body {"error": ..., "code": "unauthorized"}
 // before the MCP layer sees it. An empty token admits nobody.
 func Handler(newServer func(*http.Request) *mcp.Server, token string) http.Handler {
-	answers := mcp.NewStreamableHTTPHandler(newServer, &mcp.StreamableHTTPOptions{Stateless: true, JSONResponse: true, PropagateRequestCancellation: true})
-	streams := mcp.NewStreamableHTTPHandler(newServer, &mcp.StreamableHTTPOptions{Stateless: true, PropagateRequestCancellation: true})
+	answers := mcp.NewStreamableHTTPHandler(newServer, &mcp.StreamableHTTPOptions{Stateless: true, JSONResponse: true, PropagateRequestCancellation: true, MaxRequestBodyBytes: MaxBody})
+	streams := mcp.NewStreamableHTTPHandler(newServer, &mcp.StreamableHTTPOptions{Stateless: true, PropagateRequestCancellation: true, MaxRequestBodyBytes: MaxBody})
 	want := []byte(token)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
@@ -70,9 +74,9 @@ func Handler(newServer func(*http.Request) *mcp.Server, token string) http.Handl
 		r = r.WithContext(context.WithValue(r.Context(), requestKey{}, r.Context()))
 		if r.Method == http.MethodPost {
 			// Read here, to look for a progress token, so bounded here as
-			// the SDK bounds what it reads: the token is the agents', and
+			// the SDK is told to bound it: the token is the agents', and
 			// an agent must not make hutch hold a body of any size.
-			body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, mcp.DefaultMaxRequestBodyBytes))
+			body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBody))
 			if err != nil {
 				var mbe *http.MaxBytesError
 				if errors.As(err, &mbe) {
@@ -82,7 +86,7 @@ func Handler(newServer func(*http.Request) *mcp.Server, token string) http.Handl
 				http.Error(w, "reading the request: "+err.Error(), http.StatusBadRequest)
 				return
 			}
-			r.Body = io.NopCloser(bytes.NewReader(body))
+			r.Body = &readOnce{b: body}
 			if asksProgress(body) {
 				streams.ServeHTTP(w, r)
 				return
@@ -106,6 +110,26 @@ func withRequest(ctx context.Context) (context.Context, context.CancelFunc) {
 	}
 	return ctx, cancel
 }
+
+// readOnce hands its bytes out once and lets go of them at the end, so
+// that a body read to look into is not held again for as long as its
+// call runs (the SDK keeps what it decoded).
+type readOnce struct{ b []byte }
+
+func (r *readOnce) Read(p []byte) (int, error) {
+	if len(r.b) == 0 {
+		r.b = nil
+		return 0, io.EOF
+	}
+	n := copy(p, r.b)
+	r.b = r.b[n:]
+	if len(r.b) == 0 {
+		r.b = nil
+	}
+	return n, nil
+}
+
+func (r *readOnce) Close() error { r.b = nil; return nil }
 
 // asksProgress reports whether body is a JSON-RPC request that carries a
 // progress token.
