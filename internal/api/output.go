@@ -3,11 +3,11 @@ package api
 import (
 	"net/http"
 	"os"
-	"runtime"
 	"runtime/debug"
 	"slices"
 	"time"
 
+	"github.com/hutchsandbox/hutch/internal/buildinfo"
 	"github.com/hutchsandbox/hutch/internal/service"
 	"github.com/hutchsandbox/hutch/internal/vault"
 )
@@ -80,38 +80,12 @@ func VaultEntries(entries []vault.Entry, marks map[string]vault.Placeholder, now
 	return out
 }
 
-// BuildVersion reads this binary's build info; version is its -ldflags
-// version ("dev" by default).
-func BuildVersion(version string) Version {
-	bi, _ := debug.ReadBuildInfo()
-	return VersionOf(version, bi)
-}
+// BuildVersion is this binary's build (buildinfo.Read); version is its
+// -ldflags version ("dev" by default).
+func BuildVersion(version string) Version { return buildinfo.Read(version) }
 
-// VersionOf is what bi (nil: none) says of a build whose -ldflags version
-// is version.
-func VersionOf(version string, bi *debug.BuildInfo) Version {
-	v := Version{Version: version, Module: "(devel)", GoVersion: runtime.Version()}
-	if bi == nil {
-		return v
-	}
-	if bi.Main.Version != "" {
-		v.Module = bi.Main.Version
-	}
-	if bi.GoVersion != "" {
-		v.GoVersion = bi.GoVersion
-	}
-	for _, s := range bi.Settings {
-		switch s.Key {
-		case "vcs.revision":
-			v.Commit = s.Value
-		case "vcs.time":
-			v.CommitTime = s.Value
-		case "vcs.modified":
-			v.Modified = s.Value == "true"
-		}
-	}
-	return v
-}
+// VersionOf is what bi (nil: none) says of a build (buildinfo.Of).
+func VersionOf(version string, bi *debug.BuildInfo) Version { return buildinfo.Of(version, bi) }
 
 func (s *Server) version(w http.ResponseWriter, r *http.Request) error {
 	writeJSON(w, http.StatusOK, BuildVersion(s.Version))

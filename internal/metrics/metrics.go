@@ -11,7 +11,6 @@ package metrics
 import (
 	"context"
 	"net/http"
-	"runtime/debug"
 	"slices"
 	"sync"
 	"time"
@@ -20,6 +19,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/hutchsandbox/hutch/internal/buildinfo"
 	"github.com/hutchsandbox/hutch/internal/errdefs"
 	"github.com/hutchsandbox/hutch/internal/events"
 	"github.com/hutchsandbox/hutch/internal/sandbox"
@@ -147,27 +147,21 @@ func (s *Set) zeroRefusals() {
 }
 
 // buildInfo is hutch_build_info: 1, labelled with the version, commit and
-// Go version the binary was built from (runtime/debug.ReadBuildInfo;
-// "unknown" for what it does not say).
+// Go version the binary was built from, read as hutch version reads them
+// (buildinfo.Read): the -ldflags version, else the module's; "unknown"
+// for a commit the build info does not name.
 func buildInfo(version string) prometheus.Collector {
-	commit, goversion := "unknown", "unknown"
-	if bi, ok := debug.ReadBuildInfo(); ok {
-		goversion = bi.GoVersion
-		if version == "" {
-			version = bi.Main.Version
-		}
-		for _, st := range bi.Settings {
-			if st.Key == "vcs.revision" && st.Value != "" {
-				commit = st.Value
-			}
-		}
+	b := buildinfo.Read(version)
+	if b.Version == "" {
+		b.Version = b.Module
 	}
-	if version == "" {
-		version = "unknown"
+	commit := b.Commit
+	if commit == "" {
+		commit = "unknown"
 	}
 	g := prometheus.NewGauge(prometheus.GaugeOpts{
 		Name: "hutch_build_info", Help: "Always 1; its labels say which build of hutch runs.",
-		ConstLabels: prometheus.Labels{"version": version, "commit": commit, "goversion": goversion},
+		ConstLabels: prometheus.Labels{"version": b.Version, "commit": commit, "goversion": b.GoVersion},
 	})
 	g.Set(1)
 	return g
