@@ -397,7 +397,7 @@ func (s *Server) health(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) offices(w http.ResponseWriter, r *http.Request) error {
-	body, err := service.OfficeView(s.Service, officeListing)
+	body, err := OfficeList(s.Service)
 	if err != nil {
 		return err
 	}

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"os/user"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -45,7 +44,7 @@ channel you trust.`,
 			if !ok {
 				return errdefs.New(errdefs.ErrUnavailable, "No hutch serve answers for this state dir: the admin portal is part of the daemon, start it first")
 			}
-			res, err := c.AdminLink(cmd.Context(), api.AdminLinkRequest{Who: localUser(), TTL: ttl.String()})
+			res, err := c.AdminLink(cmd.Context(), api.AdminLinkRequest{Who: g.localUser(), TTL: ttl.String()})
 			if err != nil {
 				return classed(err)
 			}
@@ -61,9 +60,9 @@ channel you trust.`,
 }
 
 // localUser names the person at this terminal for the audit log.
-func localUser() string {
-	if u, err := user.Current(); err == nil && u.Username != "" {
-		return u.Username + " (hutch admin link)"
+func (g *globals) localUser() string {
+	if who := g.operator(); who != "" {
+		return who + " (hutch admin link)"
 	}
 	return "hutch admin link"
 }

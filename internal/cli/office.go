@@ -84,16 +84,12 @@ only counted, in a note on stderr. -q prints one conversation a line
 			if err != nil {
 				return err
 			}
-			recs, err := svc.Offices()
-			if err != nil {
-				return err
-			}
 			pending, err := svc.PendingMigrations()
 			if err != nil {
 				return err
 			}
-			switch {
-			case asJSON:
+			if asJSON {
+				// The API's own answer, which reads the registry itself.
 				body, err := api.OfficeList(svc)
 				if err != nil {
 					return err
@@ -103,6 +99,12 @@ only counted, in a note on stderr. -q prints one conversation a line
 				}
 				_, err = g.stdout.Write(body)
 				return err
+			}
+			recs, err := svc.Offices()
+			if err != nil {
+				return err
+			}
+			switch {
 			case quiet:
 				out := &printer{w: g.stdout}
 				for _, r := range recs {

@@ -64,7 +64,11 @@ func (l *Log) Append(e Event) error {
 		return fmt.Errorf("event log: %w", err)
 	}
 	if st, err := f.Stat(); err == nil && st.Size() > l.maxSize() {
-		l.rotate()
+		if err := l.rotate(); err != nil {
+			// The event is written; the file grows past its bound
+			// until the rename works, and the caller logs why.
+			return fmt.Errorf("event log written, not rotated: %w", err)
+		}
 	}
 	return nil
 }
@@ -79,19 +83,22 @@ func (l *Log) maxSize() int64 {
 // rotate renames the file to its .1 under an flock, when it is still
 // past the bound (another process may have rotated it meanwhile). A
 // process that finds the lock taken leaves the rotation to its holder.
-func (l *Log) rotate() {
+// An error says the file could not be rotated (a .1 that is no file, a
+// lock that cannot be made).
+func (l *Log) rotate() error {
 	lf, err := os.OpenFile(l.path+".lock", os.O_RDWR|os.O_CREATE|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0o600)
 	if err != nil {
-		return
+		return err
 	}
 	defer func() { _ = lf.Close() }()
 	if unix.Flock(int(lf.Fd()), unix.LOCK_EX|unix.LOCK_NB) != nil {
-		return
+		return nil
 	}
 	defer func() { _ = unix.Flock(int(lf.Fd()), unix.LOCK_UN) }()
 	if st, err := os.Lstat(l.path); err == nil && st.Mode().IsRegular() && st.Size() > l.maxSize() {
-		_ = os.Rename(l.path, l.older())
+		return os.Rename(l.path, l.older())
 	}
+	return nil
 }
 
 // Last returns up to n (at most MaxLast) of the newest events, oldest

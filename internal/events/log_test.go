@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -204,5 +205,24 @@ func TestLog_FollowAcrossRotation(t *testing.T) {
 	cancel()
 	if err := <-done; err != nil {
 		t.Errorf("Follow: %v", err)
+	}
+}
+
+// A rotation that cannot be done (here a directory where the older file
+// goes) is said, not swallowed: the event is still written.
+func TestLog_RotationFailureSaid(t *testing.T) {
+	dir := t.TempDir()
+	l := events.Open(dir)
+	l.MaxSize = 100
+	if err := os.MkdirAll(filepath.Join(dir, "events.jsonl.1", "x"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	e := events.Event{Surface: events.SurfaceCLI, Action: events.DoorSet, Target: "web/x", Detail: strings.Repeat("d", 200)}
+	err := l.Append(e)
+	if err == nil || !strings.Contains(err.Error(), "not rotated") {
+		t.Errorf("Append past the bound with no room to rotate: %v", err)
+	}
+	if evs, err := l.Last(1); err != nil || len(evs) != 1 || evs[0].Target != "web/x" {
+		t.Errorf("the event was not written: %+v, %v", evs, err)
 	}
 }
