@@ -79,12 +79,19 @@ func entryOrigin(mems []jsonc.Member) string {
 		if m.Name != "id" {
 			continue
 		}
-		if id, ok := jsonc.StringValue(m.Raw); ok && id != "" && len(id) <= 200 && !strings.ContainsFunc(id, unicode.IsControl) {
+		// The id is the image's (a LABEL anyone building it wrote): one
+		// with a character that does not print (a control, or a
+		// direction override making the line read otherwise) is not
+		// shown.
+		if id, ok := jsonc.StringValue(m.Raw); ok && id != "" && len(id) <= 200 && !strings.ContainsFunc(id, notPrinted) {
 			return "the feature " + id + " (in " + ImageOrigin + ")"
 		}
 	}
 	return ImageOrigin
 }
+
+// notPrinted reports a character a terminal would not show as itself.
+func notPrinted(r rune) bool { return !unicode.IsPrint(r) }
 
 // Merge folds partial configurations into one, as the spec merges an
 // image's metadata, its features' and the file: entries in order, the

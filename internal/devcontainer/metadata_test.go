@@ -1,6 +1,7 @@
 package devcontainer_test
 
 import (
+	"encoding/json"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -107,4 +108,25 @@ func FuzzParseMetadata(f *testing.F) {
 			t.Errorf("an image's metadata set the file's keys: %+v", merged)
 		}
 	})
+}
+
+// An image's label names the feature a lifecycle command came from; one
+// whose id holds a direction override (which would make the line read
+// as if it came from elsewhere) or a control character is not named.
+func TestParseMetadata_HostileFeatureID(t *testing.T) {
+	for _, id := range []string{"ghcr.io/x/evil\u202e:1", "a\u2066b", "a\x1b[2Kb", "a\u0085b"} {
+		label := `[{"id": ` + quote(id) + `, "postStartCommand": "true"}]`
+		entries, _ := devcontainer.ParseMetadata(label, vars())
+		if len(entries) != 1 || len(entries[0].Lifecycle["postStartCommand"]) != 1 {
+			t.Fatalf("%q: entries %+v", id, entries)
+		}
+		if got := entries[0].Lifecycle["postStartCommand"][0].Origin; got != devcontainer.ImageOrigin {
+			t.Errorf("%q: origin %q, want %q", id, got, devcontainer.ImageOrigin)
+		}
+	}
+}
+
+func quote(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
 }
