@@ -109,7 +109,7 @@ func TestJSON_Golden(t *testing.T) {
 	t.Run("project_status", func(t *testing.T) {
 		l := &loaded{dir: "/home/ada/code/api"}
 		l.settings.Enabled = true
-		s := box.Status{Engine: "docker 20.10.24", Name: "hutch-sbx-api-0123abcd", State: "running", Owner: "external (never stopped or removed by hutch)",
+		s := box.Status{Engine: "docker 20.10.24", Name: "hutch-sbx-api-0123abcd", State: "running", Owner: box.OwnerExternal,
 			Sessions: 2, Image: "hutch-sbx-api:0123abcd", Limits: "8GiB memory, 4 CPUs, 4096 processes", Network: "allowlist: github.com"}
 		var out bytes.Buffer
 		if err := printJSON(&out, projectStatus(l, s)); err != nil {

@@ -816,14 +816,10 @@ users, image, limits, network, enabled, persist, notes} (docs/api.md,
 			}
 			tw := tabwriter.NewWriter(p.g.stdout, 0, 4, 2, ' ', 0)
 			out := &printer{w: tw}
-			owner := s.Owner
-			if owner == "" {
-				owner = "-"
-			}
 			out.printf("Project\t%s\n", l.dir)
 			out.printf("Engine\t%s\n", s.Engine)
 			out.printf("Container\t%s (%s)\n", s.Name, s.State)
-			out.printf("Owner\t%s\n", owner)
+			out.printf("Owner\t%s\n", box.OwnerText(s.Owner))
 			out.printf("Users\t%d attached\n", s.Sessions)
 			out.printf("Image\t%s\n", s.Image)
 			out.printf("Limits\t%s\n", s.Limits)
@@ -850,13 +846,7 @@ func projectStatus(l *loaded, s box.Status) api.ProjectStatus {
 	if notes == nil {
 		notes = []string{}
 	}
-	owner := s.Owner
-	if o, _, cut := strings.Cut(owner, " "); cut {
-		// "external (never stopped or removed by hutch)": the word; the
-		// field's documentation says the rest.
-		owner = o
-	}
-	return api.ProjectStatus{Project: l.dir, Engine: s.Engine, Container: s.Name, State: s.State, Owner: owner, Users: s.Sessions,
+	return api.ProjectStatus{Project: l.dir, Engine: s.Engine, Container: s.Name, State: s.State, Owner: s.Owner, Users: s.Sessions,
 		Image: s.Image, Limits: s.Limits, Network: s.Network, Enabled: l.settings.Enabled, Persist: l.settings.Persist, Notes: notes}
 }
 

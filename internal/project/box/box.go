@@ -947,12 +947,33 @@ func (b *Box) foreignRunning(ctx context.Context) (string, error) {
 	return "", nil
 }
 
+// The owners Status names.
+const (
+	OwnerHutch    = "hutch"
+	OwnerExternal = "external" // an editor's container: never stopped or removed by hutch
+	OwnerUnknown  = "unknown"  // not created by hutch for this project
+)
+
+// OwnerText is owner as the status's text says it: the word, and what
+// it means for hutch's commands.
+func OwnerText(owner string) string {
+	switch owner {
+	case OwnerExternal:
+		return "external (never stopped or removed by hutch)"
+	case OwnerUnknown:
+		return "unknown (not created by hutch for this project)"
+	case "":
+		return "-"
+	}
+	return owner
+}
+
 // Status is what `hutch project status` prints.
 type Status struct {
 	Engine   string
 	Name     string
 	State    string // running, stopped, missing
-	Owner    string // hutch, external, ""
+	Owner    string // OwnerHutch, OwnerExternal, OwnerUnknown, "" (none)
 	Sessions int
 	Image    string
 	Limits   string
@@ -969,7 +990,7 @@ func (b *Box) Status(ctx context.Context) (Status, error) {
 	if name, err := b.foreignRunning(ctx); err != nil {
 		return s, err
 	} else if name != "" {
-		s.Name, s.State, s.Owner = name, "running", "external (never stopped or removed by hutch)"
+		s.Name, s.State, s.Owner = name, "running", OwnerExternal
 	} else {
 		st, err := b.inspect(ctx, b.spec.Name)
 		if err != nil {
@@ -981,13 +1002,13 @@ func (b *Box) Status(ctx context.Context) (Status, error) {
 			if st.running {
 				s.State = "running"
 			}
-			s.Owner = "hutch"
+			s.Owner = OwnerHutch
 			if !ownedBy(st.labels, b.project) {
-				s.Owner = "unknown (not created by hutch for this project)"
+				s.Owner = OwnerUnknown
 			} else if st.labels[project.LabelSpec] != b.spec.Hash {
 				s.Notes = append(s.Notes, "The sandbox runs with older settings or an older devcontainer.json; run `hutch project rebuild` to apply the current ones.")
 			}
-			if s.Owner == "hutch" {
+			if s.Owner == OwnerHutch {
 				if note, err := b.checkEgress(st); err != nil {
 					s.Notes = append(s.Notes, err.Error())
 				} else if note != "" {

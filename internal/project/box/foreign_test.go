@@ -11,6 +11,7 @@ import (
 
 	"github.com/hutchsandbox/hutch/internal/errdefs"
 	"github.com/hutchsandbox/hutch/internal/project"
+	"github.com/hutchsandbox/hutch/internal/project/box"
 )
 
 // startForeign starts a busybox container named name that sleeps, with
@@ -89,7 +90,7 @@ func TestBox_Foreign(t *testing.T) {
 	}
 	refuse("Rebuild", err)
 	s, err := b.Status(ctx)
-	if err != nil || s.Name != foreign || s.State != "running" || !strings.HasPrefix(s.Owner, "external") {
+	if err != nil || s.Name != foreign || s.State != "running" || s.Owner != box.OwnerExternal {
 		t.Errorf("Status = %+v, %v; want the editor's container, running, external", s, err)
 	}
 
