@@ -106,15 +106,20 @@ func daemonVersion(ctx context.Context, c *client.Client) *api.Version {
 	if _, err := os.Stat(c.Socket); err != nil {
 		return nil
 	}
+	vctx, cancel := context.WithTimeout(ctx, versionTimeout)
+	defer cancel()
+	v, err := c.Version(vctx)
+	var ae *client.Error
+	switch {
+	case err == nil:
+		return &v
+	case !errors.As(err, &ae):
+		return nil // no daemon answered
+	}
+	// An older daemon, without the route: its health says its version.
 	h, ok := c.Answers(ctx, versionTimeout)
 	if !ok {
 		return nil
 	}
-	ctx, cancel := context.WithTimeout(ctx, versionTimeout)
-	defer cancel()
-	v, err := c.Version(ctx)
-	if err != nil {
-		return &api.Version{Version: h.Version}
-	}
-	return &v
+	return &api.Version{Version: h.Version}
 }

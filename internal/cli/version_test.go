@@ -2,13 +2,17 @@ package cli
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"runtime/debug"
 	"strings"
 	"testing"
 
+	"github.com/hutchsandbox/hutch/client"
 	"github.com/hutchsandbox/hutch/internal/api"
 )
 
@@ -59,4 +63,33 @@ func TestVersion_JSON(t *testing.T) {
 	jsonGolden(t, "version", out.String())
 	// And as the command prints it, with no daemon.
 	jsonGolden(t, "version_no_daemon", e.ok("version", "--json"))
+}
+
+// TestDaemonVersion_OlderDaemon: a daemon without GET /v1/version (one
+// from before it) is asked its health instead, which names its version;
+// a socket nobody answers on gives none.
+func TestDaemonVersion_OlderDaemon(t *testing.T) {
+	sock := filepath.Join(t.TempDir(), "hutch.sock")
+	l, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/v1/health" {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusNotFound)
+			_, _ = w.Write([]byte(`{"error":"No such endpoint","code":"not_found"}`))
+			return
+		}
+		_, _ = w.Write([]byte(`{"status":"ok","version":"0.3.0","mode":"host"}`))
+	})}
+	go func() { _ = srv.Serve(l) }()
+	t.Cleanup(func() { _ = srv.Close() })
+	if v := daemonVersion(context.Background(), &client.Client{Socket: sock}); v == nil || *v != (api.Version{Version: "0.3.0"}) {
+		t.Errorf("an older daemon's version: %+v, want 0.3.0 alone", v)
+	}
+	_ = srv.Close()
+	if v := daemonVersion(context.Background(), &client.Client{Socket: sock}); v != nil {
+		t.Errorf("no daemon answering: %+v, want none", v)
+	}
 }
