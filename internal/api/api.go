@@ -16,6 +16,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/hutchsandbox/hutch/client"
 	"github.com/hutchsandbox/hutch/internal/errdefs"
 	"github.com/hutchsandbox/hutch/internal/events"
 	"github.com/hutchsandbox/hutch/internal/metrics"
@@ -160,7 +161,7 @@ func (s *Server) routes() map[string]http.Handler {
 
 // CodeMethodNotAllowed is the code of a request whose path is a route
 // served under other methods.
-const CodeMethodNotAllowed = "method_not_allowed"
+const CodeMethodNotAllowed = client.CodeMethodNotAllowed
 
 // unrouted answers a request no route takes, in the API's error shape:
 // 405 with the mux's Allow header when the path is served under other
@@ -275,7 +276,7 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 		if s.Token != "" {
 			got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 			if !ok || !constantTimeEqual(got, s.Token) {
-				writeJSON(w, http.StatusUnauthorized, ErrorBody{Error: "Missing or wrong bearer token", Code: "unauthorized"})
+				writeJSON(w, http.StatusUnauthorized, ErrorBody{Error: "Missing or wrong bearer token", Code: client.CodeUnauthorized})
 				s.Service.CountRefused(r.Context(), surfaceOf(r), metrics.ReasonUnauthorized)
 				return
 			}
