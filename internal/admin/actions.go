@@ -7,8 +7,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/docker/go-units"
-
 	"github.com/hutchsandbox/hutch/internal/errdefs"
 	"github.com/hutchsandbox/hutch/internal/office"
 	"github.com/hutchsandbox/hutch/internal/sandbox"
@@ -96,7 +94,7 @@ func limitsText(l sandbox.Limits) string {
 		parts = append(parts, sandbox.CPUCount(l.CPUs))
 	}
 	if l.MemoryBytes > 0 {
-		parts = append(parts, units.CustomSize("%.4g %s", float64(l.MemoryBytes), 1024, []string{"B", "KiB", "MiB", "GiB", "TiB", "PiB"}))
+		parts = append(parts, byteSize(float64(l.MemoryBytes)))
 	}
 	return strings.Join(parts, ", ")
 }
